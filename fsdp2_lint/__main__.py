@@ -1,0 +1,3 @@
+from fsdp2_lint.cli import main
+
+main()

@@ -1,0 +1,114 @@
+"""What a rule is: one class in one module of ``fsdp2_lint.rules`` (the repository's ``rules/``).
+
+A rule declares its identity and documentation next to its check (Fixit/Ruff style), the byte
+tokens a file must contain for the rule to possibly fire (the prefilter), and the runtime
+signature the confirmation harness must observe when a bad fixture of the rule is run.
+The check reads the facts computed once per file (:class:`fsdp2_lint.facts.FileFacts`) and
+yields findings; it never re-walks the syntax tree.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, ClassVar, Iterator
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from fsdp2_lint.facts import FileFacts
+
+CODE_PATTERN = re.compile(r"^FSDP\d{3}$")
+
+
+class Severity(enum.Enum):
+    ERROR = "error"  # definite breakage
+    WARNING = "warning"  # likely breakage, or memory/performance
+
+
+@dataclass(frozen=True)
+class RuntimeSignature:
+    """How the failure of a bad fixture shows up when the script is run under torchrun.
+
+    ``evidence`` names the kind of observation the harness must make (an exception, a hang,
+    parameters that an optimizer step leaves unchanged, a ``torch.save`` of DTensors, ...);
+    for exceptions, ``exception`` lists the accepted exception type names and ``message`` is a
+    regular expression the exception text must match. ``min_gpus`` > 0 marks failures that can
+    only be reproduced on that many GPUs (the harness reports them as not runnable elsewhere).
+    """
+
+    evidence: str
+    exception: tuple[str, ...] = ()
+    message: str | None = None
+    min_gpus: int = 0
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A violation found by a rule: the node to report and, optionally, a specific message."""
+
+    node: cst.CSTNode
+    message: str | None = None
+    hint: str | None = None
+
+
+class Rule:
+    """Base class of every rule. Subclasses set the class attributes and implement :meth:`check`."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case, e.g. "optimizer-before-shard"
+    summary: ClassVar[str]  # one line: the default diagnostic message
+    hint: ClassVar[str]  # one line: how to fix it
+    severity: ClassVar[Severity] = Severity.ERROR
+    docs: ClassVar[str]  # markdown: what it flags, why it breaks (the observed failure)
+    # Fixit-style examples: they are run as tests and printed by `fsdp2-lint rule CODE`.
+    # Each invalid example marks its expected diagnostics with `# expect: CODE` on the line.
+    valid: ClassVar[tuple[str, ...]] = ()
+    invalid: ClassVar[tuple[str, ...]] = ()
+    # Prefilter: every inner tuple is a set of alternatives of which one must occur in the file's
+    # bytes for the rule to be able to fire (conjunctive normal form). Must be exact: a file that
+    # lacks them can produce no diagnostic from this rule.
+    requires: ClassVar[tuple[tuple[str, ...], ...]] = (("fully_shard",),)
+    signature: ClassVar[RuntimeSignature]
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        raise NotImplementedError
+
+    @classmethod
+    def applies_to(cls, data: bytes) -> bool:
+        return all(any(token.encode() in data for token in group) for group in cls.requires)
+
+    @classmethod
+    def url(cls) -> str:
+        return f"https://github.com/fsdp2-lint/fsdp2-lint/blob/main/rules/{cls.__module__.rsplit('.', 1)[-1]}.py"
+
+
+@cache
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule shipped in ``fsdp2_lint.rules``, ordered by code; one rule class per module."""
+    import fsdp2_lint.rules as package
+
+    found: list[type[Rule]] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        classes = [
+            obj
+            for obj in vars(module).values()
+            if isinstance(obj, type) and issubclass(obj, Rule) and obj.__module__ == module.__name__
+        ]
+        if len(classes) != 1:
+            raise RuntimeError(f"{module.__name__} must define exactly one Rule, found {len(classes)}")
+        rule = classes[0]
+        if not CODE_PATTERN.match(rule.code):
+            raise RuntimeError(f"{module.__name__}: bad rule code {rule.code!r}")
+        found.append(rule)
+    codes = [rule.code for rule in found]
+    duplicates = {code for code in codes if codes.count(code) > 1}
+    if duplicates:
+        raise RuntimeError(f"duplicate rule codes: {sorted(duplicates)}")
+    return tuple(sorted(found, key=lambda rule: rule.code))
