@@ -1,0 +1,314 @@
+"""The facts every rule reads, computed once per file by :mod:`fsdp2_lint.interp`.
+
+A file is interpreted abstractly from each *entry point* (the module body, and every function
+or method that no code in the file calls). Each entry point yields a :class:`Trace`: the
+ordered :class:`Event` list of what that code does, with same-file helpers and methods expanded
+in place (a call to ``shard_model(model)`` contributes the ``fully_shard`` events it contains,
+with ``model`` bound to the caller's object). Rules ask a trace questions such as "was this
+module sharded before this event?" instead of walking the syntax tree themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Callable, Iterator
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from fsdp2_lint import names
+from fsdp2_lint.values import (
+    Obj,
+    Ref,
+    Value,
+    is_strict_ancestor,
+    may_be_same,
+    may_contain,
+    may_overlap,
+    refs,
+    walk_contents,
+)
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    node: cst.FunctionDef
+    cls: ClassInfo | None
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.cls.name}.{self.name}" if self.cls else self.name
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: cst.ClassDef
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    bases: tuple[Value, ...] = ()  # filled when the class statement is interpreted
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    def mro(self) -> Iterator[ClassInfo]:
+        """This class, then its same-file bases depth-first (enough for single inheritance)."""
+        from fsdp2_lint.values import Class
+
+        yield self
+        for base in self.bases:
+            if isinstance(base, Class) and base.info is not self:
+                yield from base.info.mro()
+
+    def method(self, name: str) -> FunctionInfo | None:
+        for cls in self.mro():
+            if name in cls.methods:
+                return cls.methods[name]
+        return None
+
+    def external_bases(self) -> Iterator[str]:
+        """Resolved names of the bases defined outside this file (e.g. ``torch.optim.Optimizer``)."""
+        from fsdp2_lint.values import Symbol
+
+        for cls in self.mro():
+            for base in cls.bases:
+                if isinstance(base, Symbol):
+                    yield base.qname
+
+
+@dataclass(frozen=True)
+class RankGuard:
+    """Code that runs on some ranks only: under ``node`` (an ``if`` test, an early exit, a
+    ``@rank_zero_only`` function), on ``ranks`` = ``"zero"``, ``"nonzero"`` or ``"subset"``."""
+
+    node: cst.CSTNode
+    ranks: str
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where an event happens. Shared by all events of a block, so cheap to keep per event."""
+
+    branches: tuple[tuple[int, int], ...] = ()  # (id of an if/try node, arm index)
+    rank_guard: RankGuard | None = None
+    no_grad: bool = False
+    meta_device: bool = False
+    loops: tuple[cst.CSTNode, ...] = ()
+    forward_of: tuple[Ref, ...] = ()  # modules whose forward() this code runs inside
+    managers: tuple[Value, ...] = ()  # values of the enclosing `with` items
+
+    def with_(self, **changes: object) -> Context:
+        return replace(self, **changes)
+
+
+@dataclass(eq=False)
+class Event:
+    """One thing the code does, in execution order.
+
+    ``kind`` is one of:
+    - ``"call"``: a call of a function that is not same-file code; ``qname`` is its resolved name
+      (``None`` if unresolved);
+    - ``"method"``: ``receiver.name(...)``;
+    - ``"invoke"``: calling an object, ``receiver(...)`` (a module's forward);
+    - ``"attr"``: reading ``receiver.name`` (also ``getattr(receiver, "name")``);
+    - ``"store"``: ``receiver.name = value`` / ``receiver[key] = value``;
+    - ``"inplace"``: ``receiver op= value`` (augmented assignment);
+    - ``"return"``: a function returning ``result``.
+    ``stack`` holds the call sites through which this event was reached from the entry point.
+    """
+
+    index: int
+    kind: str
+    node: cst.CSTNode
+    stack: tuple[cst.CSTNode, ...]
+    ctx: Context
+    name: str | None = None
+    qname: str | None = None
+    receiver: Value | None = None
+    args: tuple[Value, ...] = ()
+    kwargs: dict[str, Value] = field(default_factory=dict)
+    result: Value | None = None
+
+    def arg(self, position: int, keyword: str | None = None) -> Value | None:
+        if keyword is not None and keyword in self.kwargs:
+            return self.kwargs[keyword]
+        return self.args[position] if position < len(self.args) else None
+
+    @cached_property
+    def targets(self) -> tuple[Ref, ...]:
+        """For ``fully_shard`` calls: the modules sharded, in the order they are sharded."""
+        first = self.arg(0, "module")
+        if first is None:
+            return ()
+        return tuple(dict.fromkeys(ref for value in walk_contents(first) for ref in refs(value)))
+
+    def frames(self) -> tuple[cst.CSTNode, ...]:
+        return self.stack + (self.node,)
+
+    def exclusive_with(self, other: Event) -> bool:
+        """Can the two events never happen in the same run (different arms of one branch)?"""
+        mine = dict(self.ctx.branches)
+        return any(node in mine and mine[node] != arm for node, arm in other.ctx.branches)
+
+
+def report_node(event: Event, cause: Event) -> cst.CSTNode:
+    """Where to report ``event`` when ``cause`` makes it wrong: in the innermost frame the two
+    share, so a misordered pair of helper calls is reported at the caller's call of the helper,
+    not inside a helper that is correct on its own."""
+    mine, theirs = event.frames(), cause.frames()
+    for depth, node in enumerate(mine):
+        if depth >= len(theirs) or theirs[depth] is not node:
+            return node
+    return event.node
+
+
+@dataclass(eq=False)
+class Trace:
+    """The events of one entry point, with indexes that rules query."""
+
+    entry: str
+    events: list[Event]
+    instance: Ref | None = None  # `self` of a method analysed as an entry point
+    assumed_sharded: list[Ref] = field(default_factory=list)  # sharded by other methods of the class
+
+    @cached_property
+    def shards(self) -> list[Event]:
+        return self.calls(names.FULLY_SHARD)
+
+    @cached_property
+    def _by_qname(self) -> dict[str, list[Event]]:
+        index: dict[str, list[Event]] = {}
+        for event in self.events:
+            if event.kind == "call" and event.qname:
+                index.setdefault(event.qname, []).append(event)
+        return index
+
+    @cached_property
+    def _by_name(self) -> dict[str, list[Event]]:
+        index: dict[str, list[Event]] = {}
+        for event in self.events:
+            if event.kind in ("method", "attr") and event.name:
+                index.setdefault(event.name, []).append(event)
+        return index
+
+    def calls(self, *qnames: str) -> list[Event]:
+        found = [event for qname in qnames for event in self._by_qname.get(qname, ())]
+        return sorted(found, key=lambda event: event.index) if len(qnames) > 1 else found
+
+    def calls_where(self, predicate: Callable[[str], bool]) -> list[Event]:
+        found = [event for qname, events in self._by_qname.items() if predicate(qname) for event in events]
+        return sorted(found, key=lambda event: event.index)
+
+    def methods(self, name: str, kind: str = "method") -> list[Event]:
+        """``receiver.name(...)`` calls (``kind="method"``) or ``receiver.name`` reads (``"attr"``)."""
+        return [event for event in self._by_name.get(name, ()) if event.kind == kind]
+
+    def of_kind(self, kind: str) -> Iterator[Event]:
+        return (event for event in self.events if event.kind == kind)
+
+    @cached_property
+    def optimizers(self) -> list[Event]:
+        """Events that construct an optimizer (``event.result`` is the optimizer)."""
+        return [
+            event
+            for event in self.events
+            if isinstance(event.result, Ref) and event.result.root.kind == "optimizer" and event.result.root.event is event
+        ]
+
+    def mentions(self, obj: Obj, after: int = -1) -> Iterator[Event]:
+        """Events after ``after`` that use ``obj``: as receiver, argument, stored or returned value."""
+        for event in self.events[after + 1 :]:
+            values = (event.receiver, event.result if event.kind == "return" else None, *event.args, *event.kwargs.values())
+            if any(ref.root is obj for value in values if value is not None for ref in _refs_inside(value)):
+                yield event
+
+    # --- sharding questions ----------------------------------------------------------------
+
+    def shards_between(self, start: int, end: int, event: Event) -> Iterator[tuple[Event, Ref]]:
+        """(shard event, sharded module) pairs strictly between two event indexes that can
+        happen in the same run as ``event``."""
+        for shard in self.shards:
+            if start < shard.index < end and not shard.exclusive_with(event):
+                for target in shard.targets:
+                    yield shard, canonical(target)
+
+    def shards_before(self, event: Event, since: int = -1) -> Iterator[tuple[Event, Ref]]:
+        return self.shards_between(since, event.index, event)
+
+    def is_fsdp_module(self, ref: Ref, event: Event) -> Event | bool:
+        """Has ``fully_shard`` been applied to ``ref`` itself (maybe) before ``event``?
+
+        Returns the shard event, or True for a module sharded by another method of the class.
+        """
+        for shard, target in self.shards_before(event):
+            if may_be_same(target, canonical(ref)):
+                return shard
+        return any(may_be_same(assumed, canonical(ref)) for assumed in self.assumed_sharded)
+
+    def is_managed(self, ref: Ref, event: Event) -> Event | bool:
+        """Is ``ref`` or one of its ancestors sharded before ``event`` (its params are DTensors)?"""
+        for shard, target in self.shards_before(event):
+            if may_contain(target, canonical(ref)):
+                return shard
+        return any(may_contain(assumed, canonical(ref)) for assumed in self.assumed_sharded)
+
+    def sharded_overlap(self, ref: Ref, event: Event, since: int = -1) -> Event | bool:
+        """Is a module inside ``ref``'s subtree, or an ancestor of it, sharded after ``since``
+        and before ``event`` (some of ``ref``'s parameters are DTensors by then)?"""
+        for shard, target in self.shards_before(event, since):
+            if may_overlap(target, canonical(ref)):
+                return shard
+        if since >= 0:
+            return False
+        return any(may_overlap(assumed, canonical(ref)) for assumed in self.assumed_sharded)
+
+
+def _refs_inside(value: Value) -> Iterator[Ref]:
+    for option in walk_contents(value):
+        if isinstance(option, Ref):
+            yield option
+
+
+def canonical(ref: Ref) -> Ref:
+    """The same module named from its outermost owner (``self.model`` for a model stored there)."""
+    root, path = ref.root, ref.path
+    while root.parent is not None:
+        owner = root.parent
+        root, path = owner.root, owner.path + path
+    return ref if root is ref.root else Ref(root, path, ref.order)
+
+
+def strict_ancestor(outer: Ref, inner: Ref) -> bool:
+    return is_strict_ancestor(canonical(outer), canonical(inner))
+
+
+class FileFacts:
+    """Everything rules know about one file."""
+
+    def __init__(self, path: str, source: bytes, module: cst.Module, traces: list[Trace]) -> None:
+        self.path = path
+        self.source = source
+        self.module = module
+        self.traces = traces
+
+    @cached_property
+    def _positions(self) -> dict[cst.CSTNode, CodeRange]:
+        # Computed only for files that have findings: position metadata costs a full codegen pass.
+        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        return dict(wrapper.resolve(PositionProvider))
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        return self._positions[node]
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def events(self) -> Iterator[tuple[Trace, Event]]:
+        for trace in self.traces:
+            for event in trace.events:
+                yield trace, event
+

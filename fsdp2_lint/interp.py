@@ -1,0 +1,1399 @@
+"""Abstract interpretation of one parsed module into the traces of :mod:`fsdp2_lint.facts`.
+
+The interpreter executes statements in source order over abstract values (:mod:`fsdp2_lint.values`):
+both arms of an ``if`` run, each on its own copy of the variables, and are joined afterwards;
+loop bodies run once with the loop variable bound to "an element" of the iterable; calls of
+functions, classes and methods defined in the same file are expanded in place with their
+arguments bound, so their events land in the caller's trace in execution order. Everything it
+does not understand evaluates to ``UNKNOWN``, which no rule reports on: precision before recall.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from fsdp2_lint import names
+from fsdp2_lint.facts import ClassInfo, Context, Event, FunctionInfo, RankGuard, Trace, canonical
+from fsdp2_lint.values import (
+    ANY,
+    ANY_DEPTH,
+    UNKNOWN,
+    BoundMethod,
+    Choice,
+    Class,
+    Const,
+    Function,
+    Iter,
+    Lambda,
+    ModuleIter,
+    Obj,
+    Params,
+    ParamSource,
+    RankDep,
+    Ref,
+    StateDict,
+    Super,
+    Symbol,
+    Tuple,
+    Value,
+    choice,
+    options,
+    refs,
+    walk_contents,
+)
+
+MAX_CALL_DEPTH = 8
+MAX_STEPS = 200_000  # statements interpreted per file before same-file calls stop being expanded
+TERMINATED = object()  # a block that ends in return/raise/break/continue
+BUILTIN_NAMES = frozenset(dir(builtins))
+CONSTANT_NAMES = {"True": True, "False": False, "None": None}
+# Methods of nn.Module (and of FSDP1/DDP wrappers) that return the module itself.
+SELF_RETURNING = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "bfloat16", "double", "train", "eval", "requires_grad_",
+     "to_empty", "apply", "share_memory", "type", "xpu", "npu"}
+)
+SUBMODULE_GETTERS = frozenset(
+    {"get_decoder", "get_encoder", "get_input_embeddings", "get_output_embeddings", "get_base_model",
+     "get_model", "language_model", "get_submodule_by_name"}
+)
+# Method names that, read as an attribute of a module, are methods rather than submodules.
+MODULE_METHODS = frozenset(
+    {"forward", "no_sync", "generate", "state_dict", "load_state_dict", "parameters", "named_parameters",
+     "unshard", "reshard", "clip_grad_norm_", "set_requires_gradient_sync", "modules", "children",
+     "named_modules", "named_children", "zero_grad", "step"}
+)
+CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
+
+
+class Env:
+    """Variables of one scope; ``parent`` is the enclosing scope (closures, module globals)."""
+
+    __slots__ = ("vars", "parent")
+
+    def __init__(self, parent: Env | None = None, variables: dict[str, Value] | None = None) -> None:
+        self.vars: dict[str, Value] = {} if variables is None else variables
+        self.parent = parent
+
+    def lookup(self, name: str) -> Value | None:
+        env: Env | None = self
+        while env is not None:
+            if name in env.vars:
+                return env.vars[name]
+            env = env.parent
+        return None
+
+    def branch(self) -> Env:
+        return Env(self.parent, dict(self.vars))
+
+
+@dataclass
+class Frame:
+    env: Env
+    stack: tuple[cst.CSTNode, ...] = ()
+    self_ref: Ref | None = None
+    cls: ClassInfo | None = None
+    returns: list[Value] = field(default_factory=list)
+    global_names: set[str] = field(default_factory=set)
+
+
+def statements(block: cst.BaseSuite | cst.Module) -> list[cst.CSTNode]:
+    body = block.body
+    return list(body) if isinstance(body, (list, tuple)) else [body]
+
+
+def dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def const(value: Value) -> object:
+    return value.value if isinstance(value, Const) else NotImplemented
+
+
+class Interpreter:
+    def __init__(self, module: cst.Module, source: bytes) -> None:
+        self.module = module
+        self.source = source
+        self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
+        self.classes: dict[cst.ClassDef, ClassInfo] = {}
+        self.decorators: dict[FunctionInfo, tuple[Value, ...]] = {}
+        self._collect(statements(module), None)
+        self.events: list[Event] = []
+        self.heap: dict[tuple[int, tuple[str, ...]], Value] = {}
+        self.ctx = Context()
+        self.frame = Frame(Env())
+        self.module_env = self.frame.env
+        self.star_imports: list[str] = []
+        self.free_names: dict[str, Value] = {}
+        self.active: list[FunctionInfo] = []
+        self.invoked: set[FunctionInfo] = set()
+        self.steps = 0
+
+    # --- entry points ------------------------------------------------------------------------
+
+    def run(self) -> list[Trace]:
+        self.exec_block(statements(self.module))
+        traces = [Trace("<module>", self.events)]
+        module_heap = self.heap
+        called = {match.decode() for match in CALLED_NAME.findall(self.source)}
+        functions = list(self.functions.values())
+        uncalled = [info for info in functions if not self._called(info, called)]
+        for info in uncalled + [info for info in functions if info not in uncalled]:
+            if info not in self.invoked:
+                traces.append(self._run_root(info, module_heap))
+        _share_class_sharding(traces)
+        return traces
+
+    @staticmethod
+    def _called(info: FunctionInfo, called: set[str]) -> bool:
+        if info.name == "__init__" and info.cls is not None:
+            return info.cls.name in called
+        if info.name in ("forward", "__call__"):
+            return False  # reached through `module(...)`, which the file may never do
+        return info.name in called
+
+    def _run_root(self, info: FunctionInfo, module_heap: dict) -> Trace:
+        self.events, self.heap, self.ctx = [], dict(module_heap), Context()
+        self.frame = Frame(self.module_env)
+        instance = Ref(Obj("self", "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
+        init = info.cls.method("__init__") if info.cls else None
+        if instance is not None and init is not None and init is not info:
+            self.call_function(Function(init, self.module_env, instance), (), {}, None, symbolic=True)
+        self.call_function(Function(info, self.module_env, instance), (), {}, None, symbolic=True)
+        return Trace(info.qualname, self.events, instance=instance)
+
+    def _collect(self, body: list[cst.CSTNode], cls: ClassInfo | None) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef):
+                info = FunctionInfo(stmt, cls)
+                self.functions[stmt] = info
+                if cls is not None:
+                    cls.methods[info.name] = info
+                self._collect(statements(stmt.body), None)
+            elif isinstance(stmt, cst.ClassDef):
+                info_cls = ClassInfo(stmt)
+                self.classes[stmt] = info_cls
+                self._collect(statements(stmt.body), info_cls)
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                for block in _blocks(stmt):
+                    self._collect(statements(block), cls)
+
+    # --- events ------------------------------------------------------------------------------
+
+    def now(self) -> int:
+        """The index of the latest event: what happens now happens after it."""
+        return len(self.events) - 1
+
+    def record(self, kind: str, node: cst.CSTNode, **fields: object) -> Event:
+        event = Event(len(self.events), kind, node, self.frame.stack, self.ctx, **fields)
+        self.events.append(event)
+        return event
+
+    # --- statements --------------------------------------------------------------------------
+
+    def exec_block(self, body: list[cst.CSTNode]) -> bool:
+        saved = self.ctx
+        try:
+            for stmt in body:
+                outcome = self.exec_stmt(stmt)
+                if outcome is TERMINATED:
+                    return True
+                if isinstance(outcome, RankGuard):  # `if rank != 0: return` guards the rest
+                    self.ctx = self.ctx.with_(rank_guard=outcome)
+            return False
+        finally:
+            self.ctx = saved
+
+    def exec_stmt(self, stmt: cst.CSTNode) -> object:
+        self.steps += 1
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in stmt.body:
+                if self.exec_small(small) is TERMINATED:
+                    return TERMINATED
+            return None
+        handler = _STATEMENTS.get(type(stmt))
+        return handler(self, stmt) if handler else None
+
+    def exec_small(self, node: cst.BaseSmallStatement) -> object:
+        if isinstance(node, cst.Expr):
+            self.eval(node.value)
+        elif isinstance(node, cst.Assign):
+            value = self.eval(node.value)
+            for target in node.targets:
+                self.assign(target.target, value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                self.assign(node.target, self.eval(node.value))
+        elif isinstance(node, cst.AugAssign):
+            self.exec_augassign(node)
+        elif isinstance(node, cst.Return):
+            value = self.eval(node.value) if node.value is not None else Const(None)
+            self.frame.returns.append(value)
+            self.record("return", node, result=value)
+            return TERMINATED
+        elif isinstance(node, cst.Raise):
+            if node.exc is not None:
+                self.eval(node.exc)
+            return TERMINATED
+        elif isinstance(node, (cst.Continue, cst.Break)):
+            return TERMINATED
+        elif isinstance(node, cst.Import):
+            self.exec_import(node)
+        elif isinstance(node, cst.ImportFrom):
+            self.exec_import_from(node)
+        elif isinstance(node, cst.Global):
+            self.frame.global_names.update(item.name.value for item in node.names)
+        elif isinstance(node, cst.Assert):
+            self.eval(node.test)
+        return None
+
+    def exec_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            module = dotted(alias.name)
+            if alias.asname is not None:
+                self.bind(alias.asname.name.value, Symbol(names.canonical(module)))
+            else:
+                top = module.split(".")[0]
+                self.bind(top, Symbol(top))
+
+    def exec_import_from(self, node: cst.ImportFrom) -> None:
+        module = "." * len(node.relative) + (dotted(node.module) if node.module else "")
+        if isinstance(node.names, cst.ImportStar):
+            self.star_imports.append(names.canonical(module))
+            return
+        for alias in node.names:
+            name = dotted(alias.name)
+            local = alias.asname.name.value if alias.asname is not None else name
+            self.bind(local, Symbol(names.canonical(f"{module}.{name}")))
+
+    def exec_function_def(self, node: cst.FunctionDef) -> None:
+        info = self.functions[node]
+        self.decorators[info] = tuple(self.eval(decorator.decorator) for decorator in node.decorators)
+        self.bind(info.name, Function(info, self.frame.env))
+
+    def exec_class_def(self, node: cst.ClassDef) -> None:
+        info = self.classes[node]
+        info.bases = tuple(self.eval(arg.value) for arg in node.bases if arg.keyword is None)
+        for stmt in statements(node.body):
+            if isinstance(stmt, cst.FunctionDef):
+                method = self.functions[stmt]
+                self.decorators[method] = tuple(self.eval(d.decorator) for d in stmt.decorators)
+        self.bind(info.name, Class(info))
+
+    def exec_if(self, node: cst.If) -> object:
+        test = self.eval(node.test)
+        then_guard, else_guard = _rank_guards(node.test, _rank_kind(test))
+        then_narrowing, else_narrowing = self.narrowing(node.test)
+        base, outer = self.frame.env, self.ctx
+        arms: list[tuple[Env, bool]] = []
+        for arm, (guard, narrowing) in enumerate(((then_guard, then_narrowing), (else_guard, else_narrowing))):
+            self.frame.env = base.branch()
+            self.frame.env.vars.update(narrowing)
+            self.ctx = outer.with_(
+                branches=outer.branches + ((id(node), arm),), rank_guard=guard or outer.rank_guard
+            )
+            if arm == 0:
+                done = self.exec_block(statements(node.body))
+            elif isinstance(node.orelse, cst.If):
+                done = self.exec_if(node.orelse) is TERMINATED
+            elif node.orelse is not None:
+                done = self.exec_block(statements(node.orelse.body))
+            else:
+                done = False
+            arms.append((self.frame.env, done))
+        self.frame.env, self.ctx = base, outer
+        (then_env, then_done), (else_env, else_done) = arms
+        if then_done and else_done:
+            return TERMINATED
+        if then_done or else_done:
+            base.vars.clear()
+            base.vars.update((else_env if then_done else then_env).vars)
+            return else_guard if then_done else then_guard
+        merged = dict(else_env.vars)
+        for name, value in then_env.vars.items():
+            other = else_env.vars.get(name)
+            merged[name] = value if other is None or other == value else choice([value, other])
+        base.vars.clear()
+        base.vars.update(merged)
+        return None
+
+    def exec_for(self, node: cst.For) -> None:
+        element = self.element_of(self.eval(node.iter), lazy=False)
+        self.assign(node.target, element)
+        self.loop_body(node, node.body, node.orelse)
+
+    def exec_while(self, node: cst.While) -> None:
+        self.eval(node.test)
+        self.loop_body(node, node.body, node.orelse)
+
+    def loop_body(self, node: cst.CSTNode, body: cst.BaseSuite, orelse: cst.Else | None) -> None:
+        outer = self.ctx
+        self.ctx = outer.with_(loops=outer.loops + (node,))
+        self.exec_block(statements(body))
+        self.ctx = outer
+        if orelse is not None:
+            self.exec_block(statements(orelse.body))
+
+    def exec_with(self, node: cst.With) -> object:
+        outer = self.ctx
+        ctx = outer
+        for item in node.items:
+            value = self.eval(item.item)
+            if item.asname is not None:
+                self.assign(item.asname.name, value)
+            ctx = _enter(ctx, value)
+        self.ctx = ctx
+        done = self.exec_block(statements(node.body))
+        self.ctx = outer
+        return TERMINATED if done else None
+
+    def exec_try(self, node: cst.Try | cst.TryStar) -> None:
+        self.exec_block(statements(node.body))
+        outer = self.ctx
+        for arm, handler in enumerate(node.handlers, start=1):
+            self.ctx = outer.with_(branches=outer.branches + ((id(node), arm),))
+            if handler.type is not None:
+                self.eval(handler.type)
+            if handler.name is not None:
+                self.assign(handler.name.name, UNKNOWN)
+            self.exec_block(statements(handler.body))
+        self.ctx = outer
+        for block in (node.orelse, node.finalbody):
+            if block is not None:
+                self.exec_block(statements(block.body))
+
+    def exec_match(self, node: cst.Match) -> None:
+        self.eval(node.subject)
+        outer = self.ctx
+        for arm, case in enumerate(node.cases):
+            self.ctx = outer.with_(branches=outer.branches + ((id(node), arm),))
+            self.exec_block(statements(case.body))
+        self.ctx = outer
+
+    def exec_augassign(self, node: cst.AugAssign) -> None:
+        current = self.eval(node.target)
+        value = self.eval(node.value)
+        self.record("inplace", node, receiver=current, args=(value,))
+        for option in options(current):
+            if isinstance(option, Ref) and option.root.kind == "container":
+                option.root.items.extend((None, item) for item in _elements(value))
+        if isinstance(node.target, cst.Name) and isinstance(current, Params) and isinstance(value, Params):
+            self.bind(node.target.value, current | value)
+
+    # --- binding -----------------------------------------------------------------------------
+
+    def bind(self, name: str, value: Value) -> None:
+        env = self.module_env if name in self.frame.global_names else self.frame.env
+        env.vars[name] = value
+
+    def assign(self, target: cst.BaseExpression, value: Value) -> None:
+        if isinstance(target, cst.Name):
+            for ref in refs(value):
+                if ref.root.label is None and not ref.path:
+                    ref.root.label = target.value
+            self.bind(target.value, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            items = [element.value for element in target.elements]
+            parts = _unpack(value, len(items))
+            for item, part in zip(items, parts):
+                self.assign(item.value if isinstance(item, cst.StarredElement) else item, part)
+        elif isinstance(target, cst.Attribute):
+            self.store(self.eval(target.value), target.attr.value, value, target)
+        elif isinstance(target, cst.Subscript):
+            base = self.eval(target.value)
+            key = self.subscript_key(target)
+            for option in options(base):
+                if isinstance(option, Ref) and option.root.kind == "container" and not option.path:
+                    option.root.items.append((key, value))
+            self.store(base, _key_element(key), value, target)
+        elif isinstance(target, cst.StarredElement):
+            self.assign(target.value, UNKNOWN)
+
+    def store(self, owner: Value, element: str, value: Value, node: cst.CSTNode) -> None:
+        self.record("store", node, receiver=owner, name=element, args=(value,))
+        for ref in refs(owner):
+            if ref.root.kind == "container" and not ref.path:
+                continue
+            slot = canonical(ref).child(element)
+            self.heap[(id(slot.root), slot.path)] = value
+            for stored in refs(value):
+                if not stored.path and stored.root.kind in ("new", "param") and stored.root.parent is None:
+                    if not _owned_by(slot, stored.root):
+                        stored.root.parent = slot
+
+    # --- expressions -------------------------------------------------------------------------
+
+    def eval(self, node: cst.BaseExpression | None) -> Value:
+        if node is None:
+            return UNKNOWN
+        handler = _EXPRESSIONS.get(type(node))
+        if handler is not None:
+            return handler(self, node)
+        for child in node.children:  # anything else: still run the calls inside it
+            if isinstance(child, cst.BaseExpression):
+                self.eval(child)
+        return UNKNOWN
+
+    def eval_name(self, node: cst.Name) -> Value:
+        name = node.value
+        if name in CONSTANT_NAMES:
+            return Const(CONSTANT_NAMES[name])
+        value = self.frame.env.lookup(name)
+        if value is None:
+            value = self._unbound(name)
+        return _rank_by_name(name, value)
+
+    def _unbound(self, name: str) -> Value:
+        for module in self.star_imports:
+            if name in names.STAR_EXPORTS.get(module, ()):
+                return Symbol(f"{module}.{name}")
+        if name in BUILTIN_NAMES:
+            return Symbol(f"builtins.{name}")
+        # Defined where the file cannot show (a star import, exec, a notebook cell): still one
+        # object, so that every mention of the name agrees.
+        if name not in self.free_names:
+            self.free_names[name] = Ref(Obj("param", name))
+        return self.free_names[name]
+
+    def eval_attribute(self, node: cst.Attribute) -> Value:
+        return self.attribute(self.eval(node.value), node.attr.value, node)
+
+    def attribute(self, base: Value, name: str, node: cst.CSTNode) -> Value:
+        results: list[Value] = []
+        for option in options(base):
+            if isinstance(option, Symbol):
+                results.append(Symbol(names.canonical(f"{option.qname}.{name}")))
+            elif isinstance(option, Ref):
+                results.append(self.ref_attribute(option, name))
+            elif isinstance(option, Class):
+                method = option.info.method(name)
+                results.append(Function(method, self.module_env) if method else UNKNOWN)
+            elif isinstance(option, Super):
+                results.append(BoundMethod(option, name))
+            else:
+                results.append(_rank_by_name(name, UNKNOWN))
+        value = choice(results)
+        if any(isinstance(option, Ref) for option in options(base)):
+            self.record("attr", node, receiver=base, name=name, result=value)
+        return value
+
+    def ref_attribute(self, ref: Ref, name: str) -> Value:
+        if ref.root.wrapped is not None and name == "module" and not ref.path:
+            return ref.root.wrapped
+        slot = canonical(ref).child(name)
+        stored = self.heap.get((id(slot.root), slot.path))
+        if stored is not None:
+            return stored
+        cls = ref.root.cls if not ref.path else None
+        method = cls.method(name) if cls else None
+        if method is not None:
+            return Function(method, self.module_env, ref)
+        if name in MODULE_METHODS or ref.root.kind in ("optimizer", "container"):
+            return BoundMethod(ref, name)
+        return _rank_by_name(name, ref.child(name))
+
+    def eval_subscript(self, node: cst.Subscript) -> Value:
+        base = self.eval(node.value)
+        element = node.slice[0].slice if node.slice else None
+        if not isinstance(element, cst.Index):
+            for part in node.slice:
+                self.eval_children(part.slice)
+            return base  # a slice of a container is the same kind of container
+        key_value = self.eval(element.value)
+        key = const(key_value)
+        results = []
+        for option in options(base):
+            if isinstance(option, Ref) and option.root.kind == "container" and not option.path:
+                matching = [value for k, value in option.root.items if k == key]
+                results.append(choice(matching or [value for _, value in option.root.items]))
+            elif isinstance(option, Ref):
+                results.append(option.child(_key_element(None if key is NotImplemented else key)))
+            elif isinstance(option, Tuple) and isinstance(key, int) and -len(option.items) <= key < len(option.items):
+                results.append(option.items[key])
+            elif isinstance(option, Symbol) and option.qname == "os.environ" and key in names.RANK_ENV_VARS:
+                results.append(RankDep("rank"))
+            elif isinstance(option, Params):
+                results.append(option)
+            elif isinstance(option, RankDep):
+                results.append(RankDep("mixed"))
+            else:
+                results.append(UNKNOWN)
+        return choice(results)
+
+    def subscript_key(self, node: cst.Subscript) -> object:
+        element = node.slice[0].slice if node.slice else None
+        if isinstance(element, cst.Index):
+            key = const(self.eval(element.value))
+            return None if key is NotImplemented else key
+        return None
+
+    def eval_children(self, node: cst.CSTNode) -> None:
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                self.eval(child)
+            else:
+                self.eval_children(child)
+
+    def eval_literal(self, node: cst.BaseExpression) -> Value:
+        try:
+            return Const(node.evaluated_value)  # type: ignore[attr-defined]
+        except Exception:  # libcst cannot evaluate every literal (e.g. some escapes)
+            return UNKNOWN
+
+    def eval_string(self, node: cst.BaseExpression) -> Value:
+        parts: list[Value] = []
+        for child in _string_expressions(node):
+            parts.append(self.eval(child))
+        if any(isinstance(part, RankDep) for part in parts):
+            return RankDep("mixed")
+        if isinstance(node, cst.SimpleString):
+            return self.eval_literal(node)
+        return UNKNOWN
+
+    def eval_collection(self, node: cst.List | cst.Set | cst.Tuple | cst.Dict) -> Value:
+        items: list[tuple[object, Value]] = []
+        if isinstance(node, cst.Dict):
+            for element in node.elements:
+                if isinstance(element, cst.DictElement):
+                    key = const(self.eval(element.key))
+                    items.append((None if key is NotImplemented else key, self.eval(element.value)))
+                else:
+                    items.extend((None, item) for item in _elements(self.eval(element.value)))
+        else:
+            for element in node.elements:
+                value = self.eval(element.value)
+                if isinstance(element, cst.StarredElement):
+                    items.extend((None, item) for item in _elements(value))
+                else:
+                    items.append((None, value))
+        if isinstance(node, cst.Tuple):
+            return Tuple(tuple(value for _, value in items))
+        container = Obj("container", None, node=node)
+        container.items = items
+        return Ref(container)
+
+    def eval_comprehension(self, node: cst.BaseComp) -> Value:
+        outer = self.frame.env
+        self.frame.env = Env(outer)
+        lazy = isinstance(node, cst.GeneratorExp)
+        for_in: cst.CompFor | None = node.for_in
+        while for_in is not None:
+            self.assign(for_in.target, self.element_of(self.eval(for_in.iter), lazy=lazy))
+            for condition in for_in.ifs:
+                self.eval(condition.test)
+                self.frame.env.vars.update(self.narrowing(condition.test)[0])
+            for_in = for_in.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self.eval(node.key)
+            element = self.eval(node.value)
+        else:
+            element = self.eval(node.elt)
+        self.frame.env = outer
+        if lazy:
+            return element if isinstance(element, Params) else UNKNOWN
+        container = Obj("container", None, node=node)
+        container.items = [(None, element)]
+        return Ref(container)
+
+    def eval_binary(self, node: cst.BinaryOperation) -> Value:
+        left, right = self.eval(node.left), self.eval(node.right)
+        if isinstance(left, RankDep) or isinstance(right, RankDep):
+            return RankDep("mixed")
+        if isinstance(left, Params) and isinstance(right, Params):
+            return left | right
+        if isinstance(node.operator, cst.Add):
+            left_items, right_items = _container_items(left), _container_items(right)
+            if left_items is not None and right_items is not None:
+                container = Obj("container", None, node=node)
+                container.items = left_items + right_items
+                return Ref(container)
+        return UNKNOWN
+
+    def eval_unary(self, node: cst.UnaryOperation) -> Value:
+        value = self.eval(node.expression)
+        if isinstance(node.operator, cst.Not):
+            return _negate_rank(value)
+        if isinstance(node.operator, cst.Minus) and isinstance(const(value), (int, float)):
+            return Const(-const(value))
+        return UNKNOWN
+
+    def eval_boolean(self, node: cst.BooleanOperation) -> Value:
+        kinds = {_rank_kind(self.eval(node.left)), _rank_kind(self.eval(node.right))} - {None}
+        if not kinds:
+            return UNKNOWN
+        if isinstance(node.operator, cst.And):
+            return RankDep("zero_subset" if kinds & {"zero", "zero_subset"} else "subset")
+        return UNKNOWN
+
+    def eval_comparison(self, node: cst.Comparison) -> Value:
+        left = self.eval(node.left)
+        result: Value = UNKNOWN
+        for index, target in enumerate(node.comparisons):
+            right = self.eval(target.comparator)
+            if index == 0:
+                result = _compare_rank(left, target.operator, right)
+        return result
+
+    def eval_if_exp(self, node: cst.IfExp) -> Value:
+        self.eval(node.test)
+        return choice([self.eval(node.body), self.eval(node.orelse)])
+
+    def eval_named(self, node: cst.NamedExpr) -> Value:
+        value = self.eval(node.value)
+        self.assign(node.target, value)
+        return value
+
+    def eval_await(self, node: cst.Await) -> Value:
+        return self.eval(node.expression)
+
+    # --- calls -------------------------------------------------------------------------------
+
+    def eval_call(self, node: cst.Call) -> Value:
+        if isinstance(node.func, cst.Attribute):
+            receiver = self.eval(node.func.value)
+            args, kwargs = self.eval_args(node)
+            return self.call_method(receiver, node.func.attr.value, args, kwargs, node)
+        callee = self.eval(node.func)
+        args, kwargs = self.eval_args(node)
+        return choice([self.call_value(option, args, kwargs, node) for option in options(callee)])
+
+    def eval_args(self, node: cst.Call) -> tuple[tuple[Value, ...], dict[str, Value]]:
+        args: list[Value] = []
+        kwargs: dict[str, Value] = {}
+        for arg in node.args:
+            value = self.eval(arg.value)
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = value
+            elif arg.star == "*":
+                args.extend(_elements(value) if isinstance(value, Tuple) else [UNKNOWN])
+            elif arg.star != "**":
+                args.append(value)
+        return tuple(args), kwargs
+
+    def call_value(self, callee: Value, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        if isinstance(callee, Symbol):
+            return self.call_symbol(callee.qname, args, kwargs, node)
+        if isinstance(callee, Function):
+            return self.call_defined(callee, args, kwargs, node)
+        if isinstance(callee, Class):
+            return self.construct(callee.info, args, kwargs, node)
+        if isinstance(callee, BoundMethod):
+            return self.call_method(callee.receiver, callee.name, args, kwargs, node)
+        if isinstance(callee, Ref):
+            return self.invoke(callee, args, kwargs, node)
+        if isinstance(callee, Lambda):
+            return UNKNOWN
+        event = self.record("call", node, name=dotted(node.func) or None, args=args, kwargs=kwargs)
+        return self.new_object(event, None)
+
+    def call_defined(self, fn: Function, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        """Call a same-file function. A bound one (``step = model.forward; step(x)``) is a method call."""
+        event = None
+        if fn.bound is not None:
+            event = self.record("method", node, name=fn.info.name, receiver=fn.bound, args=args, kwargs=kwargs)
+        result = self.call_function(fn, args, kwargs, node)
+        if result is None:
+            if event is None:
+                self.record("call", node, name=fn.info.name, args=args, kwargs=kwargs)
+            result = UNKNOWN
+        if event is not None:
+            event.result = result
+        return result
+
+    def new_object(self, event: Event, qname: str | None) -> Value:
+        obj = Obj("new", None, qname=qname, node=event.node)
+        obj.event = event
+        event.result = Ref(obj)
+        return event.result
+
+    def call_symbol(self, qname: str, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        if qname.startswith("builtins."):
+            result = self.call_builtin(qname[9:], args, kwargs, node)
+            if result is not None:
+                return result
+        event = self.record("call", node, qname=qname, name=qname.rpartition(".")[2], args=args, kwargs=kwargs)
+        special = _SYMBOL_CALLS.get(qname)
+        if special is not None:
+            event.result = special(self, event)
+            return event.result
+        if names.is_optimizer(qname):
+            return self.new_optimizer(event, event.arg(0, "params"), qname)
+        kind = names.rank_kind_of_call(qname)
+        if kind is not None:
+            event.result = RankDep(kind)
+            return event.result
+        if _rank_dependent(args, kwargs):  # os.path.join(root, f"rank{rank}.pt")
+            event.result = RankDep("mixed")
+            return event.result
+        return self.new_object(event, qname)
+
+    def new_optimizer(self, event: Event, params: Value | None, qname: str | None) -> Value:
+        obj = Obj("optimizer", None, qname=qname, node=event.node)
+        obj.event = event
+        obj.params = _collect_params(params, event.index) if params is not None else None
+        event.result = Ref(obj)
+        return event.result
+
+    def call_builtin(self, name: str, args: tuple, kwargs: dict, node: cst.Call) -> Value | None:
+        first = args[0] if args else UNKNOWN
+        if name in ("list", "tuple", "set", "sorted", "frozenset", "dict"):
+            return self.materialize(first, node) if args else self.eval_collection(cst.List([]))
+        if name in ("iter", "filter") and args:
+            return args[-1] if name == "filter" else first
+        if name == "next":
+            return self.element_of(first, lazy=False)
+        if name == "reversed":
+            return choice([_reversed(option) for option in options(first)])
+        if name in ("enumerate", "zip"):
+            return Iter(name, args[:1] if name == "enumerate" else args)
+        if name == "getattr" and len(args) >= 2 and isinstance(const(args[1]), str):
+            value = self.attribute(args[0], const(args[1]), node)
+            return choice([value, args[2]]) if len(args) > 2 else value
+        if name == "setattr" and len(args) == 3 and isinstance(const(args[1]), str):
+            self.store(args[0], const(args[1]), args[2], node)
+            return Const(None)
+        if name == "super":
+            frame = self.frame
+            return Super(frame.self_ref, frame.cls) if frame.self_ref and frame.cls else UNKNOWN
+        if name == "int" and isinstance(first, RankDep):
+            return first
+        return None
+
+    def materialize(self, value: Value, node: cst.CSTNode) -> Value:
+        results = []
+        for option in options(value):
+            if isinstance(option, Params):
+                results.append(option.materialized(self.now()))
+            elif isinstance(option, Ref) and option.root.kind == "container" and not option.path:
+                copy = Obj("container", None, node=node)
+                copy.items = list(option.root.items)
+                results.append(Ref(copy))
+            elif isinstance(option, Ref):
+                results.append(ModuleIter(option, self_included=False, named=False))
+            elif isinstance(option, (ModuleIter, Tuple, StateDict)):
+                results.append(option)
+            else:
+                container = Obj("container", None, node=node)
+                element = self.element_of(option, lazy=False)
+                container.items = [] if element is UNKNOWN else [(None, element)]
+                results.append(Ref(container))
+        return choice(results)
+
+    def call_method(self, receiver: Value, name: str, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        opts = options(receiver)
+        if opts and all(isinstance(option, Symbol) for option in opts):
+            return choice([self.call_symbol(names.canonical(f"{o.qname}.{name}"), args, kwargs, node) for o in opts])
+        event = self.record("method", node, name=name, receiver=receiver, args=args, kwargs=kwargs)
+        event.result = choice([self.method_of(option, name, args, kwargs, event) for option in opts])
+        if event.result is UNKNOWN and _rank_dependent((receiver, *args), kwargs):  # "{}.pt".format(rank)
+            event.result = RankDep("mixed")
+        return event.result
+
+    def method_of(self, receiver: Value, name: str, args: tuple, kwargs: dict, event: Event) -> Value:
+        node = event.node
+        if isinstance(receiver, Ref):
+            cls = receiver.root.cls if not receiver.path else None
+            method = cls.method(name) if cls else None
+            if method is not None:
+                return self.call_function(Function(method, self.module_env, receiver), args, kwargs, node) or UNKNOWN
+            if receiver.root.kind == "container" and not receiver.path:
+                return self.container_method(receiver, name, args)
+            if receiver.root.kind == "optimizer" and not receiver.path and name == "state_dict":
+                return StateDict(receiver.root, event.index)
+            return self.module_method(receiver, name, args, event)
+        if isinstance(receiver, Super):
+            method = _super_method(receiver, name)
+            if method is not None:
+                bound = Function(method, self.module_env, receiver.receiver)
+                return self.call_function(bound, args, kwargs, node) or UNKNOWN
+            return UNKNOWN
+        if isinstance(receiver, Class):
+            method = receiver.info.method(name)
+            if method is None:
+                return UNKNOWN
+            return self.call_function(Function(method, self.module_env), args, kwargs, node) or UNKNOWN
+        if isinstance(receiver, StateDict):
+            return receiver if name == "copy" else Iter("items", (UNKNOWN,)) if name == "items" else UNKNOWN
+        if isinstance(receiver, Params) and name in ("copy", "values"):
+            return receiver
+        kind = names.rank_kind_of_call(name)
+        return RankDep(kind) if kind else UNKNOWN
+
+    def container_method(self, receiver: Ref, name: str, args: tuple) -> Value:
+        items = receiver.root.items
+        if name in ("append", "add", "insert") and args:
+            items.append((None, args[-1]))
+        elif name in ("extend", "update") and args:
+            items.extend((None, item) for item in _elements(args[0]))
+        elif name in ("items", "values"):
+            return Iter("items", (receiver,)) if name == "items" else receiver
+        elif name == "copy":
+            return receiver
+        return UNKNOWN
+
+    def module_method(self, ref: Ref, name: str, args: tuple, event: Event) -> Value:
+        if name == "parameters":
+            return Params(frozenset({ParamSource(ref, None)}))
+        if name == "named_parameters":
+            return Params(frozenset({ParamSource(ref, None)}), named=True)
+        if name in ("modules", "named_modules"):
+            return ModuleIter(ref, self_included=True, named=name == "named_modules")
+        if name in ("children", "named_children"):
+            return ModuleIter(ref, self_included=False, named=name == "named_children")
+        if name == "values":
+            return ModuleIter(ref, self_included=False, named=False)
+        if name == "items":
+            return ModuleIter(ref, self_included=False, named=True)
+        if name == "state_dict":
+            return StateDict(ref, event.index)
+        if name in SELF_RETURNING:
+            return ref
+        if name == "get_submodule" and args and isinstance(const(args[0]), str):
+            return Ref(ref.root, ref.path + tuple(const(args[0]).split(".")))
+        if name in SUBMODULE_GETTERS:
+            return Ref(ref.root, ref.path + (ANY, ANY_DEPTH))
+        kind = names.rank_kind_of_call(name)
+        if kind is not None:
+            return RankDep(kind)
+        return self.new_object(event, None) if event.result is None else event.result
+
+    def invoke(self, ref: Ref, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        event = self.record("invoke", node, receiver=ref, args=args, kwargs=kwargs)
+        event.result = self.invoke_forward(ref, args, event)
+        return event.result
+
+    def invoke_forward(self, ref: Ref, args: tuple, event: Event) -> Value:
+        cls = ref.root.cls if not ref.path else None
+        method = cls and (cls.method("__call__") or cls.method("forward"))
+        if method is None:
+            return self.new_object(event, None)
+        outer = self.ctx
+        self.ctx = outer.with_(forward_of=outer.forward_of + (canonical(ref),))
+        result = self.call_function(Function(method, self.module_env, ref), args, dict(event.kwargs), event.node)
+        self.ctx = outer
+        return result if result is not None else self.new_object(event, None)
+
+    def construct(self, info: ClassInfo, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        event = self.record("call", node, name=info.name, args=args, kwargs=kwargs)
+        if any(names.is_optimizer(base) for base in info.external_bases()):
+            instance = self.new_optimizer(event, event.arg(0, "params"), None)
+            instance.root.cls = info  # type: ignore[union-attr]
+        else:
+            obj = Obj("new", None, cls=info, node=node)
+            obj.event = event
+            instance = Ref(obj)
+        init = info.method("__init__")
+        if init is not None:
+            # No frame for the constructor: a caller cannot reorder `__init__` after other
+            # methods, so what happens inside it is reported inside it.
+            self.call_function(Function(init, self.module_env, instance), args, kwargs, None)
+        event.result = instance
+        return instance
+
+    def call_function(
+        self, fn: Function, args: tuple, kwargs: dict, node: cst.CSTNode | None, symbolic: bool = False
+    ) -> Value | None:
+        """Expand a same-file function in place; None when it cannot be (recursion, depth, budget)."""
+        info = fn.info
+        if info in self.active or len(self.active) >= MAX_CALL_DEPTH or self.steps > MAX_STEPS:
+            return None
+        self.invoked.add(info)
+        self.active.append(info)
+        outer_frame, outer_ctx = self.frame, self.ctx
+        closure = fn.closure if isinstance(fn.closure, Env) else self.module_env
+        self.frame = Frame(
+            Env(closure),
+            outer_frame.stack + ((node,) if node is not None else ()),
+            fn.bound,
+            info.cls,
+        )
+        self.ctx = _decorated(outer_ctx, self.decorators.get(info, ()), info)
+        try:
+            self.bind_parameters(fn, args, kwargs, symbolic)
+            self.exec_block(statements(info.node.body))
+            returns = self.frame.returns
+        finally:
+            self.frame, self.ctx = outer_frame, outer_ctx
+            self.active.pop()
+        return choice(returns) if returns else Const(None)
+
+    def bind_parameters(self, fn: Function, args: tuple, kwargs: dict, symbolic: bool) -> None:
+        params = fn.info.node.params
+        positional = list(params.posonly_params) + list(params.params)
+        if fn.bound is not None and positional and not self._is_static(fn.info):
+            self.bind(positional.pop(0).name.value, fn.bound)
+        remaining = dict(kwargs)
+        for index, param in enumerate(positional):
+            name = param.name.value
+            if index < len(args):
+                value = args[index]
+            elif name in remaining:
+                value = remaining.pop(name)
+            else:
+                value = self._default(param, symbolic)
+            self.bind(name, value)
+        if isinstance(params.star_arg, cst.Param):
+            self.bind(params.star_arg.name.value, Tuple(tuple(args[len(positional):])))
+        for param in params.kwonly_params:
+            name = param.name.value
+            self.bind(name, remaining.pop(name) if name in remaining else self._default(param, symbolic))
+        if params.star_kwarg is not None:
+            container = Obj("container", None)
+            container.items = list(remaining.items())
+            self.bind(params.star_kwarg.name.value, Ref(container))
+
+    def _default(self, param: cst.Param, symbolic: bool) -> Value:
+        if symbolic:
+            return _rank_by_name(param.name.value, Ref(Obj("param", param.name.value)))
+        return self.eval(param.default) if param.default is not None else UNKNOWN
+
+    def _is_static(self, info: FunctionInfo) -> bool:
+        return any(
+            isinstance(d, Symbol) and d.qname in ("builtins.staticmethod", "builtins.classmethod")
+            for d in self.decorators.get(info, ())
+        )
+
+    # --- iteration and narrowing -------------------------------------------------------------
+
+    def element_of(self, value: Value, lazy: bool) -> Value:
+        """What one iteration over ``value`` binds. Reading parameters through a loop or a list
+        comprehension captures them now; a generator expression stays lazy."""
+        results: list[Value] = []
+        sequential = False
+        for option in options(value):
+            if isinstance(option, Params):
+                param = Params(option.sources) if lazy else Params(option.materialized(self.now()).sources)
+                results.append(Tuple((UNKNOWN, param)) if option.named else param)
+            elif isinstance(option, ModuleIter):
+                element = option.ref.path + ((ANY_DEPTH,) if option.self_included else (ANY,))
+                module = Ref(option.ref.root, element, option.order if option.self_included else "")
+                results.append(Tuple((UNKNOWN, module)) if option.named else module)
+            elif isinstance(option, Ref) and option.root.kind == "container" and not option.path:
+                sequential = True
+                results.extend(item for _, item in option.root.items)
+            elif isinstance(option, Ref):
+                results.append(option.child(ANY))
+            elif isinstance(option, Tuple):
+                sequential = True
+                results.extend(option.items)
+            elif isinstance(option, Iter):
+                results.append(self._iter_element(option, lazy))
+            else:
+                results.append(UNKNOWN)
+        return choice(results, sequential) if results else UNKNOWN
+
+    def _iter_element(self, value: Iter, lazy: bool) -> Value:
+        if value.kind == "enumerate":
+            return Tuple((UNKNOWN, self.element_of(value.parts[0], lazy)))
+        if value.kind == "zip":
+            return Tuple(tuple(self.element_of(part, lazy) for part in value.parts))
+        container = value.parts[0]
+        if isinstance(container, Ref) and container.root.kind == "container":
+            return choice([Tuple((Const(key), item)) for key, item in container.root.items])
+        return Tuple((UNKNOWN, UNKNOWN))
+
+    def narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+        """Variables a condition restricts, for the true and the false arm.
+
+        Only one narrowing matters to rules: a loop variable over ``m.modules()`` (which
+        includes ``m`` itself) that is filtered by a condition no longer includes the root,
+        unless the condition is a type check that the root's own class passes.
+        """
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        inner = test.expression if negated else test
+        narrowed: dict[str, Value] = {}
+        for name in _names_in(inner):
+            value = self.frame.env.lookup(name)
+            if isinstance(value, Ref) and value.path[-1:] == (ANY_DEPTH,) and not self._type_test_admits_root(inner, name, value):
+                narrowed[name] = Ref(value.root, value.path[:-1] + (ANY, ANY_DEPTH))
+        return ({}, narrowed) if negated else (narrowed, {})
+
+    def _type_test_admits_root(self, test: cst.BaseExpression, name: str, ref: Ref) -> bool:
+        root_cls = ref.root.cls if not ref.path[:-1] else None
+        for call in _calls_in(test):
+            if dotted(call.func) not in ("isinstance", "issubclass") or len(call.args) < 2:
+                continue
+            if dotted(call.args[0].value) != name:
+                continue
+            for option in walk_contents(self._peek(call.args[1].value)):
+                if isinstance(option, Symbol) and option.qname in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                    return True
+                if isinstance(option, Class) and root_cls is not None and any(c is option.info for c in root_cls.mro()):
+                    return True
+        return False
+
+    def _peek(self, node: cst.BaseExpression) -> Value:
+        """Evaluate a side-effect-free name or attribute (a type in an isinstance test)."""
+        if isinstance(node, cst.Name):
+            return self.frame.env.lookup(node.value) or self._unbound(node.value)
+        if isinstance(node, cst.Attribute):
+            base = self._peek(node.value)
+            if isinstance(base, Symbol):
+                return Symbol(names.canonical(f"{base.qname}.{node.attr.value}"))
+            return UNKNOWN
+        if isinstance(node, cst.Tuple):
+            return Tuple(tuple(self._peek(element.value) for element in node.elements))
+        return UNKNOWN
+
+
+# --- helpers without interpreter state ---------------------------------------------------------
+
+
+def _blocks(stmt: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
+    blocks = [stmt.body]
+    if isinstance(stmt, (cst.Try, cst.TryStar)):
+        blocks += [handler.body for handler in stmt.handlers]
+        blocks += [part.body for part in (stmt.orelse, stmt.finalbody) if part is not None]
+    elif isinstance(stmt, cst.Match):
+        blocks = [case.body for case in stmt.cases]
+    else:
+        orelse = getattr(stmt, "orelse", None)
+        while isinstance(orelse, cst.If):
+            blocks.append(orelse.body)
+            orelse = orelse.orelse
+        if orelse is not None:
+            blocks.append(orelse.body)
+    return blocks
+
+
+def _elements(value: Value) -> list[Value]:
+    items = _container_items(value)
+    if items is not None:
+        return [item for _, item in items]
+    if isinstance(value, Params):
+        return [value]
+    return [UNKNOWN]
+
+
+def _container_items(value: Value) -> list[tuple[object, Value]] | None:
+    if isinstance(value, Ref) and value.root.kind == "container" and not value.path:
+        return list(value.root.items)
+    if isinstance(value, Tuple):
+        return [(None, item) for item in value.items]
+    return None
+
+
+def _unpack(value: Value, count: int) -> list[Value]:
+    if isinstance(value, Tuple) and len(value.items) == count:
+        return list(value.items)
+    if isinstance(value, Choice):
+        per_option = [_unpack(option, count) for option in value.options]
+        return [choice([parts[i] for parts in per_option]) for i in range(count)]
+    return [UNKNOWN] * count
+
+
+def _key_element(key: object) -> str:
+    return ANY if key is None else f"[{key!r}]" if isinstance(key, str) else f"[{key}]"
+
+
+def _owned_by(slot: Ref, obj: Obj) -> bool:
+    """Would making ``obj`` a child of ``slot`` create a cycle?"""
+    owner: Obj | None = slot.root
+    while owner is not None:
+        if owner is obj:
+            return True
+        owner = owner.parent.root if owner.parent is not None else None
+    return False
+
+
+def _reversed(value: Value) -> Value:
+    if isinstance(value, ModuleIter):
+        return ModuleIter(value.ref, value.self_included, value.named, "rev" if value.order == "pre" else "pre")
+    if isinstance(value, Ref) and value.root.kind == "container" and not value.path:
+        copy = Obj("container", None, node=value.root.node)
+        copy.items = list(reversed(value.root.items))
+        return Ref(copy)
+    return value
+
+
+def _super_method(value: Super, name: str) -> FunctionInfo | None:
+    for cls in list(value.cls.mro())[1:]:
+        if name in cls.methods:
+            return cls.methods[name]
+    return None
+
+
+def _collect_params(value: Value, index: int) -> Params | None:
+    """All parameters an optimizer receives: directly, in lists, in param-group dicts."""
+    found: Params | None = None
+    for option in walk_contents(value):
+        if isinstance(option, Params):
+            params = option.materialized(index)
+            found = params if found is None else found | params
+    return found
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    found = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        elif not isinstance(current, (cst.Lambda, cst.BaseComp)):
+            stack.extend(current.children)
+    return found
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            found.append(current)
+        stack.extend(current.children)
+    return found
+
+
+def _string_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.FormattedString):
+        return [part.expression for part in node.parts if isinstance(part, cst.FormattedStringExpression)]
+    if isinstance(node, cst.ConcatenatedString):
+        return _string_expressions(node.left) + _string_expressions(node.right)
+    return []
+
+
+def _rank_by_name(name: str, value: Value) -> Value:
+    """A variable or attribute named like a rank (``local_rank``, ``is_main_process``) whose value
+    is not otherwise known is taken to be one."""
+    if value is UNKNOWN or (isinstance(value, Ref) and not value.path and value.root.kind == "param") or (
+        isinstance(value, Ref) and value.path[-1:] == (name,)
+    ):
+        kind = names.rank_kind_of_name(name)
+        if kind is not None:
+            return RankDep(kind)
+    return value
+
+
+def _rank_dependent(args: tuple, kwargs: dict) -> bool:
+    return any(isinstance(option, RankDep) for value in (*args, *kwargs.values()) for option in walk_contents(value))
+
+
+def _rank_kind(value: Value) -> str | None:
+    return value.kind if isinstance(value, RankDep) else None
+
+
+def _negate_rank(value: Value) -> Value:
+    kind = _rank_kind(value)
+    negated = {"zero": "nonzero", "nonzero": "zero", "rank": "zero", "mixed": "mixed"}.get(kind or "")
+    return RankDep(negated) if negated else UNKNOWN
+
+
+def _compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
+    if _rank_kind(right) == "rank" and _rank_kind(left) != "rank":
+        left, right = right, left
+        operator = _MIRRORED.get(type(operator), operator)
+    if _rank_kind(left) != "rank":
+        return RankDep("mixed") if _rank_kind(left) or _rank_kind(right) else UNKNOWN
+    number = const(right)
+    if isinstance(operator, (cst.In, cst.NotIn)):
+        members = [const(item) for item in _elements(right)]
+        kind = "zero" if 0 in members and all(m in (0, -1) for m in members) else "mixed"
+        return RankDep(kind if isinstance(operator, cst.In) else _negate_rank(RankDep(kind)).kind)  # type: ignore[union-attr]
+    if not isinstance(number, int) or isinstance(number, bool):
+        return RankDep("mixed")
+    zero_test = {
+        cst.Equal: number == 0,
+        cst.LessThan: number == 1,
+        cst.LessThanEqual: number == 0,
+    }.get(type(operator))
+    nonzero_test = {
+        cst.NotEqual: number == 0,
+        cst.GreaterThan: number == 0,
+        cst.GreaterThanEqual: number == 1,
+    }.get(type(operator))
+    if zero_test:
+        return RankDep("zero")
+    if nonzero_test:
+        return RankDep("nonzero")
+    return RankDep("mixed")
+
+
+_MIRRORED = {
+    cst.LessThan: cst.GreaterThan(),
+    cst.GreaterThan: cst.LessThan(),
+    cst.LessThanEqual: cst.GreaterThanEqual(),
+    cst.GreaterThanEqual: cst.LessThanEqual(),
+}
+
+
+def _rank_guards(test: cst.BaseExpression, kind: str | None) -> tuple[RankGuard | None, RankGuard | None]:
+    """The ranks that run the true and the false arm of a condition of the given rank kind."""
+    arms = {
+        "zero": ("zero", "nonzero"),
+        "rank": ("nonzero", "zero"),
+        "nonzero": ("nonzero", "zero"),
+        "zero_subset": ("zero", None),
+        "subset": ("subset", None),
+        "mixed": ("subset", "subset"),
+    }.get(kind or "", (None, None))
+    return tuple(RankGuard(test, ranks) if ranks else None for ranks in arms)  # type: ignore[return-value]
+
+
+def _enter(ctx: Context, manager: Value) -> Context:
+    """The context inside ``with manager:``."""
+    ctx = ctx.with_(managers=ctx.managers + (manager,))
+    for ref in refs(manager):
+        event = ref.root.event
+        qname = ref.root.qname or ""
+        if event is None:
+            continue
+        if qname in names.GRAD_DISABLING or (qname == "torch.set_grad_enabled" and const(event.arg(0) or UNKNOWN) is False):
+            ctx = ctx.with_(no_grad=True)
+        elif qname == "torch.enable_grad":
+            ctx = ctx.with_(no_grad=False)
+        elif (qname == "torch.device" and const(event.arg(0, "type") or UNKNOWN) == "meta") or qname.endswith(
+            "init_empty_weights"
+        ):
+            ctx = ctx.with_(meta_device=True)
+    return ctx
+
+
+def _decorated(ctx: Context, decorators: tuple[Value, ...], info: FunctionInfo) -> Context:
+    """The context of a function body given its decorators (``@torch.no_grad()``, ``@rank_zero_only``)."""
+    for decorator, node in zip(decorators, info.node.decorators):
+        for option in options(decorator):
+            qname = option.qname if isinstance(option, Symbol) else ""
+            if isinstance(option, Ref):
+                qname = option.root.qname or ""
+            last = qname.rpartition(".")[2] or dotted(node.decorator).rpartition(".")[2]
+            if last in ("rank_zero_only", "main_process_only", "on_main_process", "on_rank0", "rank0_only"):
+                ctx = ctx.with_(rank_guard=RankGuard(node, "zero"))
+            ctx = _enter(ctx, option) if isinstance(option, Ref) else ctx
+    return ctx
+
+
+def _share_class_sharding(traces: list[Trace]) -> None:
+    """A method that no code in the file calls runs at an order we cannot see, so modules that
+    other methods of its class shard (``self.model``) are taken as sharded from its start."""
+    sharded: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
+    for trace in traces:
+        instance = trace.instance
+        if instance is None:
+            continue
+        for shard in trace.shards:
+            for target in shard.targets:
+                target = canonical(target)
+                if target.root is instance.root:
+                    sharded.setdefault(instance.root.cls, []).append((trace, target.path))
+    for trace in traces:
+        instance = trace.instance
+        if instance is None:
+            continue
+        paths = {path for owner, path in sharded.get(instance.root.cls, ()) if owner is not trace}
+        trace.assumed_sharded = [Ref(instance.root, path) for path in sorted(paths)]
+
+
+def _symbol_returns_first(interp: Interpreter, event: Event) -> Value:
+    return event.arg(0) or UNKNOWN
+
+
+def _wrapper(kind: str):
+    def make(interp: Interpreter, event: Event) -> Value:
+        obj = Obj(kind, None, qname=event.qname, node=event.node)
+        obj.event = event
+        obj.wrapped = event.arg(0, "module")
+        return Ref(obj)
+
+    return make
+
+
+def _state_dict_of(position: int, keyword: str):
+    """``get_model_state_dict(model, ...)`` / ``get_optimizer_state_dict(model, optimizers, ...)``."""
+
+    def make(interp: Interpreter, event: Event) -> Value:
+        owner = event.arg(position, keyword)
+        full = _full_state_dict(event.kwargs.get("options"))
+        found: list[Value] = []
+        for ref in refs(choice(list(walk_contents(owner)))) if owner is not None else ():
+            is_optimizer = ref.root.kind == "optimizer" and not ref.path
+            found.append(StateDict(ref.root if is_optimizer else ref, event.index, full))
+        return choice(found)
+
+    return make
+
+
+def _get_state_dict(interp: Interpreter, event: Event) -> Value:
+    return Tuple((_state_dict_of(0, "model")(interp, event), _state_dict_of(1, "optimizers")(interp, event)))
+
+
+def _full_state_dict(options_value: Value | None) -> bool:
+    """Does a ``StateDictOptions`` value ask for full (gathered) tensors? Unknown counts as yes:
+    only a provably sharded state dict may be reported."""
+    if options_value is None:
+        return False
+    for ref in refs(options_value):
+        event = ref.root.event
+        if event is not None and event.qname == names.STATE_DICT_OPTIONS:
+            return const(event.kwargs.get("full_state_dict", Const(False))) is not False
+    return True
+
+
+def _environ_get(interp: Interpreter, event: Event) -> Value:
+    key = const(event.arg(0) or UNKNOWN)
+    return RankDep("rank") if key in names.RANK_ENV_VARS else interp.new_object(event, event.qname)
+
+
+_SYMBOL_CALLS = {
+    names.FULLY_SHARD: _symbol_returns_first,
+    "torch.compile": _symbol_returns_first,
+    names.DDP: _wrapper("ddp"),
+    names.FSDP1: _wrapper("fsdp1"),
+    names.GET_MODEL_STATE_DICT: _state_dict_of(0, "model"),
+    names.GET_OPTIMIZER_STATE_DICT: _state_dict_of(1, "optimizers"),
+    names.GET_STATE_DICT: _get_state_dict,
+    "os.environ.get": _environ_get,
+    "os.getenv": _environ_get,
+}
+
+_STATEMENTS = {
+    cst.FunctionDef: Interpreter.exec_function_def,
+    cst.ClassDef: Interpreter.exec_class_def,
+    cst.If: Interpreter.exec_if,
+    cst.For: Interpreter.exec_for,
+    cst.While: Interpreter.exec_while,
+    cst.With: Interpreter.exec_with,
+    cst.Try: Interpreter.exec_try,
+    cst.TryStar: Interpreter.exec_try,
+    cst.Match: Interpreter.exec_match,
+}
+
+_EXPRESSIONS = {
+    cst.Name: Interpreter.eval_name,
+    cst.Attribute: Interpreter.eval_attribute,
+    cst.Call: Interpreter.eval_call,
+    cst.Subscript: Interpreter.eval_subscript,
+    cst.Integer: Interpreter.eval_literal,
+    cst.Float: Interpreter.eval_literal,
+    cst.SimpleString: Interpreter.eval_string,
+    cst.FormattedString: Interpreter.eval_string,
+    cst.ConcatenatedString: Interpreter.eval_string,
+    cst.List: Interpreter.eval_collection,
+    cst.Tuple: Interpreter.eval_collection,
+    cst.Set: Interpreter.eval_collection,
+    cst.Dict: Interpreter.eval_collection,
+    cst.ListComp: Interpreter.eval_comprehension,
+    cst.SetComp: Interpreter.eval_comprehension,
+    cst.DictComp: Interpreter.eval_comprehension,
+    cst.GeneratorExp: Interpreter.eval_comprehension,
+    cst.BinaryOperation: Interpreter.eval_binary,
+    cst.UnaryOperation: Interpreter.eval_unary,
+    cst.BooleanOperation: Interpreter.eval_boolean,
+    cst.Comparison: Interpreter.eval_comparison,
+    cst.IfExp: Interpreter.eval_if_exp,
+    cst.NamedExpr: Interpreter.eval_named,
+    cst.Await: Interpreter.eval_await,
+    cst.Lambda: lambda self, node: Lambda(node),
+}
+
+
+def interpret(module: cst.Module, source: bytes) -> list[Trace]:
+    return Interpreter(module, source).run()

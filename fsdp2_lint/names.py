@@ -1,0 +1,142 @@
+"""Canonical qualified names of the APIs rules care about.
+
+Names are resolved by the interpreter through the file's own imports (``import x as y``,
+``from x import y as z``, function-local imports); this module only folds the many public and
+private module paths of one API into one canonical name, so that
+``torch.distributed._composable.fsdp.fully_shard`` and ``torch.distributed.fsdp.fully_shard``
+are the same thing to every rule, and a different library's ``fully_shard`` is not.
+"""
+
+from __future__ import annotations
+
+import re
+
+FSDP = "torch.distributed.fsdp"
+FULLY_SHARD = f"{FSDP}.fully_shard"
+REGISTER_FORWARD_METHOD = f"{FSDP}.register_fsdp_forward_method"
+FSDP1 = f"{FSDP}.FullyShardedDataParallel"
+DDP = "torch.nn.parallel.DistributedDataParallel"
+TORCH_SAVE = "torch.save"
+TORCH_LOAD = "torch.load"
+DCP = "torch.distributed.checkpoint"
+STATE_DICT = "torch.distributed.checkpoint.state_dict"
+GET_MODEL_STATE_DICT = f"{STATE_DICT}.get_model_state_dict"
+GET_OPTIMIZER_STATE_DICT = f"{STATE_DICT}.get_optimizer_state_dict"
+GET_STATE_DICT = f"{STATE_DICT}.get_state_dict"
+SET_MODEL_STATE_DICT = f"{STATE_DICT}.set_model_state_dict"
+SET_OPTIMIZER_STATE_DICT = f"{STATE_DICT}.set_optimizer_state_dict"
+STATE_DICT_OPTIONS = f"{STATE_DICT}.StateDictOptions"
+
+# Exact renames first (a module path that is also a function name), then module prefixes.
+_EXACT = {
+    "torch.distributed._composable.fsdp.fully_shard": FULLY_SHARD,
+    "torch.distributed.fsdp.fully_shard.fully_shard": FULLY_SHARD,
+}
+_PREFIXES = {
+    "torch.distributed._composable.fsdp": FSDP,
+    "torch.distributed.fsdp._fully_shard._fully_shard": FSDP,
+    "torch.distributed.fsdp._fully_shard._fsdp_api": FSDP,
+    "torch.distributed.fsdp._fully_shard": FSDP,
+    "torch.distributed.fsdp.fully_shard": FSDP,
+    "torch.distributed.fsdp.fully_sharded_data_parallel": FSDP,
+    "torch.distributed.fsdp.api": FSDP,
+    "torch.distributed.checkpoint.state_dict_saver": DCP,
+    "torch.distributed.checkpoint.state_dict_loader": DCP,
+    "torch.distributed.distributed_c10d": "torch.distributed",
+    "torch.distributed.device_mesh": "torch.distributed",
+    "torch.distributed._tensor": "torch.distributed.tensor",
+    "torch.distributed.tensor._api": "torch.distributed.tensor",
+    "torch.nn.parallel.distributed": "torch.nn.parallel",
+    "torch.serialization": "torch",
+    "torch.autograd.grad_mode": "torch",
+    "torch.autograd": "torch",
+}
+_PREFIX_ORDER = sorted(_PREFIXES, key=len, reverse=True)
+
+
+def canonical(qname: str) -> str:
+    if qname in _EXACT:
+        return _EXACT[qname]
+    for prefix in _PREFIX_ORDER:
+        if qname.startswith(prefix + "."):
+            return canonical(_PREFIXES[prefix] + qname[len(prefix) :])
+    return qname
+
+
+# Names a star import from these modules may bring into scope (only what rules resolve).
+STAR_EXPORTS = {
+    FSDP: {
+        "fully_shard",
+        "register_fsdp_forward_method",
+        "FullyShardedDataParallel",
+        "FSDPModule",
+        "MixedPrecisionPolicy",
+        "CPUOffloadPolicy",
+        "OffloadPolicy",
+        "ShardingStrategy",
+        "StateDictType",
+        "FullStateDictConfig",
+        "ShardedStateDictConfig",
+        "CPUOffload",
+        "MixedPrecision",
+        "BackwardPrefetch",
+    },
+    STATE_DICT: {
+        "get_model_state_dict",
+        "get_optimizer_state_dict",
+        "get_state_dict",
+        "set_model_state_dict",
+        "set_optimizer_state_dict",
+        "set_state_dict",
+        "StateDictOptions",
+    },
+}
+
+_OPTIMIZER_CLASSES = {
+    "Adam", "AdamW", "SGD", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop",
+    "LBFGS", "SparseAdam", "ASGD", "Adafactor", "Lion", "LAMB", "Lamb", "LARS", "Muon", "Shampoo",
+    "DistributedShampoo", "SOAP", "Sophia", "Prodigy", "AdamW8bit", "Adam8bit", "PagedAdamW",
+    "PagedAdamW8bit", "PagedAdamW32bit", "FusedAdam", "FusedLAMB", "FusedSGD", "AdamWScheduleFree",
+    "SGDScheduleFree", "AnyPrecisionAdamW", "AdamWFp8",
+}
+_NOT_OPTIMIZER = re.compile(r"\.(lr_scheduler|swa_utils)\.|Scheduler|Warmup|Averaged")
+
+
+def is_optimizer(qname: str) -> bool:
+    """A constructor of an optimizer: ``torch.optim.*`` classes and the common third-party ones."""
+    module, _, last = qname.rpartition(".")
+    if not last[:1].isupper() or _NOT_OPTIMIZER.search(qname):
+        return False
+    return last in _OPTIMIZER_CLASSES or qname.startswith("torch.optim.") or "optim" in module
+
+
+GRAD_DISABLING = {"torch.no_grad", "torch.inference_mode"}
+
+_RANK_NAME = re.compile(
+    r"^_?(global_|local_|ddp_|ddp_local_|dp_|world_|process_|node_local_|my_)?rank(_id|_idx)?$"
+    r"|^(local_)?process_index$"
+)
+_RANK_ZERO_NAME = re.compile(
+    r"^_?(is_)?(local_|global_)?(main|master|chief|primary)(_process|_rank)?$"
+    r"|^_?(is_)?(global_|local_)?(rank_?0|rank_zero|global_zero|local_zero)$"
+)
+_RANK_FUNCTION = re.compile(r"(^|\.)(get_(global_|local_|node_local_)?rank|get_process_index)$")
+_RANK_ZERO_FUNCTION = re.compile(r"(^|\.)(is_(local_|global_)?(main_process|master|rank_zero|rank0|primary))$")
+RANK_ENV_VARS = frozenset({"RANK", "LOCAL_RANK", "GLOBAL_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID"})
+
+
+def rank_kind_of_name(name: str) -> str | None:
+    """``"rank"`` for names that hold a process rank, ``"zero"`` for rank-0 flags, else None."""
+    if _RANK_NAME.match(name):
+        return "rank"
+    if _RANK_ZERO_NAME.match(name):
+        return "zero"
+    return None
+
+
+def rank_kind_of_call(qname: str) -> str | None:
+    if _RANK_FUNCTION.search(qname):
+        return "rank"
+    if _RANK_ZERO_FUNCTION.search(qname):
+        return "zero"
+    return None

@@ -1,0 +1,329 @@
+"""Abstract values computed by the interpreter (:mod:`fsdp2_lint.interp`).
+
+A module (or any runtime object) is an :class:`Obj` with identity; what a script names is a
+:class:`Ref`: an object plus an access path (``model.layers[0]`` is ``Ref(model_obj,
+("layers", "[0]"))``). Paths may contain wildcards because loops and variable subscripts name
+*some* child: ``"*"`` is exactly one unknown attribute or key, ``"**"`` is any number of levels
+(zero included), so iterating ``model.modules()`` yields ``Ref(model_obj, ("**",))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Iterator
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from fsdp2_lint.facts import ClassInfo, Event, FunctionInfo
+
+ANY = "*"
+ANY_DEPTH = "**"
+WILDCARDS = frozenset({ANY, ANY_DEPTH})
+MAX_OPTIONS = 8
+
+
+class Value:
+    """Base of every abstract value."""
+
+    __slots__ = ()
+
+
+class _Unknown(Value):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+
+
+class Obj:
+    """An abstract runtime object. Identity is the Python object's identity.
+
+    ``kind`` says how it came to be: ``"new"`` (result of a call), ``"param"`` (a function
+    parameter of an analysed root), ``"self"``, ``"ddp"``/``"fsdp1"`` (wrappers), ``"optimizer"``,
+    ``"container"`` (a list/dict/set literal; ``items`` holds what was put in it).
+    """
+
+    __slots__ = ("kind", "label", "qname", "cls", "node", "items", "params", "event", "parent", "wrapped")
+
+    def __init__(
+        self,
+        kind: str,
+        label: str | None,
+        *,
+        qname: str | None = None,
+        cls: ClassInfo | None = None,
+        node: cst.CSTNode | None = None,
+    ) -> None:
+        self.kind = kind
+        self.label = label
+        self.qname = qname  # resolved name of the callable that created it
+        self.cls = cls  # same-file class it is an instance of
+        self.node = node
+        self.items: list[tuple[object, Value]] = []  # container contents: (key or None, value)
+        self.params: Params | None = None  # optimizers: the parameters captured
+        self.event: Event | None = None  # the call event that created it (its arguments)
+        # Set when the object is stored as an attribute of another (``self.model = model``):
+        # from then on it is the same module as ``owner.attr`` (see facts.canonical).
+        self.parent: Ref | None = None
+        self.wrapped: Value | None = None  # DDP / FSDP1 wrappers: the module they wrap
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.label}>"
+
+
+@dataclass(frozen=True)
+class Ref(Value):
+    """An object reached through an access path from a root object."""
+
+    root: Obj
+    path: tuple[str, ...] = ()
+    order: str = ""  # "pre" or "rev" for refs produced by iterating modules()/reversed(...)
+
+    def child(self, element: str) -> Ref:
+        return Ref(self.root, self.path + (element,))
+
+    @property
+    def text(self) -> str:
+        parts = [self.root.label or "<expression>"]
+        for element in self.path:
+            if element == ANY_DEPTH:
+                parts.append(".<submodule>")
+            elif element == ANY:
+                parts.append("[*]")
+            elif element.startswith("["):
+                parts.append(element)
+            else:
+                parts.append("." + element)
+        return "".join(parts)
+
+    @property
+    def has_wildcards(self) -> bool:
+        return any(element in WILDCARDS for element in self.path)
+
+
+@dataclass(frozen=True)
+class ParamSource:
+    """Parameters of ``ref`` as they were at ``captured_at`` (an event index).
+
+    ``captured_at`` is ``None`` for a lazy iterator (``m.parameters()``) that reads the module's
+    parameters only when something consumes it.
+    """
+
+    ref: Ref
+    captured_at: int | None
+
+
+@dataclass(frozen=True)
+class Params(Value):
+    """Parameters (one, an iterator, a list, param groups) and where they came from.
+    ``named``: ``named_parameters()``, whose elements are (name, parameter) pairs."""
+
+    sources: frozenset[ParamSource]
+    named: bool = False
+
+    def materialized(self, index: int) -> Params:
+        return Params(
+            frozenset(
+                ParamSource(s.ref, index if s.captured_at is None else s.captured_at) for s in self.sources
+            ),
+            self.named,
+        )
+
+    def __or__(self, other: Params) -> Params:
+        return Params(self.sources | other.sources, self.named and other.named)
+
+
+@dataclass(frozen=True)
+class ModuleIter(Value):
+    """``m.modules()`` (``self_included``), ``m.children()``; ``named`` yields (name, module)."""
+
+    ref: Ref
+    self_included: bool
+    named: bool
+    order: str = "pre"
+
+
+@dataclass(frozen=True)
+class StateDict(Value):
+    """A state dict taken at event ``at``: of a module (``owner`` a Ref), of an optimizer
+    (``owner`` an optimizer Obj), or from the distributed-state-dict helpers (``full`` says
+    whether it holds full tensors)."""
+
+    owner: Ref | Obj
+    at: int
+    full: bool = False
+
+
+@dataclass(frozen=True)
+class Const(Value):
+    value: object
+
+
+@dataclass(frozen=True)
+class RankDep(Value):
+    """A value that differs across ranks.
+
+    ``kind``: ``"rank"`` (the rank number), ``"zero"`` (a condition true on rank 0 only),
+    ``"nonzero"`` (true on every rank but 0), ``"mixed"`` (any other rank-dependent value).
+    """
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class Tuple(Value):
+    items: tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class Choice(Value):
+    """One of several values. ``sequential``: all of them, one after the other (a loop over a
+    literal list), rather than exclusive alternatives (branches)."""
+
+    options: tuple[Value, ...]
+    sequential: bool = False
+
+
+@dataclass(frozen=True)
+class Symbol(Value):
+    """A name resolved through imports, e.g. ``torch.distributed.fsdp.fully_shard``."""
+
+    qname: str
+
+
+@dataclass(frozen=True)
+class Function(Value):
+    info: FunctionInfo
+    closure: object = field(default=None, compare=False)  # the Env the def statement ran in
+    bound: Ref | None = None  # the instance for a bound method
+
+
+@dataclass(frozen=True)
+class Class(Value):
+    info: ClassInfo
+
+
+@dataclass(frozen=True)
+class BoundMethod(Value):
+    """A method of an object read without calling it, e.g. ``f = model.forward``."""
+
+    receiver: Value
+    name: str
+
+
+@dataclass(frozen=True)
+class Super(Value):
+    """``super()`` inside a method of ``cls``, bound to the instance ``receiver``."""
+
+    receiver: Ref
+    cls: ClassInfo = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Iter(Value):
+    """``enumerate(x)`` / ``zip(a, b)`` / ``x.items()``: iterating yields tuples of elements."""
+
+    kind: str
+    parts: tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class Lambda(Value):
+    node: cst.Lambda = field(compare=False)
+
+
+def options(value: Value) -> tuple[Value, ...]:
+    """The alternatives of a value, flattening nested choices."""
+    if isinstance(value, Choice):
+        out: list[Value] = []
+        for option in value.options:
+            out.extend(options(option))
+        return tuple(out)
+    return (value,)
+
+
+def choice(values: list[Value] | tuple[Value, ...], sequential: bool = False) -> Value:
+    unique: list[Value] = []
+    for value in values:
+        for option in options(value):
+            if option not in unique:
+                unique.append(option)
+    if not unique:
+        return UNKNOWN
+    if len(unique) == 1:
+        return unique[0]
+    return Choice(tuple(unique[:MAX_OPTIONS]), sequential)
+
+
+def refs(value: Value) -> Iterator[Ref]:
+    for option in options(value):
+        if isinstance(option, Ref):
+            yield option
+
+
+def walk_contents(value: Value, seen: set[int] | None = None) -> Iterator[Value]:
+    """The value and everything reachable inside it: choices, tuples, container items."""
+    seen = set() if seen is None else seen
+    for option in options(value):
+        yield option
+        if isinstance(option, Tuple):
+            for item in option.items:
+                yield from walk_contents(item, seen)
+        elif isinstance(option, Ref) and not option.path and option.root.kind == "container":
+            if id(option.root) in seen:
+                continue
+            seen.add(id(option.root))
+            for _, item in option.root.items:
+                yield from walk_contents(item, seen)
+
+
+# --- path relations -------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def _intersects(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
+    """Do the two path patterns name at least one common concrete path?"""
+    if not p:
+        return all(e == ANY_DEPTH for e in q)
+    if not q:
+        return all(e == ANY_DEPTH for e in p)
+    a, b = p[0], q[0]
+    if a == ANY_DEPTH:  # matches nothing more, or swallows q's first element
+        return _intersects(p[1:], q) or _intersects(p, q[1:])
+    if b == ANY_DEPTH:
+        return _intersects(p, q[1:]) or _intersects(p[1:], q)
+    if a == ANY or b == ANY or a == b:
+        return _intersects(p[1:], q[1:])
+    return False
+
+
+def may_be_same(a: Ref, b: Ref) -> bool:
+    return a.root is b.root and _intersects(a.path, b.path)
+
+
+def may_contain(outer: Ref, inner: Ref) -> bool:
+    """May ``outer`` be ``inner`` or one of its ancestors?"""
+    return outer.root is inner.root and _intersects(outer.path + (ANY_DEPTH,), inner.path)
+
+
+def may_overlap(a: Ref, b: Ref) -> bool:
+    """May the two module subtrees share a module (one contains the other)?"""
+    return may_contain(a, b) or may_contain(b, a)
+
+
+def is_strict_ancestor(outer: Ref, inner: Ref) -> bool:
+    """Is ``outer`` certainly a proper ancestor of ``inner``?
+
+    Requires a concrete ``outer`` path that ``inner`` extends by at least one level.
+    """
+    if outer.root is not inner.root or outer.has_wildcards:
+        return False
+    n = len(outer.path)
+    if inner.path[:n] != outer.path:
+        return False
+    return any(element != ANY_DEPTH for element in inner.path[n:])
