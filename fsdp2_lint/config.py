@@ -1,0 +1,179 @@
+"""Configuration: ``[tool.fsdp2-lint]`` in the nearest ``pyproject.toml``, overridden by the CLI.
+
+Selectors are rule codes or code prefixes (``FSDP0``, ``FSDP``), as in Ruff: ``select``
+replaces the default (every rule), ``extend-select`` adds to it, ``ignore`` removes; the CLI's
+``--select`` replaces the file's ``select``, its ``--ignore``/``--extend-select`` add to the
+file's. An unknown key or a selector that matches no rule is a configuration error.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pathspec
+
+from fsdp2_lint.engine import PARSE_ERROR
+from fsdp2_lint.rule import Rule, all_rules
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+SECTION = "fsdp2-lint"
+LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+KNOWN_KEYS = frozenset(LIST_KEYS + ("per-file-ignores",))
+
+
+class ConfigError(Exception):
+    """Bad configuration or selection: reported to the user, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Selectors from one source (the config file or the command line)."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+
+
+@dataclass
+class Settings:
+    """The effective settings for the files under one configuration root."""
+
+    root: Path
+    rules: tuple[type[Rule], ...]
+    exclude: pathspec.PathSpec = field(default_factory=lambda: _spec([]))
+    per_file_ignores: tuple[tuple[pathspec.PathSpec, frozenset[str]], ...] = ()
+    source: Path | None = None  # the pyproject.toml it came from
+    parse_errors_reported: bool = True
+
+    def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
+        ignored = self.ignored_codes(path)
+        return tuple(rule for rule in self.rules if rule.code not in ignored)
+
+    def reports_parse_errors(self, path: Path) -> bool:
+        return self.parse_errors_reported and PARSE_ERROR not in self.ignored_codes(path)
+
+    def ignored_codes(self, path: Path) -> frozenset[str]:
+        relative = _relative(path, self.root)
+        if relative is None:
+            return frozenset()
+        ignored: set[str] = set()
+        for spec, codes in self.per_file_ignores:
+            if spec.match_file(relative):
+                ignored |= codes
+        return frozenset(ignored)
+
+    def is_excluded(self, path: Path) -> bool:
+        relative = _relative(path, self.root)
+        if relative is None:
+            return False
+        if path.is_dir():
+            relative += "/"
+        return self.exclude.match_file(relative)
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` that has a ``[tool.fsdp2-lint]`` table."""
+    directory = start if start.is_dir() else start.parent
+    for candidate in (directory, *directory.parents):
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file() and SECTION in _read_toml(pyproject).get("tool", {}):
+            return pyproject
+    return None
+
+
+def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
+    table: dict[str, object] = {}
+    if config is not None:
+        table = _read_toml(config).get("tool", {}).get(SECTION, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{config}: [tool.{SECTION}] must be a table")
+        root = config.parent
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"{config}: unknown key(s) in [tool.{SECTION}]: {', '.join(unknown)}")
+    lists = {key: _string_list(config, table, key) for key in LIST_KEYS}
+    from_file = Selection(
+        tuple(lists["select"]) if "select" in table else None, tuple(lists["ignore"]), tuple(lists["extend-select"])
+    )
+    codes = resolve_selection(from_file, cli, where=str(config) if config else "configuration")
+    return Settings(
+        root=root,
+        rules=tuple(rule for rule in all_rules() if rule.code in codes),
+        exclude=_spec(lists["exclude"] + lists["extend-exclude"]),
+        per_file_ignores=_per_file_ignores(config, table.get("per-file-ignores", {})),
+        source=config,
+        parse_errors_reported=PARSE_ERROR in codes,
+    )
+
+
+def resolve_selection(from_file: Selection, cli: Selection, where: str) -> frozenset[str]:
+    """The rule codes enabled by the file's selectors overridden by the command line's."""
+    everything = [PARSE_ERROR] + [rule.code for rule in all_rules()]
+    for origin, selection in ((where, from_file), ("command line", cli)):
+        for selector in (selection.select or ()) + selection.ignore + selection.extend_select:
+            if not _matching(selector, everything):
+                raise ConfigError(f"{origin}: unknown rule code or prefix {selector!r}")
+    select = cli.select if cli.select is not None else from_file.select
+    codes = set(everything if select is None else _expand(select, everything))
+    codes |= _expand(from_file.extend_select + cli.extend_select, everything)
+    codes -= _expand(from_file.ignore + cli.ignore, everything)
+    return frozenset(codes)
+
+
+def _matching(selector: str, codes: Sequence[str]) -> list[str]:
+    selector = selector.strip().upper()
+    if selector == "ALL":
+        return list(codes)
+    return [code for code in codes if code.startswith(selector)] if selector else []
+
+
+def _expand(selectors: Sequence[str], codes: Sequence[str]) -> set[str]:
+    return {code for selector in selectors for code in _matching(selector, codes)}
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read configuration: {error}") from error
+
+
+def _string_list(config: Path | None, table: dict, key: str) -> list[str]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{config}: `{key}` must be a list of strings")
+    return value
+
+
+def _per_file_ignores(config: Path | None, value: object) -> tuple[tuple[pathspec.PathSpec, frozenset[str]], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{config}: `per-file-ignores` must be a table of pattern = [codes]")
+    everything = [PARSE_ERROR] + [rule.code for rule in all_rules()]
+    entries = []
+    for pattern, selectors in value.items():
+        if not isinstance(selectors, list) or not all(isinstance(item, str) for item in selectors):
+            raise ConfigError(f"{config}: per-file-ignores[{pattern!r}] must be a list of codes")
+        for selector in selectors:
+            if not _matching(selector, everything):
+                raise ConfigError(f"{config}: per-file-ignores[{pattern!r}]: unknown rule code or prefix {selector!r}")
+        entries.append((_spec([pattern]), frozenset(_expand(selectors, everything))))
+    return tuple(entries)
+
+
+def _spec(patterns: list[str]) -> pathspec.PathSpec:
+    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None

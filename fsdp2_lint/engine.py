@@ -1,0 +1,157 @@
+"""Lint one file: the single code path behind the CLI, the LSP server and the pre-commit hook.
+
+Per file: the prefilter (each selected rule's required tokens) decides whether the file can
+violate anything at all; if so it is parsed once, interpreted once into facts, and every
+applicable rule reads those facts. A rule that raises is reported as an internal error of that
+rule and never hides the other rules' findings.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import libcst as cst
+
+from fsdp2_lint.facts import FileFacts
+from fsdp2_lint.interp import interpret
+from fsdp2_lint.rule import Finding, Rule, Severity, all_rules
+
+PARSE_ERROR = "FSDP000"
+PARSE_ERROR_NAME = "unreadable-file"
+_NOQA = re.compile(
+    r"#\s*(?:noqa(?P<noqa>\s*:\s*(?P<codes>[A-Za-z]+\d+(?:\s*,?\s*[A-Za-z]+\d+)*))?"
+    r"|fsdp2-lint\s*:\s*disable\s*=\s*(?P<disabled>[A-Za-z]+\d+(?:\s*,\s*[A-Za-z]+\d+)*))",
+    re.IGNORECASE,
+)
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_RULE_INSTANCES: dict[type[Rule], Rule] = {}
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One reported violation. Lines and columns are 1-based; the end column is exclusive."""
+
+    code: str
+    name: str
+    message: str
+    hint: str
+    severity: Severity
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    source_line: str
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["severity"] = self.severity.value
+        del data["source_line"]
+        return data
+
+
+def lint_file(path: Path, rules: Sequence[type[Rule]] | None = None, display_path: str | None = None) -> list[Diagnostic]:
+    shown = display_path if display_path is not None else str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return [_file_error(shown, f"cannot read file: {error.strerror or error}")]
+    return lint_source(data, shown, rules)
+
+
+def lint_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None) -> list[Diagnostic]:
+    """Diagnostics for one file's bytes, sorted by position, suppressions applied."""
+    selected = all_rules() if rules is None else rules
+    applicable = [rule for rule in selected if rule.applies_to(data)]
+    if not applicable:
+        return []
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as error:
+        return [_file_error(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)]
+    except (UnicodeDecodeError, LookupError, SyntaxError) as error:
+        return [_file_error(path, f"cannot decode file: {error}")]
+    lines = _NEWLINE.split(_decode(data, module))
+    try:
+        facts = FileFacts(path, data, module, interpret(module, data))
+    except RecursionError:
+        return [_file_error(path, "file is nested too deeply to analyse")]
+    diagnostics: list[Diagnostic] = []
+    for rule in applicable:
+        diagnostics.extend(_run_rule(rule, facts, lines))
+    return sorted(
+        (d for d in diagnostics if not _suppressed(d, lines)), key=lambda d: (d.line, d.column, d.code)
+    )
+
+
+def _decode(data: bytes, module: cst.Module) -> str:
+    text = data.decode(module.encoding, errors="replace")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[Diagnostic]:
+    instance = _RULE_INSTANCES.get(rule) or _RULE_INSTANCES.setdefault(rule, rule())
+    seen: set[int] = set()
+    found: list[Diagnostic] = []
+    try:
+        for finding in instance.check(facts):
+            if id(finding.node) not in seen:
+                seen.add(id(finding.node))
+                found.append(_diagnostic(rule, finding, facts, lines))
+    except Exception as error:  # one broken rule must not hide the others
+        return [_file_error(facts.path, f"internal error in rule {rule.code}: {type(error).__name__}: {error}")]
+    return found
+
+
+def _diagnostic(rule: type[Rule], finding: Finding, facts: FileFacts, lines: list[str]) -> Diagnostic:
+    where = facts.position(finding.node)
+    return Diagnostic(
+        code=rule.code,
+        name=rule.name,
+        message=finding.message or rule.summary,
+        hint=finding.hint or rule.hint,
+        severity=rule.severity,
+        path=facts.path,
+        line=where.start.line,
+        column=where.start.column + 1,
+        end_line=where.end.line,
+        end_column=where.end.column + 1,
+        source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
+    )
+
+
+def _file_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    return Diagnostic(
+        code=PARSE_ERROR,
+        name=PARSE_ERROR_NAME,
+        message=message,
+        hint="fix the file so that Python can parse it; fsdp2-lint checked nothing else in it",
+        severity=Severity.ERROR,
+        path=path,
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=column,
+        source_line="",
+    )
+
+
+def _suppressed(diagnostic: Diagnostic, lines: list[str]) -> bool:
+    if diagnostic.code == PARSE_ERROR or diagnostic.line > len(lines):
+        return False
+    for match in _NOQA.finditer(lines[diagnostic.line - 1]):
+        listed = match.group("codes") or match.group("disabled")
+        if listed is None:
+            return True  # a bare `# noqa` silences every code on the line
+        if diagnostic.code in {code.upper() for code in re.split(r"[\s,]+", listed) if code}:
+            return True
+    return False
+
+
+def raise_recursion_limit() -> None:
+    """Deeply nested expressions recurse once per level in the parser and the interpreter."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
