@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import Obj, may_overlap, refs
+
+
+class OptimizerBeforeShard(Rule):
+    code = "FSDP001"
+    name = "optimizer-before-shard"
+    summary = "optimizer built from parameters captured before `fully_shard`: it steps the old, non-DTensor tensors"
+    hint = "build the optimizer after the last `fully_shard` call, from the module's (DTensor) `parameters()`"
+    docs = """
+## What it does
+Flags an optimizer constructed from a module's parameters before that module, or any module
+inside it or around it, is sharded with `fully_shard`; also when the parameters were captured
+earlier in a variable (`params = list(model.parameters())`) and the optimizer is built from it.
+
+## Why is this bad?
+`fully_shard` replaces every parameter of the module with a new DTensor parameter. An optimizer
+built before that keeps references to the old tensors, which no longer take part in forward or
+backward. `optimizer.step()` then updates nothing the model uses: observed with torch 2.13, the
+optimizer holds 0 DTensor parameters and after `loss.backward(); opt.step()` **0 of 10** model
+parameters change. Nothing warns: the loss simply never improves.
+"""
+    valid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+for layer in model:
+    fully_shard(layer)
+fully_shard(model)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+model = torch.nn.Linear(4, 4)
+params = model.parameters()  # a lazy generator: read only when the optimizer consumes it
+fully_shard(model)
+optimizer = torch.optim.SGD(params, lr=0.1)
+""",
+    )
+    invalid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)  # expect: FSDP001
+for layer in model:
+    fully_shard(layer)
+fully_shard(model)
+optimizer.step()
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard as shard
+
+model = torch.nn.Linear(4, 4)
+params = list(model.parameters())  # captured before sharding
+shard(model)
+optimizer = torch.optim.SGD(params, lr=0.1)  # expect: FSDP001
+optimizer.step()
+""",
+        """
+import torch
+import torch.distributed.fsdp as fsdp
+
+def build_optimizer(model):
+    return torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+def main():
+    model = torch.nn.Linear(4, 4)
+    optimizer = build_optimizer(model)  # expect: FSDP001
+    fsdp.fully_shard(model)
+    optimizer.step()
+""",
+    )
+    signature = RuntimeSignature(
+        evidence="params_unchanged",
+        note="an optimizer step leaves every model parameter unchanged; the optimizer holds no DTensors",
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            for optimizer in trace.optimizers:
+                stale = self._stale_capture(trace, optimizer)
+                if stale is not None:
+                    shard, module = stale
+                    line = facts.position(report_node(shard, optimizer)).start.line
+                    yield Finding(
+                        report_node(optimizer, shard),
+                        f"optimizer built from parameters of `{module}` captured before "
+                        f"`fully_shard` (line {line}): its step() updates the old, non-DTensor tensors "
+                        "and training silently does nothing",
+                    )
+
+    @staticmethod
+    def _stale_capture(trace: Trace, optimizer: Event) -> tuple[Event, str] | None:
+        """The shard that makes the optimizer's parameters stale, if the optimizer is used after it."""
+        obj = optimizer.result.root  # type: ignore[union-attr]
+        if obj.params is None:
+            return None
+        for source in sorted(obj.params.sources, key=lambda s: s.captured_at or 0):
+            captured = source.captured_at if source.captured_at is not None else optimizer.index
+            for shard, target in trace.shards_between(captured, len(trace.events), optimizer):
+                if may_overlap(target, canonical(source.ref)) and _used_after(trace, obj, shard):
+                    return shard, canonical(source.ref).text
+        return None
+
+
+def _used_after(trace: Trace, optimizer: Obj, shard: Event) -> bool:
+    """Is the stale optimizer still used once the module is sharded? One that is only bound to a
+    local variable and rebuilt after sharding is harmless; one that is stepped, passed on,
+    stored or returned is not, unless code after sharding rewrites its parameter groups."""
+    used = False
+    for event in trace.mentions(optimizer):
+        after_shard = event.index > shard.index
+        if after_shard and _repairs_param_groups(event):
+            return False
+        if after_shard or _escapes(event):
+            used = True
+    return used
+
+
+def _escapes(event: Event) -> bool:
+    """Does the optimizer leave the code this trace sees: stored in an attribute, passed to a
+    function defined elsewhere, or returned from the entry point itself (not from a helper
+    whose result the caller binds)?"""
+    return event.kind in ("store", "call") or (event.kind == "return" and not event.stack)
+
+
+def _repairs_param_groups(event: Event) -> bool:
+    if event.kind == "method" and event.name == "add_param_group":
+        return True
+    return event.kind == "store" and any("param_groups" in ref.path for ref in refs(event.receiver))

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from fsdp2_lint.facts import Event, FileFacts, canonical, report_node, strict_ancestor
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import ANY_DEPTH, Choice, Ref
+
+
+class TopDownSharding(Rule):
+    code = "FSDP002"
+    name = "top-down-sharding"
+    summary = "`fully_shard` on a submodule after its ancestor was sharded: FSDP2 must be applied bottom-up"
+    hint = "shard the submodules first (e.g. every transformer block), then the root"
+    docs = """
+## What it does
+Flags a `fully_shard` call on a module whose ancestor was already passed to `fully_shard`:
+the root sharded before its blocks, a helper that shards the blocks called after the root,
+or `for m in model.modules(): fully_shard(m)`, which visits the root first.
+
+## Why is this bad?
+Sharding the root turns every parameter below it into an FSDP DTensor. The later call on a
+submodule then takes the tensor-parallel path and fails at that `fully_shard` call, before any
+forward: `TypeError: Invariant encountered: value was None when it should not be` for a mesh
+without dimension names, `RuntimeError: Cannot concatenate overlapping meshes` for a named one.
+"""
+    valid = (
+        """
+from torch.distributed.fsdp import fully_shard
+
+for block in model.layers:
+    fully_shard(block)
+fully_shard(model)
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+
+for module in reversed(list(model.modules())):
+    if isinstance(module, Block):
+        fully_shard(module)
+""",
+    )
+    invalid = (
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+for block in model.layers:
+    fully_shard(block)  # expect: FSDP002
+""",
+        """
+import torch.distributed.fsdp as fsdp
+
+for module in model.modules():
+    fsdp.fully_shard(module)  # expect: FSDP002
+""",
+    )
+    signature = RuntimeSignature(
+        evidence="exception",
+        exception=("TypeError", "RuntimeError"),
+        message=r"Invariant encountered|Cannot concatenate overlapping meshes",
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            shards = trace.shards
+            for position, late in enumerate(shards):
+                for early in shards[:position]:
+                    if early.exclusive_with(late):
+                        continue
+                    ancestor = _ancestor_of_any(early.targets, late.targets)
+                    if ancestor is not None:
+                        line = facts.position(report_node(early, late)).start.line
+                        yield Finding(
+                            report_node(late, early),
+                            f"`fully_shard` on a submodule of `{ancestor}`, which was already sharded "
+                            f"at line {line}: shard submodules before their ancestors",
+                        )
+                        break
+                else:
+                    why = _top_down_within(late)
+                    if why:
+                        yield Finding(late.node, why)
+
+
+def _ancestor_of_any(earlier: tuple, later: tuple) -> str | None:
+    for outer in earlier:
+        for inner in later:
+            if strict_ancestor(outer, inner):
+                return canonical(outer).text
+    return None
+
+
+def _top_down_within(event: Event) -> str | None:
+    """One call that shards an ancestor before its descendants by itself: a loop over
+    ``modules()`` (root first), or a loop over a literal list that lists the root first."""
+    for target in event.targets:
+        if target.path[-1:] == (ANY_DEPTH,) and target.order == "pre":
+            return (
+                f"`{canonical(Ref(target.root, target.path[:-1])).text}.modules()` yields the root first, so the "
+                "root is sharded before its submodules; iterate `reversed(list(...modules()))` or filter by type"
+            )
+    modules = event.arg(0, "module")
+    if isinstance(modules, Choice) and modules.sequential:
+        targets = event.targets
+        for index, outer in enumerate(targets):
+            if any(strict_ancestor(outer, inner) for inner in targets[index + 1 :]):
+                return f"`{canonical(outer).text}` is sharded before its own submodules in this loop"
+    return None

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from fsdp2_lint.facts import FileFacts, canonical
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import Ref, options, refs
+
+
+class NoSync(Rule):
+    code = "FSDP005"
+    name = "fsdp1-no-sync"
+    summary = "`no_sync()` does not exist on FSDP2 modules"
+    hint = (
+        "use `model.set_requires_gradient_sync(False)` before the accumulation backward passes and "
+        "`model.set_requires_gradient_sync(True)` before the last one (try/finally)"
+    )
+    docs = """
+## What it does
+Flags `with m.no_sync():`, `m.no_sync()` and `getattr(m, "no_sync", ...)` where `m` is sharded
+with `fully_shard` (or contains sharded modules). Not flagged on modules wrapped in
+`DistributedDataParallel` or FSDP1 `FullyShardedDataParallel`, which do have `no_sync`.
+
+## Why is this bad?
+`no_sync()` is an FSDP1/DDP method; `fully_shard` does not add it. The call fails with
+`AttributeError: 'FSDPModel' object has no attribute 'no_sync'`. The `getattr(m, "no_sync",
+nullcontext)` fallback hides the error but then gradients are reduce-scattered on every
+micro-batch. FSDP2's equivalent is `set_requires_gradient_sync(False)` ... `(True)`.
+"""
+    valid = (
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+model.set_requires_gradient_sync(False)
+try:
+    loss.backward()
+finally:
+    model.set_requires_gradient_sync(True)
+""",
+        """
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+model = DDP(model)
+with model.no_sync():
+    loss.backward()
+""",
+    )
+    invalid = (
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+with model.no_sync():  # expect: FSDP005
+    loss.backward()
+""",
+        """
+import contextlib
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP005
+""",
+    )
+    signature = RuntimeSignature(
+        evidence="exception", exception=("AttributeError",), message=r"has no attribute 'no_sync'"
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            uses = trace.methods("no_sync") + [
+                read for read in trace.methods("no_sync", kind="attr") if isinstance(read.node, cst.Call)
+            ]
+            for use in uses:
+                if any(isinstance(o, Ref) and o.root.wrapped is not None and not o.path for o in options(use.receiver)):
+                    continue  # DDP / FSDP1 wrappers have no_sync()
+                for module in refs(use.receiver):
+                    if trace.sharded_overlap(module, use):
+                        yield Finding(
+                            use.node,
+                            f"`{canonical(module).text}` is sharded with `fully_shard`, which has no `no_sync()`",
+                        )
+                        break
