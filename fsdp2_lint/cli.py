@@ -62,7 +62,7 @@ def check(
         targets = list(paths) or [Path(".")]
         for target in targets:
             resolver.for_path(target)  # report configuration errors before any output
-        for path in discover(targets, lambda p: resolver.for_path(p).is_excluded(p)):
+        for path in discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir)):
             diagnostics.extend(check_path(path, resolver.for_path(path), _display(path)))
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
@@ -133,3 +133,7 @@ def rule_markdown(rule: type[Rule]) -> str:
         evidence += f": {' or '.join(rule.signature.exception)} matching `{rule.signature.message}`"
     parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}. {rule.signature.note}".rstrip())
     return "\n\n".join(parts) + "\n"
+
+
+from fsdp2_lint.runtime.command import confirm  # noqa: E402  (torch-free; registered last)
+main.add_command(confirm)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -69,23 +70,20 @@ class Settings:
                 ignored |= codes
         return frozenset(ignored)
 
-    def is_excluded(self, path: Path) -> bool:
+    def is_excluded(self, path: Path, is_dir: bool) -> bool:
         relative = _relative(path, self.root)
         if relative is None:
             return False
-        if path.is_dir():
-            relative += "/"
-        return self.exclude.match_file(relative)
+        return self.exclude.match_file(relative + "/" if is_dir else relative)
 
 
-def find_config(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` that has a ``[tool.fsdp2-lint]`` table."""
-    directory = start if start.is_dir() else start.parent
-    for candidate in (directory, *directory.parents):
-        pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file() and SECTION in _read_toml(pyproject).get("tool", {}):
-            return pyproject
-    return None
+@lru_cache(maxsize=None)
+def find_config(directory: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` in or above ``directory`` with a ``[tool.fsdp2-lint]`` table."""
+    pyproject = directory / "pyproject.toml"
+    if pyproject.is_file() and SECTION in _read_toml(pyproject).get("tool", {}):
+        return pyproject
+    return None if directory.parent == directory else find_config(directory.parent)
 
 
 def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
@@ -95,6 +93,7 @@ def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
         if not isinstance(table, dict):
             raise ConfigError(f"{config}: [tool.{SECTION}] must be a table")
         root = config.parent
+    root = root.resolve()
     unknown = sorted(set(table) - KNOWN_KEYS)
     if unknown:
         raise ConfigError(f"{config}: unknown key(s) in [tool.{SECTION}]: {', '.join(unknown)}")
@@ -169,11 +168,11 @@ def _per_file_ignores(config: Path | None, value: object) -> tuple[tuple[pathspe
 
 
 def _spec(patterns: list[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def _relative(path: Path, root: Path) -> str | None:
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return path.absolute().relative_to(root).as_posix()
     except ValueError:
         return None

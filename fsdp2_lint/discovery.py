@@ -61,32 +61,34 @@ def _load(path: Path) -> pathspec.PathSpec:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         lines = []
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def discover(paths: list[Path], excluded: Callable[[Path], bool]) -> Iterator[Path]:
-    """Files to lint, in a stable order. ``excluded`` applies the configuration's exclude patterns."""
+def discover(paths: list[Path], excluded: Callable[[Path, bool], bool]) -> Iterator[Path]:
+    """Files to lint, in a stable order. ``excluded(absolute_path, is_dir)`` applies the
+    configuration's exclude patterns."""
     for given in paths:
         if given.is_dir():
-            yield from _walk(given, _GitIgnores.above(given.resolve()), excluded)
+            real = given.resolve()
+            yield from _walk(given, real, _GitIgnores.above(real), excluded)
         else:
             yield given  # named explicitly: always linted (a missing one is reported as FSDP000)
 
 
-def _walk(directory: Path, ignores: _GitIgnores, excluded: Callable[[Path], bool]) -> Iterator[Path]:
-    ignores = ignores.entering(directory.resolve())
+def _walk(shown: Path, real: Path, ignores: _GitIgnores, excluded: Callable[[Path, bool], bool]) -> Iterator[Path]:
+    ignores = ignores.entering(real)
     try:
-        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        entries = sorted(os.scandir(real), key=lambda entry: entry.name)
     except OSError:
         return
     for entry in entries:
-        path = Path(directory, entry.name)
         is_dir = entry.is_dir()
         if is_dir and entry.name in DEFAULT_EXCLUDES:
             continue
-        if ignores.ignores(path.resolve(), is_dir) or excluded(path):
+        path = real / entry.name
+        if ignores.ignores(path, is_dir) or excluded(path, is_dir):
             continue
         if is_dir:
-            yield from _walk(path, ignores, excluded)
+            yield from _walk(shown / entry.name, path, ignores, excluded)
         elif entry.name.endswith(SUFFIXES) and entry.is_file():
-            yield path
+            yield shown / entry.name

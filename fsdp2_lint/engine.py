@@ -80,6 +80,8 @@ def lint_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = Non
         facts = FileFacts(path, data, module, interpret(module, data))
     except RecursionError:
         return [_file_error(path, "file is nested too deeply to analyse")]
+    except Exception as error:  # a bug of ours must not cost the user the other files
+        return [_file_error(path, f"internal error while analysing the file: {type(error).__name__}: {error}")]
     diagnostics: list[Diagnostic] = []
     for rule in applicable:
         diagnostics.extend(_run_rule(rule, facts, lines))

@@ -144,7 +144,8 @@ class Event:
         first = self.arg(0, "module")
         if first is None:
             return ()
-        return tuple(dict.fromkeys(ref for value in walk_contents(first) for ref in refs(value)))
+        modules = (ref for value in walk_contents(first) for ref in refs(value) if ref.root.kind != "container")
+        return tuple(dict.fromkeys(modules))
 
     def frames(self) -> tuple[cst.CSTNode, ...]:
         return self.stack + (self.node,)

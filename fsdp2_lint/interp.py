@@ -11,8 +11,10 @@ does not understand evaluates to ``UNKNOWN``, which no rule reports on: precisio
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import re
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import libcst as cst
 
@@ -41,6 +43,7 @@ from fsdp2_lint.values import (
     Tuple,
     Value,
     choice,
+    is_any_depth,
     options,
     refs,
     walk_contents,
@@ -135,6 +138,7 @@ class Interpreter:
         self.active: list[FunctionInfo] = []
         self.invoked: set[FunctionInfo] = set()
         self.steps = 0
+        self.loops_seen = 0
 
     # --- entry points ------------------------------------------------------------------------
 
@@ -436,7 +440,7 @@ class Interpreter:
         handler = _EXPRESSIONS.get(type(node))
         if handler is not None:
             return handler(self, node)
-        for child in node.children:  # anything else: still run the calls inside it
+        for child in child_nodes(node):  # anything else: still run the calls inside it
             if isinstance(child, cst.BaseExpression):
                 self.eval(child)
         return UNKNOWN
@@ -495,7 +499,7 @@ class Interpreter:
         method = cls.method(name) if cls else None
         if method is not None:
             return Function(method, self.module_env, ref)
-        if name in MODULE_METHODS or ref.root.kind in ("optimizer", "container"):
+        if name in MODULE_METHODS or ref.root.kind == "container":
             return BoundMethod(ref, name)
         return _rank_by_name(name, ref.child(name))
 
@@ -535,7 +539,7 @@ class Interpreter:
         return None
 
     def eval_children(self, node: cst.CSTNode) -> None:
-        for child in node.children:
+        for child in child_nodes(node):
             if isinstance(child, cst.BaseExpression):
                 self.eval(child)
             else:
@@ -756,6 +760,8 @@ class Interpreter:
         if name == "getattr" and len(args) >= 2 and isinstance(const(args[1]), str):
             value = self.attribute(args[0], const(args[1]), node)
             return choice([value, args[2]]) if len(args) > 2 else value
+        if name == "getattr" and len(args) >= 2 and isinstance(first, Symbol):
+            return Symbol(f"{first.qname}.{ANY}")  # getattr(torch.optim, cfg.name): some member
         if name == "setattr" and len(args) == 3 and isinstance(const(args[1]), str):
             self.store(args[0], const(args[1]), args[2], node)
             return Const(None)
@@ -972,14 +978,14 @@ class Interpreter:
                 param = Params(option.sources) if lazy else Params(option.materialized(self.now()).sources)
                 results.append(Tuple((UNKNOWN, param)) if option.named else param)
             elif isinstance(option, ModuleIter):
-                element = option.ref.path + ((ANY_DEPTH,) if option.self_included else (ANY,))
-                module = Ref(option.ref.root, element, option.order if option.self_included else "")
+                wildcard = self.loop_wildcard(ANY_DEPTH if option.self_included else ANY)
+                module = Ref(option.ref.root, option.ref.path + (wildcard,), option.order if option.self_included else "")
                 results.append(Tuple((UNKNOWN, module)) if option.named else module)
             elif isinstance(option, Ref) and option.root.kind == "container" and not option.path:
                 sequential = True
                 results.extend(item for _, item in option.root.items)
             elif isinstance(option, Ref):
-                results.append(option.child(ANY))
+                results.append(option.child(self.loop_wildcard(ANY)))
             elif isinstance(option, Tuple):
                 sequential = True
                 results.extend(option.items)
@@ -988,6 +994,10 @@ class Interpreter:
             else:
                 results.append(UNKNOWN)
         return choice(results, sequential) if results else UNKNOWN
+
+    def loop_wildcard(self, wildcard: str) -> str:
+        self.loops_seen += 1
+        return f"{wildcard}{self.loops_seen}"
 
     def _iter_element(self, value: Iter, lazy: bool) -> Value:
         if value.kind == "enumerate":
@@ -1006,17 +1016,24 @@ class Interpreter:
         includes ``m`` itself) that is filtered by a condition no longer includes the root,
         unless the condition is a type check that the root's own class passes.
         """
+        loop_modules = {
+            name: value
+            for name, value in self.frame.env.vars.items()
+            if isinstance(value, Ref) and value.path and is_any_depth(value.path[-1])
+        }
+        if not loop_modules:
+            return {}, {}
         negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
         inner = test.expression if negated else test
         narrowed: dict[str, Value] = {}
-        for name in _names_in(inner):
-            value = self.frame.env.lookup(name)
-            if isinstance(value, Ref) and value.path[-1:] == (ANY_DEPTH,) and not self._type_test_admits_root(inner, name, value):
+        for name in _names_in(inner) & loop_modules.keys():
+            value = loop_modules[name]
+            if not self._type_test_admits_root(inner, name, value):
                 narrowed[name] = Ref(value.root, value.path[:-1] + (ANY, ANY_DEPTH))
         return ({}, narrowed) if negated else (narrowed, {})
 
     def _type_test_admits_root(self, test: cst.BaseExpression, name: str, ref: Ref) -> bool:
-        root_cls = ref.root.cls if not ref.path[:-1] else None
+        root_cls = ref.root.cls if len(ref.path) == 1 else None
         for call in _calls_in(test):
             if dotted(call.func) not in ("isinstance", "issubclass") or len(call.args) < 2:
                 continue
@@ -1046,13 +1063,33 @@ class Interpreter:
 # --- helpers without interpreter state ---------------------------------------------------------
 
 
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_LAYOUT_FIELDS = re.compile(r"^(whitespace|lpar|rpar|comma|semicolon|colon|equal|star|dot|lbracket|rbracket|lbrace|rbrace)")
+
+
+def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The syntax children of a node, without whitespace and punctuation. libcst's own
+    ``children`` property rebuilds the node to find them, which costs more than the parse."""
+    fields = _CHILD_FIELDS.get(type(node))
+    if fields is None:
+        fields = _CHILD_FIELDS[type(node)] = tuple(
+            f.name for f in dataclasses.fields(node) if not _LAYOUT_FIELDS.match(f.name)
+        )
+    for name in fields:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from (item for item in value if isinstance(item, cst.CSTNode))
+
+
 def _blocks(stmt: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
+    if isinstance(stmt, cst.Match):
+        return [case.body for case in stmt.cases]
     blocks = [stmt.body]
     if isinstance(stmt, (cst.Try, cst.TryStar)):
         blocks += [handler.body for handler in stmt.handlers]
         blocks += [part.body for part in (stmt.orelse, stmt.finalbody) if part is not None]
-    elif isinstance(stmt, cst.Match):
-        blocks = [case.body for case in stmt.cases]
     else:
         orelse = getattr(stmt, "orelse", None)
         while isinstance(orelse, cst.If):
@@ -1138,7 +1175,7 @@ def _names_in(node: cst.CSTNode) -> set[str]:
         if isinstance(current, cst.Name):
             found.add(current.value)
         elif not isinstance(current, (cst.Lambda, cst.BaseComp)):
-            stack.extend(current.children)
+            stack.extend(child_nodes(current))
     return found
 
 
@@ -1149,7 +1186,7 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
         current = stack.pop()
         if isinstance(current, cst.Call):
             found.append(current)
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
     return found
 
 

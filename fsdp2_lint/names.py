@@ -105,6 +105,8 @@ _NOT_OPTIMIZER = re.compile(r"\.(lr_scheduler|swa_utils)\.|Scheduler|Warmup|Aver
 def is_optimizer(qname: str) -> bool:
     """A constructor of an optimizer: ``torch.optim.*`` classes and the common third-party ones."""
     module, _, last = qname.rpartition(".")
+    if last == "*":  # getattr(torch.optim, name)
+        return module == "torch.optim"
     if not last[:1].isupper() or _NOT_OPTIMIZER.search(qname):
         return False
     return last in _OPTIMIZER_CLASSES or qname.startswith("torch.optim.") or "optim" in module

@@ -18,10 +18,11 @@ class SettingsResolver:
         self._by_config: dict[Path | None, Settings] = {}
         self._by_directory: dict[Path, Path | None] = {}
 
-    def for_path(self, path: Path) -> Settings:
+    def for_path(self, path: Path, is_dir: bool | None = None) -> Settings:
         if self.config is not None or self.isolated:
             return self._settings(self.config, Path.cwd())
-        directory = (path if path.is_dir() else path.parent).resolve()
+        directory = path if (path.is_dir() if is_dir is None else is_dir) else path.parent
+        directory = directory if directory.is_absolute() else directory.resolve()
         if directory not in self._by_directory:
             self._by_directory[directory] = find_config(directory)
         return self._settings(self._by_directory[directory], Path.cwd())

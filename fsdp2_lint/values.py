@@ -5,6 +5,8 @@ A module (or any runtime object) is an :class:`Obj` with identity; what a script
 ("layers", "[0]"))``). Paths may contain wildcards because loops and variable subscripts name
 *some* child: ``"*"`` is exactly one unknown attribute or key, ``"**"`` is any number of levels
 (zero included), so iterating ``model.modules()`` yields ``Ref(model_obj, ("**",))``.
+A loop numbers the wildcard it introduces (``"*7"``): every path through the same loop
+variable then names the same element, so ``blk`` is known to be the parent of ``blk.attn``.
 """
 
 from __future__ import annotations
@@ -20,8 +22,16 @@ if TYPE_CHECKING:
 
 ANY = "*"
 ANY_DEPTH = "**"
-WILDCARDS = frozenset({ANY, ANY_DEPTH})
 MAX_OPTIONS = 8
+
+
+def is_any(element: str) -> bool:
+    """One unknown attribute or key (``*`` or a loop's numbered ``*7``)."""
+    return element[:1] == "*" and element[1:2] != "*"
+
+
+def is_any_depth(element: str) -> bool:
+    return element[:2] == "**"
 
 
 class Value:
@@ -91,9 +101,9 @@ class Ref(Value):
     def text(self) -> str:
         parts = [self.root.label or "<expression>"]
         for element in self.path:
-            if element == ANY_DEPTH:
+            if is_any_depth(element):
                 parts.append(".<submodule>")
-            elif element == ANY:
+            elif is_any(element):
                 parts.append("[*]")
             elif element.startswith("["):
                 parts.append(element)
@@ -101,9 +111,6 @@ class Ref(Value):
                 parts.append("." + element)
         return "".join(parts)
 
-    @property
-    def has_wildcards(self) -> bool:
-        return any(element in WILDCARDS for element in self.path)
 
 
 @dataclass(frozen=True)
@@ -289,15 +296,15 @@ def walk_contents(value: Value, seen: set[int] | None = None) -> Iterator[Value]
 def _intersects(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
     """Do the two path patterns name at least one common concrete path?"""
     if not p:
-        return all(e == ANY_DEPTH for e in q)
+        return all(is_any_depth(e) for e in q)
     if not q:
-        return all(e == ANY_DEPTH for e in p)
+        return all(is_any_depth(e) for e in p)
     a, b = p[0], q[0]
-    if a == ANY_DEPTH:  # matches nothing more, or swallows q's first element
+    if is_any_depth(a):  # matches nothing more, or swallows q's first element
         return _intersects(p[1:], q) or _intersects(p, q[1:])
-    if b == ANY_DEPTH:
+    if is_any_depth(b):
         return _intersects(p, q[1:]) or _intersects(p[1:], q)
-    if a == ANY or b == ANY or a == b:
+    if is_any(a) or is_any(b) or a == b:
         return _intersects(p[1:], q[1:])
     return False
 
@@ -319,11 +326,12 @@ def may_overlap(a: Ref, b: Ref) -> bool:
 def is_strict_ancestor(outer: Ref, inner: Ref) -> bool:
     """Is ``outer`` certainly a proper ancestor of ``inner``?
 
-    Requires a concrete ``outer`` path that ``inner`` extends by at least one level.
+    Requires an ``outer`` path that names one module (concrete, or a loop's numbered wildcard)
+    and that ``inner`` extends by at least one level.
     """
-    if outer.root is not inner.root or outer.has_wildcards:
+    if outer.root is not inner.root or any(e == ANY or is_any_depth(e) for e in outer.path):
         return False
     n = len(outer.path)
     if inner.path[:n] != outer.path:
         return False
-    return any(element != ANY_DEPTH for element in inner.path[n:])
+    return any(not is_any_depth(element) for element in inner.path[n:])

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from fsdp2_lint.facts import Event, FileFacts, canonical, report_node, strict_ancestor
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import ANY_DEPTH, Choice, Ref
+from fsdp2_lint.values import Choice, Ref, is_any_depth
 
 
 class TopDownSharding(Rule):
@@ -95,7 +95,7 @@ def _top_down_within(event: Event) -> str | None:
     """One call that shards an ancestor before its descendants by itself: a loop over
     ``modules()`` (root first), or a loop over a literal list that lists the root first."""
     for target in event.targets:
-        if target.path[-1:] == (ANY_DEPTH,) and target.order == "pre":
+        if target.path and is_any_depth(target.path[-1]) and target.order == "pre":
             return (
                 f"`{canonical(Ref(target.root, target.path[:-1])).text}.modules()` yields the root first, so the "
                 "root is sharded before its submodules; iterate `reversed(list(...modules()))` or filter by type"

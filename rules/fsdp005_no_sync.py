@@ -70,10 +70,10 @@ sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
-            uses = trace.methods("no_sync") + [
-                read for read in trace.methods("no_sync", kind="attr") if isinstance(read.node, cst.Call)
-            ]
-            for use in uses:
+            # Each access once, where `no_sync` is taken: `m.no_sync()`, `getattr(m, "no_sync")`,
+            # `f = m.no_sync` (whose later `f()` is not reported again).
+            direct_calls = [call for call in trace.methods("no_sync") if isinstance(call.node.func, cst.Attribute)]
+            for use in sorted(direct_calls + trace.methods("no_sync", kind="attr"), key=lambda e: e.index):
                 if any(isinstance(o, Ref) and o.root.wrapped is not None and not o.path for o in options(use.receiver)):
                     continue  # DDP / FSDP1 wrappers have no_sync()
                 for module in refs(use.receiver):

@@ -1,0 +1,136 @@
+"""The ``fsdp2-lint confirm`` click command. Imports no torch: the ranks it launches do."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import click
+
+from fsdp2_lint.runtime.device import DEVICE_CHOICES, DeviceUnavailable
+
+INSTALL_HINT = (
+    "fsdp2-lint confirm runs training scripts under torchrun and needs PyTorch, which is not installed.\n"
+    "Install the runtime extra:  pip install 'fsdp2-lint[runtime]'"
+)
+FIXTURE_TIMEOUT_SECONDS = 30.0
+SCRIPT_TIMEOUT_SECONDS = 300.0
+
+
+def torch_available() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def default_jobs(nproc: int) -> int:
+    """Concurrent runs: one rank per core."""
+    return max(1, (os.cpu_count() or 1) // nproc)
+
+
+def report_console():
+    """Tables are wide: give them 160 columns when not writing to a terminal (CI logs)."""
+    from rich.console import Console
+
+    width = None if sys.stdout.isatty() else 160
+    return Console(file=sys.stdout, width=width, highlight=False, emoji=False)
+
+
+@contextlib.contextmanager
+def _run_root(keep: Path | None) -> Iterator[Path]:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep.resolve()
+        return
+    with tempfile.TemporaryDirectory(prefix="fsdp2-lint-confirm-") as root:
+        yield Path(root)
+
+
+@click.command(name="confirm")
+@click.argument("script", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--rule", "codes", multiple=True, metavar="CODE", help="Only this rule (repeatable).")
+@click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto", show_default=True,
+              help="auto: CUDA + NCCL when every rank can have its own GPU, else CPU + gloo.")  # fmt: skip
+@click.option("--nproc", type=click.IntRange(min=1), default=2, show_default=True, help="Ranks per run.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help=f"Seconds per run before it counts as a hang [default: {FIXTURE_TIMEOUT_SECONDS:g} per fixture, "
+                   f"{SCRIPT_TIMEOUT_SECONDS:g} for SCRIPT].")  # fmt: skip
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Fixture runs at a time [default: CPU cores / nproc].")  # fmt: skip
+@click.option("--launcher", type=click.Choice(["pool", "torchrun"]), default="pool", show_default=True,
+              help="pool: rank servers import torch once and fork each run; torchrun: one torchrun per fixture.")  # fmt: skip
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--keep-runs", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep every run's events, logs and stack dumps in this directory.")  # fmt: skip
+def confirm(
+    script: Path | None,
+    script_args: tuple[str, ...],
+    codes: tuple[str, ...],
+    device: str,
+    nproc: int,
+    timeout: float | None,
+    jobs: int | None,
+    launcher: str,
+    output_format: str,
+    keep_runs: Path | None,
+) -> None:
+    """Run each rule's fixtures under torchrun with probes and confirm, by observing the runs, that
+    every bad fixture fails the way its rule documents and every good fixture trains cleanly.
+
+    With SCRIPT (and `-- ARGS` for it), run your own training script the same way and show, next
+    to the static findings for it, which ones the run confirmed, which it never reached, and
+    which failures the static pass missed.
+
+    Exit status: 0 when every bad fixture is confirmed and every good one is clean (for SCRIPT:
+    when the run showed no failure), 1 otherwise, 2 when the harness cannot run.
+    """
+    if not torch_available():
+        click.echo(INSTALL_HINT, err=True)
+        sys.exit(2)
+    from fsdp2_lint.runtime.fixtures import UnknownRule
+    from fsdp2_lint.runtime.pool import HarnessError
+
+    try:
+        with _run_root(keep_runs) as root:
+            if script is not None:
+                from fsdp2_lint.runtime.confirm_script import run_script_check
+
+                code = run_script_check(
+                    script, script_args, codes, device, nproc, timeout or SCRIPT_TIMEOUT_SECONDS, root, output_format
+                )
+            else:
+                code = _run_fixtures(codes, device, nproc, timeout, jobs, launcher, root, output_format)
+    except (HarnessError, DeviceUnavailable, UnknownRule) as error:
+        click.echo(f"fsdp2-lint confirm: {error}", err=True)
+        sys.exit(2)
+    sys.exit(code)
+
+
+def _run_fixtures(
+    codes: tuple[str, ...],
+    device: str,
+    nproc: int,
+    timeout: float | None,
+    jobs: int | None,
+    launcher: str,
+    root: Path,
+    output_format: str,
+) -> int:
+    from fsdp2_lint.runtime.confirm_fixtures import confirm_fixtures
+    from fsdp2_lint.runtime.report import as_json, passed, print_table
+
+    report = confirm_fixtures(
+        codes, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs or default_jobs(nproc), launcher, root
+    )
+    if output_format == "json":
+        click.echo(as_json(report.settings, report.results, report.notes, report.wall_seconds))
+    else:
+        print_table(report_console(), report.settings, report.results, report.notes, report.wall_seconds)
+    return 0 if passed(report.results) else 1

@@ -1,0 +1,92 @@
+"""``fsdp2-lint confirm``: run every selected rule's fixtures and judge each run (torch-free)."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from fsdp2_lint.runtime.device import Device, can_reproduce, choose_device
+from fsdp2_lint.runtime.fixtures import Fixture, discover
+from fsdp2_lint.runtime.pool import RankPool
+from fsdp2_lint.runtime.record import RunSpec
+from fsdp2_lint.runtime.report import RunSettings
+from fsdp2_lint.runtime.torchrun_launcher import TorchrunLauncher
+from fsdp2_lint.runtime.verdict import FixtureResult, judge, not_runnable
+
+LAUNCHERS = ("pool", "torchrun")
+
+
+@dataclass(frozen=True)
+class FixtureReport:
+    settings: RunSettings
+    results: list[FixtureResult]
+    notes: list[str]
+    wall_seconds: float
+
+
+def confirm_fixtures(
+    codes: Sequence[str],
+    device_request: str,
+    nproc: int,
+    timeout: float,
+    jobs: int,
+    launcher_name: str,
+    run_root: Path,
+    fixtures_root: Path | None = None,
+    on_result: Callable[[FixtureResult], None] = lambda result: None,
+) -> FixtureReport:
+    started = time.monotonic()
+    fixtures, notes = discover(codes, fixtures_root)
+    launcher = (
+        RankPool(nproc, device_request, jobs, run_root)
+        if launcher_name == "pool"
+        else TorchrunLauncher(nproc, device_request, jobs)
+    )
+    results: dict[Fixture, FixtureResult] = {}
+    device: Device | None = None
+    with launcher:
+        device = getattr(launcher, "device", None)
+        runnable = []
+        for fixture in fixtures:
+            reason = _why_not_runnable(fixture, launcher, device_request, nproc)
+            if reason:
+                results[fixture] = not_runnable(fixture, reason)
+                on_result(results[fixture])
+            else:
+                runnable.append(fixture)
+        by_spec = {_spec(fixture, run_root, timeout): fixture for fixture in runnable}
+        for record in launcher.run_all(by_spec):
+            fixture = by_spec[record.spec]
+            results[fixture] = judge(fixture, record)
+            device = device or record.device
+            on_result(results[fixture])
+    kind, backend = (device.kind, device.backend) if device else (device_request, "nothing ran")
+    settings = RunSettings(kind, backend, nproc, launcher_name, jobs, timeout)
+    ordered = [results[fixture] for fixture in fixtures]
+    return FixtureReport(settings, ordered, notes, time.monotonic() - started)
+
+
+def _spec(fixture: Fixture, run_root: Path, timeout: float) -> RunSpec:
+    run_dir = run_root / f"{fixture.rule}-{re.sub(r'[^A-Za-z0-9_.-]', '_', fixture.name)}"
+    return RunSpec(
+        script=fixture.path,
+        run_dir=run_dir,
+        timeout=timeout,
+        expect_hang=fixture.bad and fixture.signature.evidence == "hang",
+    )
+
+
+def _why_not_runnable(fixture: Fixture, launcher, device_request: str, nproc: int) -> str:
+    min_gpus = fixture.signature.min_gpus
+    if min_gpus <= 0:
+        return ""
+    if device_request == "cpu":
+        return f"needs {min_gpus} GPUs; running on CPU"
+    visible = launcher.visible_gpus()
+    device = choose_device(device_request, nproc, visible)
+    if can_reproduce(min_gpus, device, visible, nproc):
+        return ""
+    return f"needs {min_gpus} GPUs (one per rank); {visible} visible, {nproc} ranks, device {device.kind}"

@@ -1,0 +1,81 @@
+"""The run directory layout and the per-rank event log (JSON lines).
+
+Each rank appends one JSON object per event to ``events-rank<R>.jsonl`` and flushes it at once, so
+the last event a rank reached survives the rank being killed. Torch-free: the harness reads these
+files, the rank processes write them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+START = "start"  # rank, world_size, pid, script, device, backend
+FULLY_SHARD = "fully_shard"  # line, module, params
+OPTIMIZER = "optimizer"  # line, optimizer, params, dtensor_params, optimizer_id
+STEP = "step"  # see probes.StepProbe
+SAVE = "save"  # line, target, dtensors, tensors
+COLLECTIVE = "collective"  # op, line
+EXCEPTION = "exception"  # types (MRO names), message, line, traceback
+EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
+HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)
+PROBE_ERROR = "probe_error"  # a probe itself failed; the script went on (probe, message)
+
+
+def events_path(run_dir: Path, rank: int) -> Path:
+    return run_dir / f"events-rank{rank}.jsonl"
+
+
+def stdout_path(run_dir: Path, rank: int) -> Path:
+    return run_dir / f"stdout-rank{rank}.txt"
+
+
+def stderr_path(run_dir: Path, rank: int) -> Path:
+    return run_dir / f"stderr-rank{rank}.txt"
+
+
+def stack_path(run_dir: Path, rank: int) -> Path:
+    """Where a rank dumps its Python stacks when the harness stops it (faulthandler)."""
+    return run_dir / f"stack-rank{rank}.txt"
+
+
+def lines_path(run_dir: Path, rank: int) -> Path:
+    """Line numbers of the user's script in the order each was first executed (one per line)."""
+    return run_dir / f"lines-rank{rank}.txt"
+
+
+def output_dir(run_dir: Path) -> Path:
+    """Scratch directory shared by the ranks of one run (``FSDP2_LINT_OUTDIR``)."""
+    return run_dir / "out"
+
+
+class EventLog:
+    """Append-only, thread-safe, flushed-per-event writer of one rank's events."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "a", encoding="utf-8", buffering=1)
+        self._lock = threading.Lock()
+        self._start = time.monotonic()
+
+    def write(self, kind: str, **fields: Any) -> None:
+        record = {"kind": kind, "t": round(time.monotonic() - self._start, 4), **fields}
+        line = json.dumps(record, default=repr)
+        with self._lock:
+            self._file.write(line + "\n")
+            self._file.flush()
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """All complete events of one rank; a line cut short by a kill is dropped."""
+    if not path.exists():
+        return []
+    events = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events

@@ -1,0 +1,59 @@
+"""The fixtures to confirm: ``<CODE>/bad_*.py`` and ``<CODE>/good_*.py`` in the shipped
+``fsdp2_lint.fixtures`` package, paired with their rule (torch-free)."""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from fsdp2_lint.rule import RuntimeSignature, all_rules
+
+
+class UnknownRule(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Fixture:
+    rule: str
+    path: Path
+    signature: RuntimeSignature
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    @property
+    def bad(self) -> bool:
+        """Bad fixtures must show their rule's failure; good ones must train cleanly."""
+        return self.name.startswith("bad_")
+
+
+def fixtures_root() -> Path:
+    root = importlib.resources.files("fsdp2_lint.fixtures")
+    if not isinstance(root, Path):
+        raise RuntimeError(f"fixtures must be installed as files on disk, found {root!r}")
+    return root
+
+
+def discover(codes: Sequence[str] = (), root: Path | None = None) -> tuple[list[Fixture], list[str]]:
+    """Fixtures of the selected rules (all rules when ``codes`` is empty), in rule and name order,
+    and notes about rules without fixtures and fixture folders without a rule."""
+    root = root or fixtures_root()
+    rules = {rule.code: rule for rule in all_rules()}
+    unknown = sorted(set(codes) - set(rules))
+    if unknown:
+        raise UnknownRule(f"unknown rule(s): {', '.join(unknown)}")
+    selected = sorted(codes or rules)
+    fixtures, notes = [], []
+    for code in selected:
+        paths = sorted(root.glob(f"{code}/bad_*.py")) + sorted(root.glob(f"{code}/good_*.py"))
+        if not paths:
+            notes.append(f"{code} has no fixtures")
+        fixtures.extend(Fixture(code, path, rules[code].signature) for path in paths)
+    if not codes:
+        orphans = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name.startswith("FSDP") and p.name not in rules)
+        notes.extend(f"{name}: fixtures without a rule (not run)" for name in orphans)
+    return fixtures, notes

@@ -1,0 +1,367 @@
+"""Probes installed into a rank process before the user's script runs (imports torch).
+
+Each probe wraps one torch entry point, records what it saw as an event attributed to the line of
+the user's script that led to it, and never changes what the wrapped call does. A probe that fails
+records a ``probe_error`` event instead of breaking the script. Probes never issue collectives:
+ranks may have diverged, and an extra collective would change (or hang) the run being observed.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import functools
+import os
+import sys
+import sysconfig
+import threading
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, Callable, Iterable, Iterator
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+import torch.distributed.fsdp as fsdp
+from torch.distributed.tensor import DTensor
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+from fsdp2_lint.runtime import events
+from fsdp2_lint.runtime.events import EventLog
+from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL
+
+# Steps of each optimizer whose effect on the model's parameters is measured. Each probed step
+# clones the local shards once, so later steps are left alone.
+PROBED_STEPS = 2
+MAX_NAMES = 20  # parameter names listed per step event
+MAX_SAVE_NODES = 100_000  # objects visited when looking for DTensors in a saved object
+
+COLLECTIVES = (
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "all_gather_single",
+    "all_reduce",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+    "broadcast",
+    "broadcast_object_list",
+    "gather",
+    "gather_object",
+    "monitored_barrier",
+    "recv",
+    "recv_object_list",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_single",
+    "reduce_scatter_tensor",
+    "scatter",
+    "scatter_object_list",
+    "send",
+    "send_object_list",
+)
+
+
+class CodeLocator:
+    """Attributes a stack to the user's script: the innermost frame of the script, and the innermost
+    frame of any user code (not torch, not the standard library or site-packages, not this harness)."""
+
+    def __init__(self, script: Path) -> None:
+        self.script = str(script)
+        self.torch_root = os.path.dirname(torch.__file__) + os.sep
+        paths = sysconfig.get_paths()
+        library_roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+        library_roots.add(os.path.dirname(__file__))
+        self.library_roots = tuple(root + os.sep for root in library_roots) + (self.torch_root,)
+
+    def in_torch(self, filename: str) -> bool:
+        return filename.startswith(self.torch_root)
+
+    def is_user_file(self, filename: str) -> bool:
+        return filename == self.script or not (
+            filename.startswith("<") or filename.startswith(self.library_roots)
+        )
+
+    def locate(self, frames: Iterable[tuple[str, int]]) -> dict[str, Any]:
+        """``line``: innermost line in the script; ``site``: innermost user frame elsewhere, if any."""
+        site = None
+        for filename, lineno in frames:
+            if filename == self.script:
+                return {"line": lineno, "site": site}
+            if site is None and self.is_user_file(filename):
+                site = f"{filename}:{lineno}"
+        return {"line": None, "site": site}
+
+    def locate_stack(self, frame: FrameType | None) -> dict[str, Any]:
+        return self.locate(_outward(frame))
+
+    def locate_traceback(self, tb: TracebackType | None) -> dict[str, Any]:
+        """Also ``script_lines``: every line of the script in the traceback, innermost first (a
+        static finding at a call site matches an exception raised deeper inside the script)."""
+        frames = []
+        while tb is not None:
+            frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+            tb = tb.tb_next
+        frames.reverse()
+        script_lines = [lineno for filename, lineno in frames if filename == self.script]
+        return {**self.locate(frames), "script_lines": script_lines}
+
+
+def _outward(frame: FrameType | None) -> Iterator[tuple[str, int]]:
+    while frame is not None:
+        yield frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+
+
+def local_tensor(param: torch.Tensor) -> torch.Tensor:
+    """The part of a parameter this rank holds: the local shard of a DTensor, else the tensor."""
+    return param.to_local() if isinstance(param, DTensor) else param
+
+
+def count_tensors(obj: object) -> tuple[int, int]:
+    """(tensors, DTensors) reachable through dicts, lists, tuples and sets of ``obj``."""
+    tensors = dtensors = visited = 0
+    pending = [obj]
+    while pending and visited < MAX_SAVE_NODES:
+        item = pending.pop()
+        visited += 1
+        if isinstance(item, torch.Tensor):
+            tensors += 1
+            dtensors += isinstance(item, DTensor)
+        elif isinstance(item, Mapping):
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            pending.extend(item)
+    return tensors, dtensors
+
+
+def save_target(f: object) -> str:
+    if isinstance(f, (str, os.PathLike)):
+        return os.path.abspath(os.fspath(f))
+    return f"<{type(f).__name__}>"
+
+
+class Probes:
+    """All probes of one rank, writing to one event log."""
+
+    def __init__(self, log: EventLog, script: Path, run_dir: Path, rank: int) -> None:
+        self.log = log
+        self.locator = CodeLocator(script)
+        self.stack_file = open(events.stack_path(run_dir, rank), "w", encoding="utf-8")
+        self.sharded: list[weakref.ref[torch.nn.Module]] = []
+        self.optimizer_lines: weakref.WeakKeyDictionary[torch.optim.Optimizer, int | None] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.probed_steps: weakref.WeakKeyDictionary[torch.optim.Optimizer, int] = weakref.WeakKeyDictionary()
+        self.snapshots: weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[str, tuple]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.last_collective: tuple | None = None
+
+    def install(self) -> None:
+        faulthandler.register(STACK_DUMP_SIGNAL, file=self.stack_file, all_threads=True)
+        self._wrap_fully_shard()
+        self._wrap_optimizer_init()
+        register_optimizer_step_pre_hook(self._guarded("step", self._before_step))
+        register_optimizer_step_post_hook(self._guarded("step", self._after_step))
+        self._wrap_save()
+        self._wrap_collectives()
+
+    def _guarded(self, probe: str, body: Callable[..., None]) -> Callable[..., None]:
+        def run(*args: Any, **kwargs: Any) -> None:
+            try:
+                body(*args, **kwargs)
+            except Exception as error:  # a probe must never break the script it observes
+                self.log.write(events.PROBE_ERROR, probe=probe, message=f"{type(error).__name__}: {error}")
+
+        return run
+
+    # fully_shard --------------------------------------------------------------------------------
+
+    def _wrap_fully_shard(self) -> None:
+        original = fsdp.fully_shard
+        on_call = self._guarded("fully_shard", self._on_fully_shard)
+
+        @functools.wraps(original)
+        def fully_shard(module: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(module, *args, **kwargs)
+            on_call(module, sys._getframe(1))
+            return result
+
+        # the public name and its aliases (torch.distributed._composable.fsdp, ...) bound at import
+        for module in list(sys.modules.values()):
+            name = getattr(module, "__name__", "")
+            if name.startswith("torch.distributed") and vars(module).get("fully_shard") is original:
+                module.fully_shard = fully_shard
+
+    def _on_fully_shard(self, module: Any, frame: FrameType) -> None:
+        modules = list(module) if isinstance(module, (list, tuple)) else [module]
+        self.sharded.extend(weakref.ref(m) for m in modules)
+        self.log.write(
+            events.FULLY_SHARD,
+            module=", ".join(type(m).__name__ for m in modules),
+            params=sum(1 for m in modules for _ in m.parameters()),
+            **self.locator.locate_stack(frame),
+        )
+
+    def model_parameters(self) -> dict[str, torch.nn.Parameter]:
+        """Named parameters of the sharded model(s): modules given to fully_shard that no other
+        such module contains."""
+        modules = [m for m in (ref() for ref in self.sharded) if m is not None]
+        inner = {id(sub) for m in modules for sub in m.modules() if sub is not m}
+        named: dict[str, torch.nn.Parameter] = {}
+        seen: set[int] = set()
+        for root in (m for m in modules if id(m) not in inner):
+            for name, param in root.named_parameters():
+                if id(param) not in seen:
+                    seen.add(id(param))
+                    named[name] = param
+        return named
+
+    # optimizers ---------------------------------------------------------------------------------
+
+    def _wrap_optimizer_init(self) -> None:
+        original = torch.optim.Optimizer.__init__
+        on_init = self._guarded("optimizer", self._on_optimizer)
+
+        @functools.wraps(original)
+        def __init__(optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
+            original(optimizer, *args, **kwargs)
+            on_init(optimizer, sys._getframe(1))
+
+        torch.optim.Optimizer.__init__ = __init__
+
+    def _on_optimizer(self, optimizer: torch.optim.Optimizer, frame: FrameType) -> None:
+        where = self.locator.locate_stack(frame)
+        self.optimizer_lines[optimizer] = where["line"]
+        params = _optimizer_params(optimizer)
+        self.log.write(
+            events.OPTIMIZER,
+            optimizer=type(optimizer).__name__,
+            optimizer_id=id(optimizer),
+            params=len(params),
+            dtensor_params=sum(isinstance(p, DTensor) for p in params),
+            **where,
+        )
+
+    def _before_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self.probed_steps.get(optimizer, 0) >= PROBED_STEPS:
+            return
+        with torch.no_grad():
+            self.snapshots[optimizer] = {
+                name: (param, local_tensor(param).detach().clone())
+                for name, param in self.model_parameters().items()
+            }
+
+    def _after_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        snapshot = self.snapshots.pop(optimizer, None)
+        if snapshot is None:
+            return
+        step = self.probed_steps.get(optimizer, 0) + 1
+        self.probed_steps[optimizer] = step
+        held = {id(p) for p in _optimizer_params(optimizer)}
+        compared = {name: pair for name, pair in snapshot.items() if pair[1].numel() > 0}
+        with torch.no_grad():
+            unchanged = [name for name, (p, before) in compared.items() if torch.equal(local_tensor(p), before)]
+        optimizer_params = _optimizer_params(optimizer)
+        self.log.write(
+            events.STEP,
+            optimizer=type(optimizer).__name__,
+            optimizer_id=id(optimizer),
+            optimizer_line=self.optimizer_lines.get(optimizer),
+            step=step,
+            optimizer_params=len(optimizer_params),
+            optimizer_dtensor=sum(isinstance(p, DTensor) for p in optimizer_params),
+            model_params=len(snapshot),
+            model_dtensor=sum(isinstance(p, DTensor) for p, _ in snapshot.values()),
+            held_by_optimizer=sum(id(p) in held for p, _ in snapshot.values()),
+            compared=len(compared),
+            changed=len(compared) - len(unchanged),
+            unchanged=unchanged[:MAX_NAMES],
+            **self.locator.locate_stack(sys._getframe()),
+        )
+
+    # torch.save ---------------------------------------------------------------------------------
+
+    def _wrap_save(self) -> None:
+        original = torch.save
+        on_save = self._guarded("save", self._on_save)
+
+        @functools.wraps(original)
+        def save(obj: object, f: Any, *args: Any, **kwargs: Any) -> Any:
+            on_save(obj, f, sys._getframe(1))
+            return original(obj, f, *args, **kwargs)
+
+        torch.save = save
+        torch.serialization.save = save
+
+    def _on_save(self, obj: object, f: Any, frame: FrameType) -> None:
+        if self.locator.in_torch(frame.f_code.co_filename):
+            return  # torch's own use of torch.save (DCP writes its shards with it)
+        tensors, dtensors = count_tensors(obj)
+        self.log.write(
+            events.SAVE,
+            target=save_target(f),
+            tensors=tensors,
+            dtensors=dtensors,
+            **self.locator.locate_stack(frame),
+        )
+
+    # collectives --------------------------------------------------------------------------------
+
+    def _wrap_collectives(self) -> None:
+        on_enter = self._guarded("collective", self._on_collective)
+        for op in COLLECTIVES:
+            original = getattr(c10d, op, None)
+            if original is None:
+                continue
+            wrapped = _entering(original, op, on_enter)
+            for module in (dist, c10d):
+                if getattr(module, op, None) is original:
+                    setattr(module, op, wrapped)
+
+    def _on_collective(self, op: str, frame: FrameType) -> None:
+        where = self.locator.locate_stack(frame)
+        key = (op, where["line"], where["site"])
+        if key == self.last_collective:
+            return  # the same collective from the same line again: the log already says so
+        self.last_collective = key
+        self.log.write(events.COLLECTIVE, op=op, **where)
+
+
+def _entering(original: Callable[..., Any], op: str, on_enter: Callable[..., None]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def collective(*args: Any, **kwargs: Any) -> Any:
+        on_enter(op, sys._getframe(1))
+        return original(*args, **kwargs)
+
+    return collective
+
+
+def _optimizer_params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [p for group in optimizer.param_groups for p in group["params"]]
+
+
+def trace_script_lines(script: Path, path: Path) -> None:
+    """Append each line of ``script`` to ``path`` the first time any thread executes it, so the
+    harness can tell a static finding the run never reached from one it ran through silently."""
+    script_name = str(script)
+    out = open(path, "a", encoding="utf-8", buffering=1)
+    reached: set[int] = set()
+    lock = threading.Lock()
+
+    def trace_line(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line" and frame.f_lineno not in reached:
+            with lock:
+                reached.add(frame.f_lineno)
+                out.write(f"{frame.f_lineno}\n")
+                out.flush()
+        return trace_line
+
+    def trace_call(frame: FrameType, event: str, arg: Any) -> Any:
+        return trace_line if frame.f_code.co_filename == script_name else None
+
+    sys.settrace(trace_call)
+    threading.settrace(trace_call)

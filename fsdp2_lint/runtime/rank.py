@@ -1,0 +1,141 @@
+"""Running the user's script on one rank, with probes, recording how it ended (imports torch).
+
+Shared by both launchers: :mod:`.rank_main` (under torchrun) and :mod:`.rank_server` (a forked
+child per run). The script runs as ``__main__`` via runpy, exactly as ``python script.py`` would.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from fsdp2_lint.runtime import events
+from fsdp2_lint.runtime.device import Device
+from fsdp2_lint.runtime.events import EventLog
+from fsdp2_lint.runtime.probes import CodeLocator, Probes, trace_script_lines
+
+MAX_MESSAGE = 4000
+MAX_TRACEBACK = 8000
+
+
+def run_script(
+    script: Path,
+    argv: Sequence[str],
+    run_dir: Path,
+    rank: int,
+    world_size: int,
+    device: Device,
+    trace_lines: bool = False,
+) -> int:
+    """Run ``script`` on this rank and return the exit code the rank should end with."""
+    script = script.resolve()
+    log = EventLog(events.events_path(run_dir, rank))
+    capture_output(run_dir, rank)
+    outdir = events.output_dir(run_dir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    os.environ["FSDP2_LINT_DEVICE"] = device.kind
+    os.environ["FSDP2_LINT_OUTDIR"] = str(outdir)
+    log.write(
+        events.START,
+        rank=rank,
+        world_size=world_size,
+        pid=os.getpid(),
+        script=str(script),
+        device=device.kind,
+        backend=device.backend,
+        torch=torch.__version__,
+    )
+    Probes(log, script, run_dir, rank).install()
+    locator = CodeLocator(script)
+    record_thread_exceptions(log, locator)
+    if trace_lines:
+        trace_script_lines(script, events.lines_path(run_dir, rank))
+    sys.argv = [str(script), *argv]
+    sys.path[0] = str(script.parent)  # as `python script.py` sets it
+    real_exit = os._exit
+    os._exit = _recording_exit(log, real_exit)  # scripts that end with os._exit(0) still finished
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as stop:
+        code = exit_code(stop)
+        log.write(events.EXIT, code=code)
+        return code
+    except BaseException as error:
+        log.write(events.EXCEPTION, **describe_exception(error, locator))
+        traceback.print_exception(type(error), error, _from_script(error.__traceback__, str(script)))
+        return 1
+    finally:
+        os._exit = real_exit
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+    log.write(events.EXIT, code=0)
+    return 0
+
+
+def _recording_exit(log: EventLog, real_exit):
+    def _exit(code: int) -> None:
+        log.write(events.EXIT, code=code)
+        real_exit(code)
+
+    return _exit
+
+
+def capture_output(run_dir: Path, rank: int) -> None:
+    """Point this process's stdout/stderr (fds 1 and 2, so C++ output too) at the run's files."""
+    for stream, fd, path in (
+        (sys.stdout, 1, events.stdout_path(run_dir, rank)),
+        (sys.stderr, 2, events.stderr_path(run_dir, rank)),
+    ):
+        stream.flush()
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+        stream.reconfigure(line_buffering=True)  # a killed rank keeps what it printed
+
+
+def _from_script(tb, script: str):
+    """The traceback without the harness's own frames (runpy and this module) above the script."""
+    start = tb
+    while start is not None and start.tb_frame.f_code.co_filename != script:
+        start = start.tb_next
+    return start or tb
+
+
+def exit_code(stop: SystemExit) -> int:
+    if stop.code is None:
+        return 0
+    if isinstance(stop.code, int):
+        return stop.code
+    print(stop.code, file=sys.stderr)
+    return 1
+
+
+def describe_exception(error: BaseException, locator: CodeLocator) -> dict:
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    return {
+        "type": type(error).__name__,
+        "types": [cls.__name__ for cls in type(error).__mro__ if cls is not object],
+        "message": str(error)[:MAX_MESSAGE],
+        "traceback": text[-MAX_TRACEBACK:],
+        **locator.locate_traceback(error.__traceback__),
+    }
+
+
+def record_thread_exceptions(log: EventLog, locator: CodeLocator) -> None:
+    """An exception that kills a background thread of the script is a failure of the run too."""
+    previous = threading.excepthook
+
+    def excepthook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is not None and not isinstance(args.exc_value, SystemExit):
+            thread = getattr(args.thread, "name", None)
+            log.write(events.EXCEPTION, thread=thread, **describe_exception(args.exc_value, locator))
+        previous(args)
+
+    threading.excepthook = excepthook

@@ -1,0 +1,232 @@
+"""Pool server of one rank: imports torch once, then forks one child per run (imports torch).
+
+``python -m fsdp2_lint.runtime.rank_server --control-fd FD --rank R`` is started by
+:class:`fsdp2_lint.runtime.pool.RankPool`, which talks to it in JSON lines over the socket FD:
+
+- server → harness: ``{"op": "hello", "rank", "gpus", "torch"}`` or ``{"op": "hello", "error"}``;
+  ``{"op": "done", "job", "rank", "returncode"}`` when a run's child has exited;
+- harness → server: ``{"op": "run", "job", "script", "argv", "run_dir", "cwd", "env", "device",
+  "world_size"}``; ``{"op": "stop", "job"}`` (dump the child's stacks, kill it shortly after);
+  ``{"op": "shutdown"}``.
+
+Fork safety: the server is single-threaded, never initialises a process group or CUDA and runs
+no tensor op, so each child starts from a clean torch (the GPU count is taken in a throwaway
+child). Each child gets its own process group (killed as a whole) and dies with its server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, NoReturn
+
+from fsdp2_lint.runtime.device import Device
+from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL, STACK_GRACE_SECONDS, signal_group
+
+POLL_SECONDS = 0.02
+# Imported before any fork: what FSDP2 scripts import anyway, plus what torch imports lazily on
+# the first fully_shard and optimizer step (torch._dynamo: ~2 s per run if left to each child).
+WARM_IMPORTS = (
+    "torch",
+    "torch.nn",
+    "torch.optim",
+    "torch.distributed",
+    "torch.distributed.fsdp",
+    "torch.distributed._composable.fsdp",
+    "torch.distributed.tensor",
+    "torch.distributed.device_mesh",
+    "torch.distributed.checkpoint",
+    "torch.distributed.checkpoint.state_dict",
+    "torch._dynamo",
+    "fsdp2_lint.runtime.rank",
+)
+PR_SET_PDEATHSIG = 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fsdp2_lint.runtime.rank_server")
+    parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--rank", type=int, required=True)
+    options = parser.parse_args(argv)
+    control = socket.socket(fileno=options.control_fd)
+    try:
+        for name in WARM_IMPORTS:
+            importlib.import_module(name)
+        hello = {"op": "hello", "rank": options.rank, **_readiness()}
+    except Exception as error:
+        hello = {"op": "hello", "rank": options.rank, "error": f"{type(error).__name__}: {error}"}
+    _send(control, hello)
+    if "error" in hello:
+        return 1
+    RankServer(control, options.rank).serve()
+    return 0
+
+
+def _readiness() -> dict[str, Any]:
+    import torch
+
+    threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else threading.active_count()
+    if threads > 1 or torch.cuda.is_initialized():
+        raise RuntimeError(
+            f"unsafe to fork after importing torch ({threads} threads, CUDA initialised: "
+            f"{torch.cuda.is_initialized()}); use --launcher torchrun"
+        )
+    return {"gpus": _count_gpus_in_child(), "torch": torch.__version__}
+
+
+def _count_gpus_in_child() -> int:
+    """torch.cuda.device_count() may initialise CUDA, after which forked children cannot use it."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        count = 0
+        try:
+            import torch
+
+            count = torch.cuda.device_count()
+        finally:
+            os.write(write_end, str(count).encode())
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        answer = reader.read()
+    os.waitpid(pid, 0)
+    return int(answer or 0)
+
+
+def _send(control: socket.socket, message: dict[str, Any]) -> None:
+    control.sendall((json.dumps(message) + "\n").encode())
+
+
+class RankServer:
+    def __init__(self, control: socket.socket, rank: int) -> None:
+        self.control = control
+        self.rank = rank
+        self.job_of: dict[int, str] = {}  # child pid -> job
+        self.pid_of: dict[str, int] = {}  # job -> child pid
+        self.kill_at: dict[int, float] = {}  # child pid -> when to SIGKILL its process group
+
+    def serve(self) -> None:
+        buffer = b""
+        try:
+            while True:
+                timeout = POLL_SECONDS if self.job_of else None
+                if select.select([self.control], [], [], timeout)[0]:
+                    data = self.control.recv(1 << 16)
+                    if not data:
+                        return  # the harness is gone
+                    *lines, buffer = (buffer + data).split(b"\n")
+                    for line in lines:
+                        if not self.handle(json.loads(line)):
+                            return
+                self.reap()
+                self.kill_due()
+        finally:
+            for pid in list(self.job_of):
+                signal_group(pid, signal.SIGKILL)
+            self.reap(block=True)
+
+    def handle(self, message: dict[str, Any]) -> bool:
+        if message["op"] == "run":
+            self.start(message)
+        elif message["op"] == "stop":
+            self.stop(message["job"])
+        elif message["op"] == "shutdown":
+            return False
+        return True
+
+    def start(self, job: dict[str, Any]) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(job, self.rank, self.control.fileno())
+        try:
+            os.setpgid(pid, pid)  # also done by the child: whichever runs first wins the race
+        except OSError:
+            pass
+        self.job_of[pid] = job["job"]
+        self.pid_of[job["job"]] = pid
+
+    def stop(self, job: str) -> None:
+        pid = self.pid_of.get(job)
+        if pid in self.job_of and pid not in self.kill_at:
+            os.kill(pid, STACK_DUMP_SIGNAL)
+            self.kill_at[pid] = time.monotonic() + STACK_GRACE_SECONDS
+
+    def kill_due(self) -> None:
+        now = time.monotonic()
+        for pid, when in list(self.kill_at.items()):
+            if now >= when:
+                signal_group(pid, signal.SIGKILL)
+                del self.kill_at[pid]
+
+    def reap(self, block: bool = False) -> None:
+        while self.job_of:
+            try:
+                pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            job = self.job_of.pop(pid, None)
+            if job is None:
+                continue
+            signal_group(pid, signal.SIGKILL)  # anything the script left running in its group
+            self.kill_at.pop(pid, None)
+            del self.pid_of[job]
+            returncode = os.waitstatus_to_exitcode(status)
+            if not block:
+                _send(self.control, {"op": "done", "job": job, "rank": self.rank, "returncode": returncode})
+
+
+def _child(job: dict[str, Any], rank: int, control_fd: int) -> NoReturn:
+    code = 70  # EX_SOFTWARE: the harness failed before the script could run
+    try:
+        os.close(control_fd)
+        os.setpgid(0, 0)
+        _die_with_parent()
+        os.environ.update(job["env"])
+        os.chdir(job["cwd"])
+        from fsdp2_lint.runtime.rank import run_script  # imported by the server already
+
+        code = run_script(
+            Path(job["script"]), job["argv"], Path(job["run_dir"]), rank, job["world_size"], Device(**job["device"])
+        )
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this child if its server dies, so no run outlives the pool."""
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(70)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""What one run of a script was asked to do (:class:`RunSpec`) and what was observed (:class:`RunRecord`).
+
+Torch-free: built by the launchers from the per-rank files in the run directory and from what the
+launcher itself saw (exit statuses, which ranks it had to stop and why).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsdp2_lint.runtime import events
+from fsdp2_lint.runtime.device import Device
+
+Event = dict[str, Any]
+FRAME_LINE = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<function>.+)$')
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    script: Path
+    run_dir: Path
+    timeout: float
+    argv: tuple[str, ...] = ()
+    cwd: Path | None = None  # None: the run's scratch directory
+    trace_lines: bool = False
+    # Scheduling hint only (never used to judge): a run expected to hang waits idle for its whole
+    # timeout, so the pool runs it alongside the --jobs busy ones.
+    expect_hang: bool = False
+
+
+@dataclass(frozen=True)
+class StackSite:
+    """Where a rank was when the harness stopped it, from its faulthandler dump."""
+
+    lines: tuple[int, ...]  # lines of the user's script on the stack, innermost first
+    innermost: str  # innermost frame of all, e.g. "barrier (distributed_c10d.py:4812)"
+
+    @property
+    def line(self) -> int | None:
+        return self.lines[0] if self.lines else None
+
+
+@dataclass
+class RunRecord:
+    spec: RunSpec
+    world_size: int
+    device: Device
+    seconds: float
+    events: dict[int, list[Event]] = field(default_factory=dict)
+    returncodes: dict[int, int | None] = field(default_factory=dict)  # None: not known to the launcher
+    timed_out: tuple[int, ...] = ()  # ranks still running when the run's timeout expired
+    stopped: tuple[int, ...] = ()  # ranks the launcher stopped because another rank had failed
+    stacks: dict[int, StackSite] = field(default_factory=dict)
+    reached_lines: frozenset[int] = frozenset()
+
+    @property
+    def ranks(self) -> range:
+        return range(self.world_size)
+
+    def of_kind(self, kind: str) -> list[tuple[int, Event]]:
+        return [(rank, event) for rank in self.ranks for event in self.events.get(rank, []) if event["kind"] == kind]
+
+    def final_event(self, rank: int) -> Event | None:
+        """The exit or exception event that ended the script on ``rank``, if it ended."""
+        for event in reversed(self.events.get(rank, [])):
+            if event["kind"] in (events.EXIT, events.EXCEPTION) and "thread" not in event:
+                return event
+        return None
+
+    def ended_badly(self, rank: int) -> bool:
+        """The script ended on ``rank`` with an exception or a non-zero exit code."""
+        final = self.final_event(rank)
+        return final is not None and final.get("code") != 0
+
+    def last_event(self, rank: int) -> Event | None:
+        rank_events = self.events.get(rank, [])
+        return rank_events[-1] if rank_events else None
+
+    def completed(self) -> bool:
+        """Every rank ran the script to its end and exited with code 0."""
+        return all((self.final_event(rank) or {}).get("code") == 0 for rank in self.ranks)
+
+    def harness_errors(self) -> list[str]:
+        return [event["message"] for _, event in self.of_kind(events.HARNESS_ERROR)]
+
+    def log_tail(self, rank: int, lines: int = 15) -> str:
+        path = events.stderr_path(self.spec.run_dir, rank)
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+def collect(
+    spec: RunSpec,
+    world_size: int,
+    device: Device,
+    seconds: float,
+    returncodes: dict[int, int | None],
+    timed_out: tuple[int, ...] = (),
+    stopped: tuple[int, ...] = (),
+) -> RunRecord:
+    """Read what every rank left in the run directory."""
+    script = str(spec.script.resolve())
+    ranks = range(world_size)
+    stacks = {}
+    for rank in ranks:
+        path = events.stack_path(spec.run_dir, rank)
+        text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        if text.strip():
+            stacks[rank] = parse_stack(text, script)
+    reached: set[int] = set()
+    for rank in ranks:
+        path = events.lines_path(spec.run_dir, rank)
+        if path.exists():
+            reached.update(int(line) for line in path.read_text().split() if line.isdigit())
+    return RunRecord(
+        spec=spec,
+        world_size=world_size,
+        device=device,
+        seconds=seconds,
+        events={rank: events.read_events(events.events_path(spec.run_dir, rank)) for rank in ranks},
+        returncodes=returncodes,
+        timed_out=timed_out,
+        stopped=stopped,
+        stacks=stacks,
+        reached_lines=frozenset(reached),
+    )
+
+
+def parse_stack(dump: str, script: str) -> StackSite:
+    """Parse a faulthandler dump (most recent call first, one block per thread); use the first
+    thread that is inside the script."""
+    threads: list[list[tuple[str, int, str]]] = []
+    for text in dump.splitlines():
+        if text.startswith(("Thread 0x", "Current thread 0x")):
+            threads.append([])
+        match = FRAME_LINE.match(text)
+        if match and threads:
+            threads[-1].append((match["file"], int(match["line"]), match["function"].strip()))
+    for frames in threads:
+        script_lines = tuple(line for file, line, _ in frames if file == script)
+        if script_lines:
+            file, line, function = frames[0]
+            return StackSite(lines=script_lines, innermost=f"{function} ({Path(file).name}:{line})")
+    return StackSite(lines=(), innermost="")

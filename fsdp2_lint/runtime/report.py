@@ -1,0 +1,134 @@
+"""Reports of fixture confirmation runs: a rich table, or the same as JSON (torch-free)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from fsdp2_lint.runtime.evidence import Evidence
+from fsdp2_lint.runtime.verdict import FixtureResult, Verdict
+
+VERDICT_STYLES = {
+    Verdict.CONFIRMED: "green",
+    Verdict.CLEAN: "green",
+    Verdict.NOT_CONFIRMED: "bold red",
+    Verdict.UNEXPECTED: "bold red",
+    Verdict.NOT_RUNNABLE: "yellow",
+}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    device: str
+    backend: str
+    nproc: int
+    launcher: str
+    jobs: int
+    timeout: float
+
+    def describe(self) -> str:
+        return (
+            f"device {self.device} ({self.backend}), {self.nproc} ranks per run, "
+            f"launcher {self.launcher} (jobs {self.jobs}), timeout {self.timeout:g}s"
+        )
+
+
+def passed(results: Sequence[FixtureResult]) -> bool:
+    return all(result.verdict.passed for result in results)
+
+
+def summary_line(results: Sequence[FixtureResult]) -> str:
+    counts = Counter(result.verdict for result in results)
+    parts = [f"{counts[verdict]} {verdict.value}" for verdict in Verdict if counts[verdict]]
+    status = "OK" if passed(results) else "FAILED"
+    return f"{len(results)} fixtures: {', '.join(parts) or 'none run'} — {status}"
+
+
+def _observed(result: FixtureResult) -> str:
+    ordered = sorted(result.evidence, key=lambda evidence: not result.matching(evidence))
+    lines = [f"[{evidence.kind}] {evidence.summary}" for evidence in ordered]
+    if result.note:
+        lines.append(result.note)
+    return "\n".join(lines) or "none"
+
+
+def print_table(
+    console: Console, settings: RunSettings, results: Sequence[FixtureResult], notes: Sequence[str], wall: float
+) -> None:
+    console.print(f"[bold]fsdp2-lint confirm[/bold]: {settings.describe()}")
+    table = Table(show_lines=True)
+    table.add_column("Rule", no_wrap=True)
+    table.add_column("Fixture", no_wrap=True)
+    table.add_column("Expected failure", ratio=1)
+    table.add_column("Observed evidence", ratio=2, overflow="fold")
+    table.add_column("Verdict", no_wrap=True)
+    table.add_column("s", justify="right", no_wrap=True)
+    for result in results:
+        style = VERDICT_STYLES[result.verdict]
+        table.add_row(
+            result.fixture.rule,
+            result.fixture.name,
+            Text(result.expected),
+            Text(_observed(result)),
+            f"[{style}]{result.verdict.value}[/{style}]",
+            f"{result.seconds:.1f}",
+        )
+    console.print(table)
+    for result in results:
+        if not result.verdict.passed and result.log_tail:
+            console.rule(f"{result.fixture.rule}/{result.fixture.name}: stderr (last lines)")
+            console.print(result.log_tail, markup=False, highlight=False)
+    for note in notes:
+        console.print(f"note: {note}")
+    if any(result.verdict is Verdict.NOT_RUNNABLE for result in results):
+        console.print("note: fixtures marked 'not runnable here' need GPUs; they do not fail this run")
+    console.print(f"{summary_line(results)} in {wall:.1f}s")
+
+
+def as_json(settings: RunSettings, results: Sequence[FixtureResult], notes: Sequence[str], wall: float) -> str:
+    counts = Counter(result.verdict.value for result in results)
+    document: dict[str, Any] = {
+        "device": settings.device,
+        "backend": settings.backend,
+        "nproc": settings.nproc,
+        "launcher": settings.launcher,
+        "jobs": settings.jobs,
+        "timeout": settings.timeout,
+        "results": [_result_json(result) for result in results],
+        "summary": {verdict.value: counts[verdict.value] for verdict in Verdict},
+        "notes": list(notes),
+        "ok": passed(results),
+        "wall_seconds": round(wall, 2),
+    }
+    return json.dumps(document, indent=2)
+
+
+def _result_json(result: FixtureResult) -> dict[str, Any]:
+    return {
+        "rule": result.fixture.rule,
+        "fixture": result.fixture.name,
+        "path": str(result.fixture.path),
+        "kind": "bad" if result.fixture.bad else "good",
+        "expected": result.expected,
+        "verdict": result.verdict.value,
+        "passed": result.verdict.passed,
+        "seconds": round(result.seconds, 2),
+        "evidence": [evidence_json(evidence, result.matching(evidence)) for evidence in result.evidence],
+        "note": result.note,
+    }
+
+
+def evidence_json(evidence: Evidence, matches_signature: bool) -> dict[str, Any]:
+    return {
+        "kind": evidence.kind,
+        "summary": evidence.summary,
+        "ranks": list(evidence.ranks),
+        "lines": list(evidence.lines),
+        "matches_signature": matches_signature,
+    }

@@ -1,0 +1,66 @@
+"""Judging a fixture's run by what was observed, against its rule's declared signature (torch-free)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from fsdp2_lint.runtime.evidence import Evidence, describe_expected, matches, observe
+from fsdp2_lint.runtime.fixtures import Fixture
+from fsdp2_lint.runtime.record import RunRecord
+
+
+class Verdict(enum.Enum):
+    CONFIRMED = "confirmed"  # bad fixture: the declared failure was observed
+    NOT_CONFIRMED = "NOT confirmed"  # bad fixture: it was not (other failures do not count)
+    CLEAN = "clean"  # good fixture: every rank finished, no evidence of any kind
+    UNEXPECTED = "unexpected failure"  # good fixture: it failed or showed evidence
+    NOT_RUNNABLE = "not runnable here"  # the failure needs GPUs this run does not have
+
+    @property
+    def passed(self) -> bool:
+        return self in (Verdict.CONFIRMED, Verdict.CLEAN, Verdict.NOT_RUNNABLE)
+
+
+@dataclass(frozen=True)
+class FixtureResult:
+    fixture: Fixture
+    verdict: Verdict
+    evidence: tuple[Evidence, ...] = ()
+    seconds: float = 0.0
+    note: str = ""
+    log_tail: str = ""  # stderr of a failing rank, for fixtures that did not pass
+
+    @property
+    def expected(self) -> str:
+        return describe_expected(self.fixture.signature) if self.fixture.bad else "trains cleanly"
+
+    def matching(self, evidence: Evidence) -> bool:
+        return self.fixture.bad and matches(evidence, self.fixture.signature)
+
+
+def judge(fixture: Fixture, run: RunRecord) -> FixtureResult:
+    observed = tuple(observe(run))
+    if fixture.bad:
+        confirmed = any(matches(evidence, fixture.signature) for evidence in observed)
+        verdict = Verdict.CONFIRMED if confirmed else Verdict.NOT_CONFIRMED
+        note = "" if confirmed or observed else _unfinished_note(run) or "ran to completion without the failure"
+    else:
+        verdict = Verdict.CLEAN if run.completed() and not observed else Verdict.UNEXPECTED
+        note = "" if verdict is Verdict.CLEAN else _unfinished_note(run)
+    log_tail = "" if verdict.passed else _failing_log_tail(run)
+    return FixtureResult(fixture, verdict, observed, run.seconds, note, log_tail)
+
+
+def not_runnable(fixture: Fixture, reason: str) -> FixtureResult:
+    return FixtureResult(fixture, Verdict.NOT_RUNNABLE, note=reason)
+
+
+def _unfinished_note(run: RunRecord) -> str:
+    unfinished = [rank for rank in run.ranks if run.final_event(rank) is None]
+    return f"ranks {unfinished} did not finish" if unfinished else ""
+
+
+def _failing_log_tail(run: RunRecord) -> str:
+    ranks = [rank for rank in run.ranks if run.ended_badly(rank) or run.final_event(rank) is None] or [0]
+    return run.log_tail(ranks[0])

@@ -1,0 +1,224 @@
+"""`fsdp2-lint check|rules|rule` as users drive it: exit codes, output, configuration, discovery."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fsdp2_lint.cli import main
+
+BAD = textwrap.dedent(
+    """\
+    import torch
+    from torch.distributed.fsdp import fully_shard
+
+    model = Net()
+    opt = torch.optim.AdamW(model.parameters())
+    fully_shard(model)
+    opt.step()
+    """
+)
+GOOD = BAD.replace("opt = torch.optim.AdamW(model.parameters())\nfully_shard(model)", "fully_shard(model)\nopt = torch.optim.AdamW(model.parameters())")
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_exit_codes_clean_reported_and_usage(project):
+    write(project / "good.py", GOOD)
+    write(project / "bad.py", BAD)
+    assert run("check", "good.py")[0] == 0
+    assert run("check", "bad.py")[0] == 1
+    code, output = run("check", "--select", "FSDP999", "good.py")
+    assert code == 2 and "FSDP999" in output
+
+
+def test_text_output_shows_location_source_caret_and_hint(project):
+    write(project / "bad.py", BAD)
+    code, output = run("check", "bad.py")
+    lines = output.splitlines()
+    assert lines[0].startswith("bad.py:5:7: FSDP001 optimizer built from parameters of `model`")
+    assert lines[2] == "5 | opt = torch.optim.AdamW(model.parameters())"
+    assert lines[3] == "  |       " + "^" * len("torch.optim.AdamW(model.parameters())")
+    assert lines[4].startswith("  = help: build the optimizer after the last `fully_shard` call")
+    assert lines[-1] == "Found 1 problem (1 error)."
+    assert "\x1b[" not in output  # plain when not a terminal
+
+
+def test_text_output_is_coloured_on_a_terminal(project):
+    write(project / "bad.py", BAD)
+    env = {**os.environ, "FORCE_COLOR": "1", "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "fsdp2_lint", "check", "bad.py"], capture_output=True, text=True, env=env, cwd=project
+    )
+    assert result.returncode == 1
+    assert "\x1b[" in result.stdout
+
+
+def test_json_output(project):
+    write(project / "src" / "bad.py", BAD)
+    code, output = run("check", "--output-format", "json", "src")
+    assert code == 1
+    (diagnostic,) = json.loads(output)
+    assert diagnostic == {
+        "code": "FSDP001",
+        "name": "optimizer-before-shard",
+        "message": diagnostic["message"],
+        "hint": diagnostic["hint"],
+        "severity": "error",
+        "path": os.path.join("src", "bad.py"),
+        "line": 5,
+        "column": 7,
+        "end_line": 5,
+        "end_column": 7 + len("torch.optim.AdamW(model.parameters())"),
+    }
+
+
+def test_absolute_paths_are_shown_relative_to_the_working_directory(project):
+    write(project / "bad.py", BAD)
+    code, output = run("check", "--output-format", "json", str(project / "bad.py"))
+    assert json.loads(output)[0]["path"] == "bad.py"
+
+
+def test_unparsable_and_unreadable_files_are_fsdp000_and_others_still_linted(project):
+    write(project / "broken.py", "from torch.distributed.fsdp import fully_shard\ndef f(:\n")
+    (project / "undecodable.py").write_bytes(b"# -*- coding: ascii -*-\nfully_shard(m)  # \xff\n")
+    write(project / "bad.py", BAD)
+    code, output = run("check", "--output-format", "json", "broken.py", "undecodable.py", "missing.py", "bad.py")
+    assert code == 1
+    found = {(d["path"], d["code"]) for d in json.loads(output)}
+    assert found == {
+        ("broken.py", "FSDP000"),
+        ("undecodable.py", "FSDP000"),
+        ("missing.py", "FSDP000"),
+        ("bad.py", "FSDP001"),
+    }
+    messages = {d["path"]: d["message"] for d in json.loads(output)}
+    assert messages["broken.py"].startswith("syntax error")
+    assert "No such file" in messages["missing.py"]
+
+
+@pytest.mark.parametrize(
+    "comment, suppressed",
+    [
+        ("  # noqa: FSDP001", True),
+        ("  # noqa", True),
+        ("  # NOQA:FSDP001,FSDP004", True),
+        ("  # fsdp2-lint: disable=FSDP001", True),
+        ("  # noqa: E501", False),
+        ("  # noqa: FSDP004", False),
+        ("  # fsdp2-lint: disable=FSDP002", False),
+    ],
+)
+def test_suppression_comments(project, comment, suppressed):
+    source = BAD.replace("opt = torch.optim.AdamW(model.parameters())", "opt = torch.optim.AdamW(model.parameters())" + comment)
+    write(project / "bad.py", source)
+    assert run("check", "bad.py")[0] == (0 if suppressed else 1)
+
+
+def test_select_ignore_and_prefixes(project):
+    write(project / "bad.py", BAD)
+    assert run("check", "--ignore", "FSDP001", "bad.py")[0] == 0
+    assert run("check", "--select", "FSDP00", "bad.py")[0] == 1
+    assert run("check", "--select", "FSDP002,FSDP003", "bad.py")[0] == 0
+    assert run("check", "--select", "FSDP002", "--extend-select", "FSDP001", "bad.py")[0] == 1
+
+
+def test_pyproject_configuration(project):
+    write(project / "bad.py", BAD)
+    write(project / "tests" / "bad_test.py", BAD)
+    write(project / "generated" / "bad_gen.py", BAD)
+    write(
+        project / "pyproject.toml",
+        textwrap.dedent(
+            """
+            [tool.fsdp2-lint]
+            exclude = ["generated/"]
+            per-file-ignores = { "tests/*" = ["FSDP001"] }
+            """
+        ),
+    )
+    code, output = run("check", "--output-format", "json", ".")
+    assert [d["path"] for d in json.loads(output)] == ["bad.py"]
+    # named explicitly, an excluded file is still linted
+    assert run("check", "generated/bad_gen.py")[0] == 1
+    write(project / "pyproject.toml", '[tool.fsdp2-lint]\nselect = ["FSDP002"]\n')
+    assert run("check", ".")[0] == 0
+    assert run("check", "--select", "FSDP001", ".")[0] == 1  # the command line wins
+
+
+def test_configuration_of_a_subproject_applies_to_its_files(project):
+    write(project / "pyproject.toml", '[tool.fsdp2-lint]\nignore = ["FSDP001"]\n')
+    write(project / "sub" / "pyproject.toml", "[tool.other]\nx = 1\n")
+    write(project / "sub" / "bad.py", BAD)
+    assert run("check", "sub/bad.py")[0] == 0  # nearest pyproject with our table is the top one
+    assert run("check", "--isolated", "sub/bad.py")[0] == 1
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ('[tool.fsdp2-lint]\nselct = ["FSDP001"]\n', "unknown key(s) in [tool.fsdp2-lint]: selct"),
+        ('[tool.fsdp2-lint]\nignore = ["FSDP123"]\n', "unknown rule code or prefix 'FSDP123'"),
+        ('[tool.fsdp2-lint]\nignore = "FSDP001"\n', "`ignore` must be a list of strings"),
+        ("[tool.fsdp2-lint\n", "cannot read configuration"),
+    ],
+)
+def test_configuration_errors_exit_2_and_name_the_problem(project, config, message):
+    write(project / "pyproject.toml", config)
+    write(project / "good.py", GOOD)
+    code, output = run("check", "good.py")
+    assert code == 2
+    assert message in output
+    assert "Traceback" not in output
+
+
+def test_directory_walk_respects_gitignore_and_default_excludes(project):
+    (project / ".git").mkdir()
+    write(project / ".gitignore", "ignored/\n*_skip.py\n!keep_skip.py\n")
+    for name in ("ignored/a.py", "b_skip.py", "keep_skip.py", ".venv/c.py", "build/d.py", "sub/e.py"):
+        write(project / name, BAD)
+    write(project / "sub" / ".gitignore", "e.py\n")
+    code, output = run("check", "--output-format", "json", ".")
+    assert sorted(d["path"] for d in json.loads(output)) == ["keep_skip.py"]
+
+
+def test_rules_and_rule_explain(project):
+    code, output = run("rules", "--output-format", "json")
+    assert code == 0
+    codes = [rule["code"] for rule in json.loads(output)]
+    assert codes == sorted(codes) and "FSDP001" in codes
+    code, output = run("rule", "fsdp001")
+    assert code == 0
+    assert "optimizer-before-shard" in output and "Why is this bad?" in output and "0 of 10" in output
+    assert run("rule", "FSDP999")[0] == 2
+
+
+def test_installed_entry_point_runs(project):
+    write(project / "bad.py", BAD)
+    script = Path(sysconfig.get_path("scripts")) / "fsdp2-lint"
+    result = subprocess.run([str(script), "check", "bad.py"], capture_output=True, text=True, cwd=project)
+    assert result.returncode == 1 and "FSDP001" in result.stdout

@@ -1,0 +1,297 @@
+"""The facts rules read: name resolution, sharded modules, event order, report positions."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from fsdp2_lint import names
+from fsdp2_lint.facts import FileFacts, canonical, report_node
+from fsdp2_lint.interp import interpret
+from fsdp2_lint.values import RankDep, may_be_same
+
+
+def facts_of(source: str) -> FileFacts:
+    source = textwrap.dedent(source)
+    module = cst.parse_module(source)
+    return FileFacts("example.py", source.encode(), module, interpret(module, source.encode()))
+
+
+def qualified_calls(source: str) -> list[str]:
+    return [event.qname for trace in facts_of(source).traces for event in trace.events if event.kind == "call"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from torch.distributed.fsdp import fully_shard\nfully_shard(m)",
+        "from torch.distributed._composable.fsdp import fully_shard\nfully_shard(m)",
+        "from torch.distributed._composable.fsdp.fully_shard import fully_shard\nfully_shard(m)",
+        "import torch.distributed.fsdp as fsdp\nfsdp.fully_shard(m)",
+        "import torch.distributed._composable.fsdp as fsdp2\nfsdp2.fully_shard(m)",
+        "from torch.distributed.fsdp import fully_shard as shard\nshard(m)",
+        "from torch.distributed.fsdp import fully_shard as FSDP\nFSDP(m)",
+        "import torch\ntorch.distributed.fsdp.fully_shard(m)",
+        "from torch.distributed import fsdp\nfsdp.fully_shard(m)",
+        "from torch.distributed.fsdp import *\nfully_shard(m)",
+        "def main():\n    from torch.distributed.fsdp import fully_shard\n    fully_shard(m)\nmain()",
+    ],
+)
+def test_fully_shard_resolves_through_every_import_form(source):
+    assert names.FULLY_SHARD in qualified_calls(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from megatron_fsdp import fully_shard\nfully_shard(m)",
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nFSDP(m)",
+        "from torch.distributed.fsdp import fully_shard\ndef fully_shard(m):\n    return m\nfully_shard(m)",
+        "import torch.distributed.fsdp as fsdp\nfsdp = None\nfsdp.fully_shard(m)",
+    ],
+)
+def test_other_fully_shards_do_not_resolve_to_fsdp2(source):
+    assert names.FULLY_SHARD not in qualified_calls(source)
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from torch.optim import AdamW\nAdamW(p)", "torch.optim.AdamW"),
+        ("import torch.optim as optim\noptim.SGD(p)", "torch.optim.SGD"),
+        ("from torch.optim.adamw import AdamW\nAdamW(p)", "torch.optim.adamw.AdamW"),
+        ("import bitsandbytes as bnb\nbnb.optim.AdamW8bit(p)", "bitsandbytes.optim.AdamW8bit"),
+        ("from torch import save\nsave(x, f)", names.TORCH_SAVE),
+        ("import torch\ntorch.serialization.save(x, f)", names.TORCH_SAVE),
+        ("import torch.distributed.checkpoint as dcp\ndcp.save(x)", f"{names.DCP}.save"),
+        ("from torch.distributed.checkpoint.state_dict_saver import save\nsave(x)", f"{names.DCP}.save"),
+        (
+            "from torch.distributed._composable.fsdp import register_fsdp_forward_method as reg\nreg(m, 'f')",
+            names.REGISTER_FORWARD_METHOD,
+        ),
+        (
+            "from torch.distributed.checkpoint.state_dict import get_model_state_dict\nget_model_state_dict(m)",
+            names.GET_MODEL_STATE_DICT,
+        ),
+        ("from torch.nn.parallel.distributed import DistributedDataParallel\nDistributedDataParallel(m)", names.DDP),
+    ],
+)
+def test_api_names_are_canonical(source, expected):
+    assert expected in qualified_calls(source)
+
+
+@pytest.mark.parametrize(
+    "qname, is_optimizer",
+    [
+        ("torch.optim.AdamW", True),
+        ("torch.optim.adamw.AdamW", True),
+        ("bitsandbytes.optim.AdamW8bit", True),
+        ("apex.optimizers.FusedAdam", True),
+        ("transformers.Adafactor", True),
+        ("torch.optim.lr_scheduler.LambdaLR", False),
+        ("torch.optim.swa_utils.AveragedModel", False),
+        ("transformers.get_linear_schedule_with_warmup", False),
+        ("torch.nn.Linear", False),
+    ],
+)
+def test_optimizer_recognition(qname, is_optimizer):
+    assert names.is_optimizer(qname) is is_optimizer
+
+
+def shard_targets(source: str) -> list[str]:
+    facts = facts_of(source)
+    return [canonical(target).text for trace in facts.traces for shard in trace.shards for target in shard.targets]
+
+
+@pytest.mark.parametrize(
+    "loop, expected",
+    [
+        ("for b in model.layers:\n    fully_shard(b)", ["model.layers[*]"]),
+        ("for i, b in enumerate(model.layers):\n    fully_shard(b)", ["model.layers[*]"]),
+        ("for b in reversed(model.layers):\n    fully_shard(b)", ["model.layers[*]"]),
+        ("for name, b in model.layers.named_children():\n    fully_shard(b)", ["model.layers[*]"]),
+        ("for key, b in model.layers.items():\n    fully_shard(b)", ["model.layers[*]"]),
+        ("for b in model.layers.values():\n    fully_shard(b)", ["model.layers[*]"]),
+        ("[fully_shard(b) for b in model.blocks]", ["model.blocks[*]"]),
+        ("fully_shard(model.layers[0])", ["model.layers[0]"]),
+        ("fully_shard(model.get_submodule('encoder.block'))", ["model.encoder.block"]),
+        ("for m in model.modules():\n    fully_shard(m)", ["model.<submodule>"]),
+        ("model = fully_shard(model)", ["model"]),
+        ("fully_shard([model.emb, model.head])", ["model.emb", "model.head"]),
+    ],
+)
+def test_sharded_module_paths(loop, expected):
+    source = "from torch.distributed.fsdp import fully_shard\nmodel = Net()\n" + loop
+    assert shard_targets(source) == expected
+
+
+def test_attribute_store_makes_one_module_of_two_names():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                fully_shard(model)
+                fully_shard(self.model.head)
+        t = Trainer(Net())
+        """
+    )
+    first, second = facts.traces[0].shards
+    root, head = canonical(first.targets[0]), canonical(second.targets[0])
+    assert root.text == "t.model" and head.text == "t.model.head"
+    assert root.root is head.root
+
+
+def test_loop_variable_names_the_same_element_across_statements():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        for block in model.layers:
+            fully_shard(block.attn)
+            fully_shard(block)
+        """
+    )
+    attn, block = (shard.targets[0] for shard in facts.traces[0].shards)
+    assert attn.path[:2] == block.path and block.path[1].startswith("*")
+
+
+def test_isinstance_filter_excludes_root_unless_its_class_matches():
+    source = """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Block(nn.Module): ...
+        class Net(nn.Module): ...
+        model = Net()
+        for m in model.modules():
+            if isinstance(m, {types}):
+                fully_shard(m)
+    """
+    (excluded,) = shard_targets(source.format(types="Block"))
+    (included,) = shard_targets(source.format(types="(Block, Net)"))
+    assert excluded == "model[*].<submodule>"
+    assert included == "model.<submodule>"
+
+
+def test_events_are_in_execution_order_with_helpers_expanded():
+    facts = facts_of(
+        """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def shard(m):
+            fully_shard(m)
+        model = Net()
+        opt = torch.optim.AdamW(model.parameters())
+        shard(model)
+        """
+    )
+    trace = facts.traces[0]
+    (optimizer,) = trace.optimizers
+    (shard,) = trace.shards
+    assert optimizer.index < shard.index
+    assert facts.code(report_node(optimizer, shard)).startswith("torch.optim.AdamW")
+    assert facts.code(report_node(shard, optimizer)) == "shard(model)"
+    assert facts.code(shard.node) == "fully_shard(m)"
+
+
+def test_branches_are_exclusive_and_joined():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        if cond:
+            fully_shard(a)
+        else:
+            fully_shard(b)
+        fully_shard(c)
+        """
+    )
+    first, second, third = facts.traces[0].shards
+    assert first.exclusive_with(second)
+    assert not first.exclusive_with(third) and not second.exclusive_with(third)
+
+
+def test_uncalled_functions_are_entry_points_and_called_ones_are_not():
+    facts = facts_of(
+        """
+        def helper(m):
+            return m
+        def main():
+            helper(1)
+        class Lit:
+            def configure_model(self):
+                pass
+        """
+    )
+    assert [trace.entry for trace in facts.traces] == ["<module>", "main", "Lit.configure_model"]
+
+
+def test_methods_see_modules_sharded_by_other_methods_of_their_class():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        class Lit:
+            def configure_model(self):
+                fully_shard(self.model)
+            def save(self):
+                return self.model
+        """
+    )
+    save = next(trace for trace in facts.traces if trace.entry == "Lit.save")
+    (assumed,) = save.assumed_sharded
+    assert assumed.path == ("model",) and assumed.root is save.instance.root
+
+
+@pytest.mark.parametrize(
+    "condition, ranks",
+    [
+        ("dist.get_rank() == 0", "zero"),
+        ("rank == 0", "zero"),
+        ("self.rank != 0", "nonzero"),
+        ("not local_rank", "zero"),
+        ("accelerator.is_main_process", "zero"),
+        ("int(os.environ['RANK']) == 0", "zero"),
+        ("os.environ.get('LOCAL_RANK') in (0, -1)", "zero"),
+        ("rank == 0 and step % 100 == 0", "zero_subset"),
+        ("dist.get_rank() % 2 == 0", "mixed"),
+        ("step % 100 == 0", None),
+    ],
+)
+def test_rank_conditions(condition, ranks):
+    facts = facts_of(f"import os\nimport torch.distributed as dist\nflag = {condition}\nprint(flag)")
+    (event,) = [e for e in facts.traces[0].events if e.qname == "builtins.print"]
+    value = event.args[0]
+    assert (value.kind if isinstance(value, RankDep) else None) == ranks
+
+
+def test_rank_guard_after_early_return():
+    facts = facts_of(
+        """
+        import torch.distributed as dist
+        def save():
+            if dist.get_rank() != 0:
+                return
+            dist.barrier()
+        """
+    )
+    (barrier,) = facts.traces[1].calls("torch.distributed.barrier")
+    assert barrier.ctx.rank_guard is not None and barrier.ctx.rank_guard.ranks == "zero"
+
+
+def test_lazy_parameters_are_captured_when_consumed():
+    facts = facts_of(
+        """
+        import torch
+        lazy = model.parameters()
+        eager = list(model.parameters())
+        first = torch.optim.SGD(lazy)
+        second = torch.optim.SGD(eager)
+        """
+    )
+    first, second = facts.traces[0].optimizers
+    (lazy_source,) = first.result.root.params.sources
+    (eager_source,) = second.result.root.params.sources
+    assert lazy_source.captured_at == first.index
+    assert eager_source.captured_at < first.index
+    assert may_be_same(lazy_source.ref, eager_source.ref)

@@ -1,0 +1,397 @@
+"""Rules on code written in styles the fixtures do not use. Each case marks its expected
+diagnostics with `# expect: CODE`; a case without marks must produce no diagnostic at all."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from fixture_marks import expected_diagnostics
+
+CASES = {
+    # --- FSDP001 -----------------------------------------------------------------------------
+    "fsdp001-comprehension-params": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Net()
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])  # expect: FSDP001
+        fully_shard(model)
+        opt.step()
+    """,
+    "fsdp001-param-groups-named-parameters": """
+        import torch
+        from torch.distributed._composable.fsdp import fully_shard
+        model = Net()
+        decay, no_decay = [], []
+        for name, param in model.named_parameters():
+            (no_decay if name.endswith("bias") else decay).append(param)
+        groups = [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
+        opt = torch.optim.AdamW(groups)  # expect: FSDP001
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        train(model, opt)
+    """,
+    "fsdp001-dynamic-optimizer-class": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Net()
+        opt = getattr(torch.optim, cfg.optimizer)(model.parameters(), lr=cfg.lr)  # expect: FSDP001
+        fully_shard(model)
+        opt.step()
+    """,
+    "fsdp001-submodule-params-before-root-shard": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Net()
+        head_opt = torch.optim.SGD(model.head.parameters(), lr=0.1)  # expect: FSDP001
+        fully_shard(model)
+        head_opt.step()
+    """,
+    "fsdp001-init-calls-setup-after-optimizer": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.opt = torch.optim.AdamW(self.model.parameters())  # expect: FSDP001
+                self._setup_fsdp()
+            def _setup_fsdp(self):
+                for layer in self.model.layers:
+                    fully_shard(layer)
+                fully_shard(self.model)
+    """,
+    "fsdp001-helpers-in-wrong-order-in-main": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def shard_model(m):
+            for block in m.layers:
+                fully_shard(block)
+            fully_shard(m)
+        def build_optimizer(m, lr):
+            return torch.optim.AdamW(m.parameters(), lr=lr)
+        def main():
+            model = Net()
+            optimizer = build_optimizer(model, 1e-3)  # expect: FSDP001
+            shard_model(model)
+            for batch in loader:
+                optimizer.step()
+        if __name__ == "__main__":
+            main()
+    """,
+    "fsdp001-good-helpers-in-right-order": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def shard_model(m):
+            for block in m.layers:
+                fully_shard(block)
+            fully_shard(m)
+        def build_optimizer(m):
+            return torch.optim.AdamW(m.parameters())
+        model = Net()
+        shard_model(model)
+        optimizer = build_optimizer(model)
+        optimizer.step()
+    """,
+    "fsdp001-good-separate-methods-unknown-order": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class LitModel:
+            def configure_model(self):
+                fully_shard(self.model)
+            def configure_optimizers(self):
+                return torch.optim.AdamW(self.model.parameters())
+    """,
+    "fsdp001-good-exclusive-branches": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Net()
+        if args.fsdp:
+            fully_shard(model)
+            opt = torch.optim.AdamW(model.parameters())
+        else:
+            opt = torch.optim.AdamW(model.parameters())
+            model = torch.nn.parallel.DistributedDataParallel(model)
+        opt.step()
+    """,
+    "fsdp001-good-other-model": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        teacher, student = Net(), Net()
+        teacher_opt = torch.optim.AdamW(teacher.parameters())
+        fully_shard(student)
+        student_opt = torch.optim.AdamW(student.parameters())
+        teacher_opt.step()
+        student_opt.step()
+    """,
+    "fsdp001-good-megatron-fully-shard": """
+        import torch
+        from megatron_fsdp import fully_shard
+        model = Net()
+        opt = torch.optim.AdamW(model.parameters())
+        model = fully_shard(model)
+        opt.step()
+    """,
+    # --- FSDP002 -----------------------------------------------------------------------------
+    "fsdp002-items-loop-after-root": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model, reshard_after_forward=False)
+        for layer_id, block in model.layers.items():  # torchtitan's ModuleDict style
+            fully_shard(block)  # expect: FSDP002
+    """,
+    "fsdp002-enumerate-after-root-reassigned": """
+        import torch.distributed.fsdp as fsdp
+        model = fsdp.fully_shard(model)
+        for i, block in enumerate(model.blocks):
+            fsdp.fully_shard(block, reshard_after_forward=i < len(model.blocks) - 1)  # expect: FSDP002
+    """,
+    "fsdp002-comprehension-after-root": """
+        from torch.distributed.fsdp import fully_shard as FSDP
+        FSDP(model)
+        [FSDP(block) for block in model.layers]  # expect: FSDP002
+    """,
+    "fsdp002-within-one-block": """
+        from torch.distributed.fsdp import fully_shard
+        for block in model.layers:
+            fully_shard(block)
+            fully_shard(block.attention)  # expect: FSDP002
+        fully_shard(model)
+    """,
+    "fsdp002-list-loop-root-first": """
+        from torch.distributed.fsdp import fully_shard
+        for module in [model, model.encoder]:
+            fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp002-good-class-name-filter": """
+        from torch.distributed.fsdp import fully_shard
+        for module in model.modules():
+            if module.__class__.__name__ in model._no_split_modules:
+                fully_shard(module)
+        fully_shard(model)
+    """,
+    "fsdp002-isinstance-admits-root": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        for module in model.modules():
+            if isinstance(module, nn.Module):
+                fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp002-good-continue-filter": """
+        from torch.distributed.fsdp import fully_shard
+        for module in model.modules():
+            if not isinstance(module, Block):
+                continue
+            fully_shard(module)
+        fully_shard(model)
+    """,
+    "fsdp002-good-nested-bottom-up": """
+        from torch.distributed.fsdp import fully_shard
+        for block in model.layers:
+            fully_shard(block.attention)
+            fully_shard(block.mlp)
+            fully_shard(block)
+        fully_shard(model)
+    """,
+    "fsdp002-good-sibling-modules": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model.encoder)
+        fully_shard(model.decoder)
+        fully_shard(model)
+    """,
+    # --- FSDP003 -----------------------------------------------------------------------------
+    "fsdp003-kwargs-batch": """
+        from torch.distributed.fsdp import fully_shard
+        model = fully_shard(model)
+        outputs = model.forward(**batch)  # expect: FSDP003
+    """,
+    "fsdp003-unshard-with-autograd": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        model.unshard()
+        loss = model.forward(x).sum()  # expect: FSDP003
+        loss.backward()
+    """,
+    "fsdp003-child-outside-root-forward": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        hidden = model.encoder.forward(x)  # expect: FSDP003
+    """,
+    "fsdp003-good-inference-mode-after-unshard": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        model.unshard()
+        with torch.inference_mode():
+            logits = model.forward(x)
+        model.reshard()
+    """,
+    "fsdp003-good-child-forward-inside-root-forward": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = nn.Linear(4, 4)
+                self.head = nn.Linear(4, 4)
+            def forward(self, x):
+                return self.head.forward(self.encoder.forward(x))
+        model = Net()
+        fully_shard(model)
+        y = model(x)
+    """,
+    "fsdp003-sharded-child-forward-inside-root-forward": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer.forward(x)  # expect: FSDP003
+                return x
+        model = Net()
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        y = model(x)
+    """,
+    "fsdp003-good-before-sharding": """
+        from torch.distributed.fsdp import fully_shard
+        reference = model.forward(x)
+        fully_shard(model)
+        y = model(x)
+    """,
+    # --- FSDP004 -----------------------------------------------------------------------------
+    "fsdp004-dict-built-up": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        checkpoint = {"step": step}
+        checkpoint["model"] = model.state_dict()
+        torch.save(checkpoint, path)  # expect: FSDP004
+    """,
+    "fsdp004-sharded-get-model-state-dict": """
+        import torch
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        torch.save(get_model_state_dict(model), "model.pt")  # expect: FSDP004
+    """,
+    "fsdp004-get-state-dict-tuple": """
+        import torch
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        model_state, optim_state = get_state_dict(model, optimizer)
+        torch.save({"model": model_state, "optim": optim_state}, "ckpt.pt")  # expect: FSDP004
+    """,
+    "fsdp004-helper-save-checkpoint": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def save_checkpoint(model, optimizer, path):
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)  # expect: FSDP004
+        def main():
+            model = Net()
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+            save_checkpoint(model, optimizer, "ckpt.pt")
+    """,
+    "fsdp004-trainer-method-sharded-elsewhere": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def setup(self):
+                fully_shard(self.model)
+            def save(self, path):
+                torch.save(self.model.state_dict(), path)  # expect: FSDP004
+    """,
+    "fsdp004-good-options-variable": """
+        import torch
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        state = get_model_state_dict(model, options=options)
+        if rank == 0:
+            torch.save(state, "model.pt")
+    """,
+    "fsdp004-good-full-tensor-comprehension": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        state = {name: tensor.full_tensor() for name, tensor in model.state_dict().items()}
+        if rank == 0:
+            torch.save(state, "model.pt")
+    """,
+    "fsdp004-good-per-rank-path-join": """
+        import os
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        rank = dist.get_rank()
+        torch.save(model.state_dict(), os.path.join(out_dir, f"model_rank{rank}.pt"))
+    """,
+    "fsdp004-good-state-dict-before-sharding": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        initial = model.state_dict()
+        torch.save(initial, "init.pt")
+        fully_shard(model)
+    """,
+    "fsdp004-good-dcp": """
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        dcp.save({"model": model.state_dict()}, checkpoint_id="ckpt")
+    """,
+    # --- FSDP005 -----------------------------------------------------------------------------
+    "fsdp005-conditional-context": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for step, batch in enumerate(loader):
+            context = model.no_sync() if step % accum != 0 else contextlib.nullcontext()  # expect: FSDP005
+            with context:
+                model(batch).sum().backward()
+    """,
+    "fsdp005-trainer-method": """
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                for block in self.model.blocks:
+                    fully_shard(block)
+                fully_shard(self.model)
+            def accumulate(self, batch):
+                with self.model.no_sync():  # expect: FSDP005
+                    self.model(batch).sum().backward()
+    """,
+    "fsdp005-good-fsdp1-wrapper": """
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        model = FSDP(model)
+        with model.no_sync():
+            loss.backward()
+    """,
+    "fsdp005-good-ddp-over-branch": """
+        from torch.distributed.fsdp import fully_shard
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        if use_fsdp:
+            fully_shard(model)
+        else:
+            model = DDP(model)
+        if not use_fsdp:
+            with model.no_sync():
+                loss.backward()
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_case(name, lint_text):
+    source = textwrap.dedent(CASES[name])
+    got = sorted((d.line, d.code) for d in lint_text(source))
+    assert got == expected_diagnostics(source)
