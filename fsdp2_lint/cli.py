@@ -84,18 +84,29 @@ def _display(path: Path) -> str:
 
 
 @main.command(name="rules")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def list_rules(output_format: str) -> None:
-    """List every rule."""
+    """List every rule (`markdown` prints README's rule table)."""
     rules = all_rules()
     if output_format == "json":
         data = [_rule_json(rule) for rule in rules]
         click.echo(json.dumps(data, indent=2))
         return
+    if output_format == "markdown":
+        click.echo(rules_table(rules))
+        return
     table = Table("code", "name", "severity", "summary", box=None, pad_edge=False)
     for rule in rules:
         table.add_row(rule.code, rule.name, rule.severity.value, rule.summary)
     console(sys.stdout).print(table)
+
+
+def rules_table(rules: tuple[type[Rule], ...]) -> str:
+    rows = ["| code | name | severity | what it catches | what happens at runtime |", "|---|---|---|---|---|"]
+    for rule in rules:
+        cells = (rule.code, f"`{rule.name}`", rule.severity.value, rule.summary, rule.failure)
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows)
 
 
 def _rule_json(rule: type[Rule]) -> dict[str, object]:

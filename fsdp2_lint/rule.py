@@ -64,6 +64,7 @@ class Rule:
     name: ClassVar[str]  # kebab-case, e.g. "optimizer-before-shard"
     summary: ClassVar[str]  # one line: the default diagnostic message
     hint: ClassVar[str]  # one line: how to fix it
+    failure: ClassVar[str]  # one line: what happens at runtime (README's rule table)
     severity: ClassVar[Severity] = Severity.ERROR
     docs: ClassVar[str]  # markdown: what it flags, why it breaks (the observed failure)
     # Fixit-style examples: they are run as tests and printed by `fsdp2-lint rule CODE`.

@@ -12,6 +12,7 @@ class OptimizerBeforeShard(Rule):
     name = "optimizer-before-shard"
     summary = "optimizer built from parameters captured before `fully_shard`: it steps the old, non-DTensor tensors"
     hint = "build the optimizer after the last `fully_shard` call, from the module's (DTensor) `parameters()`"
+    failure = "silent: `step()` changes 0 of N parameters, the loss never improves"
     docs = """
 ## What it does
 Flags an optimizer constructed from a module's parameters before that module, or any module

@@ -12,6 +12,7 @@ class TopDownSharding(Rule):
     name = "top-down-sharding"
     summary = "`fully_shard` on a submodule after its ancestor was sharded: FSDP2 must be applied bottom-up"
     hint = "shard the submodules first (e.g. every transformer block), then the root"
+    failure = "`TypeError: Invariant encountered` / `RuntimeError: Cannot concatenate overlapping meshes` at the second `fully_shard`"
     docs = """
 ## What it does
 Flags a `fully_shard` call on a module whose ancestor was already passed to `fully_shard`:

@@ -15,6 +15,7 @@ class DirectForward(Rule):
     name = "direct-forward-call"
     summary = "`.forward(...)` on a sharded module skips FSDP's hooks: its parameters are never all-gathered"
     hint = 'call the module itself, `model(x)`, or `register_fsdp_forward_method(model, "forward")` after sharding'
+    failure = "`RuntimeError: ... got mixed torch.Tensor and DTensor` (or, after `unshard()`, no parameter updates)"
     docs = """
 ## What it does
 Flags `X.forward(...)` (also `f = X.forward; f(...)`) where `X` is a module that was passed to

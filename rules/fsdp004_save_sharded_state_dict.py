@@ -17,6 +17,7 @@ class SaveShardedStateDict(Rule):
         "`get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))` "
         "and save that on rank 0"
     )
+    failure = "silent: the checkpoint holds half of every parameter; loading it elsewhere fails"
     docs = """
 ## What it does
 Flags `torch.save` of `m.state_dict()` or `opt.state_dict()` where `m` is sharded with

@@ -17,6 +17,7 @@ class NoSync(Rule):
         "use `model.set_requires_gradient_sync(False)` before the accumulation backward passes and "
         "`model.set_requires_gradient_sync(True)` before the last one (try/finally)"
     )
+    failure = "`AttributeError: ... has no attribute 'no_sync'`"
     docs = """
 ## What it does
 Flags `with m.no_sync():`, `m.no_sync()` and `getattr(m, "no_sync", ...)` where `m` is sharded
