@@ -116,7 +116,7 @@ def _diagnostic(rule: type[Rule], finding: Finding, facts: FileFacts, lines: lis
         name=rule.name,
         message=finding.message or rule.summary,
         hint=finding.hint or rule.hint,
-        severity=rule.severity,
+        severity=finding.severity or rule.severity,
         path=facts.path,
         line=where.start.line,
         column=where.start.column + 1,

@@ -83,10 +83,14 @@ class ClassInfo:
 @dataclass(frozen=True)
 class RankGuard:
     """Code that runs on some ranks only: under ``node`` (an ``if`` test, an early exit, a
-    ``@rank_zero_only`` function), on ``ranks`` = ``"zero"``, ``"nonzero"`` or ``"subset"``."""
+    ``@rank_zero_only`` function), on ``ranks`` = ``"zero"``, ``"nonzero"`` or ``"subset"``.
+    ``depth`` is the call depth of the guarded code: ``event.frames()[depth]`` is the statement
+    inside the guard that (directly or through helpers) produced an event."""
 
     node: cst.CSTNode
     ranks: str
+    depth: int = 0
+    arm: tuple[int, int] | None = None  # (id of the `if`, arm index) for the two arms of one test
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,25 @@ class Trace:
             values = (event.receiver, event.result if event.kind == "return" else None, *event.args, *event.kwargs.values())
             if any(ref.root is obj for value in values if value is not None for ref in _refs_inside(value)):
                 yield event
+
+    def handed_off(self, modules: list[Ref], after: int) -> Event | None:
+        """The first event after ``after`` that gives one of ``modules`` to code this trace does
+        not show: stored in an attribute or a container, returned from the entry point, or passed
+        to a function or method outside torch and the builtins."""
+        wanted = [canonical(module) for module in modules]
+        for event in self.events[after + 1 :]:
+            if event.kind == "store" or (event.kind == "return" and not event.stack):
+                values = event.args if event.kind == "store" else (event.result,)
+            elif event.kind in ("call", "method") and not (event.qname or "").startswith(("torch.", "builtins.")):
+                values = (*event.args, *event.kwargs.values())
+            else:
+                continue
+            for value in values:
+                if value is not None and any(
+                    may_overlap(canonical(ref), module) for ref in _refs_inside(value) for module in wanted
+                ):
+                    return event
+        return None
 
     # --- sharding questions ----------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from fsdp2_lint.values import (
     Choice,
     Class,
     Const,
+    Derived,
     Function,
     Iter,
     Lambda,
@@ -293,7 +294,7 @@ class Interpreter:
 
     def exec_if(self, node: cst.If) -> object:
         test = self.eval(node.test)
-        then_guard, else_guard = _rank_guards(node.test, _rank_kind(test))
+        then_guard, else_guard = _rank_guards(node, _rank_kind(test), len(self.frame.stack))
         then_narrowing, else_narrowing = self.narrowing(node.test)
         base, outer = self.frame.env, self.ctx
         arms: list[tuple[Env, bool]] = []
@@ -390,6 +391,9 @@ class Interpreter:
                 option.root.items.extend((None, item) for item in _elements(value))
         if isinstance(node.target, cst.Name) and isinstance(current, Params) and isinstance(value, Params):
             self.bind(node.target.value, current | value)
+        derived = _derived_from((current, value), {})
+        if isinstance(node.target, cst.Name) and derived is not None:  # total += g.pow(2).sum()
+            self.bind(node.target.value, derived)
 
     # --- binding -----------------------------------------------------------------------------
 
@@ -481,6 +485,10 @@ class Interpreter:
                 results.append(Function(method, self.module_env) if method else UNKNOWN)
             elif isinstance(option, Super):
                 results.append(BoundMethod(option, name))
+            elif isinstance(option, Params) and name == "grad":
+                results.append(Derived(frozenset({"grad"})))
+            elif isinstance(option, Derived):
+                results.append(option)
             else:
                 results.append(_rank_by_name(name, UNKNOWN))
         value = choice(results)
@@ -600,8 +608,8 @@ class Interpreter:
         else:
             element = self.eval(node.elt)
         self.frame.env = outer
-        if lazy:
-            return element if isinstance(element, Params) else UNKNOWN
+        if lazy:  # a generator of parameters or of gradient-derived tensors is still one
+            return element if isinstance(element, (Params, Derived)) else UNKNOWN
         container = Obj("container", None, node=node)
         container.items = [(None, element)]
         return Ref(container)
@@ -612,6 +620,9 @@ class Interpreter:
             return RankDep("mixed")
         if isinstance(left, Params) and isinstance(right, Params):
             return left | right
+        derived = _derived_from((left, right), {})
+        if derived is not None:
+            return derived
         if isinstance(node.operator, cst.Add):
             left_items, right_items = _container_items(left), _container_items(right)
             if left_items is not None and right_items is not None:
@@ -736,6 +747,10 @@ class Interpreter:
         if _rank_dependent(args, kwargs):  # os.path.join(root, f"rank{rank}.pt")
             event.result = RankDep("mixed")
             return event.result
+        derived = _derived_from(args, kwargs)
+        if derived is not None:  # torch.stack([g.norm() for g in grads])
+            event.result = derived
+            return event.result
         return self.new_object(event, qname)
 
     def new_optimizer(self, event: Event, params: Value | None, qname: str | None) -> Value:
@@ -829,6 +844,8 @@ class Interpreter:
             return receiver if name == "copy" else Iter("items", (UNKNOWN,)) if name == "items" else UNKNOWN
         if isinstance(receiver, Params) and name in ("copy", "values"):
             return receiver
+        if isinstance(receiver, Derived):
+            return _derived_method(receiver, name)
         kind = names.rank_kind_of_call(name)
         return RankDep(kind) if kind else UNKNOWN
 
@@ -920,7 +937,7 @@ class Interpreter:
             fn.bound,
             info.cls,
         )
-        self.ctx = _decorated(outer_ctx, self.decorators.get(info, ()), info)
+        self.ctx = _decorated(outer_ctx, self.decorators.get(info, ()), info, len(self.frame.stack))
         try:
             self.bind_parameters(fn, args, kwargs, symbolic)
             self.exec_block(statements(info.node.body))
@@ -1210,6 +1227,21 @@ def _rank_by_name(name: str, value: Value) -> Value:
     return value
 
 
+def _derived_from(args: tuple, kwargs: dict) -> Derived | None:
+    tags = frozenset().union(
+        *(option.tags for value in (*args, *kwargs.values()) for option in walk_contents(value) if isinstance(option, Derived))
+    )
+    return Derived(tags) if tags else None
+
+
+def _derived_method(value: Derived, name: str) -> Value:
+    if name == "to_local":
+        return Derived(value.tags | {"local"})
+    if name in ("full_tensor", "redistribute"):
+        return Derived(value.tags - {"local"})
+    return value
+
+
 def _rank_dependent(args: tuple, kwargs: dict) -> bool:
     return any(isinstance(option, RankDep) for value in (*args, *kwargs.values()) for option in walk_contents(value))
 
@@ -1262,8 +1294,8 @@ _MIRRORED = {
 }
 
 
-def _rank_guards(test: cst.BaseExpression, kind: str | None) -> tuple[RankGuard | None, RankGuard | None]:
-    """The ranks that run the true and the false arm of a condition of the given rank kind."""
+def _rank_guards(node: cst.If, kind: str | None, depth: int) -> tuple[RankGuard | None, RankGuard | None]:
+    """The ranks that run the true and the false arm of an ``if`` whose test has the given rank kind."""
     arms = {
         "zero": ("zero", "nonzero"),
         "rank": ("nonzero", "zero"),
@@ -1272,7 +1304,9 @@ def _rank_guards(test: cst.BaseExpression, kind: str | None) -> tuple[RankGuard 
         "subset": ("subset", None),
         "mixed": ("subset", "subset"),
     }.get(kind or "", (None, None))
-    return tuple(RankGuard(test, ranks) if ranks else None for ranks in arms)  # type: ignore[return-value]
+    return tuple(  # type: ignore[return-value]
+        RankGuard(node.test, ranks, depth, (id(node), arm)) if ranks else None for arm, ranks in enumerate(arms)
+    )
 
 
 def _enter(ctx: Context, manager: Value) -> Context:
@@ -1294,7 +1328,7 @@ def _enter(ctx: Context, manager: Value) -> Context:
     return ctx
 
 
-def _decorated(ctx: Context, decorators: tuple[Value, ...], info: FunctionInfo) -> Context:
+def _decorated(ctx: Context, decorators: tuple[Value, ...], info: FunctionInfo, depth: int) -> Context:
     """The context of a function body given its decorators (``@torch.no_grad()``, ``@rank_zero_only``)."""
     for decorator, node in zip(decorators, info.node.decorators):
         for option in options(decorator):
@@ -1303,7 +1337,7 @@ def _decorated(ctx: Context, decorators: tuple[Value, ...], info: FunctionInfo) 
                 qname = option.root.qname or ""
             last = qname.rpartition(".")[2] or dotted(node.decorator).rpartition(".")[2]
             if last in ("rank_zero_only", "main_process_only", "on_main_process", "on_rank0", "rank0_only"):
-                ctx = ctx.with_(rank_guard=RankGuard(node, "zero"))
+                ctx = ctx.with_(rank_guard=RankGuard(node, "zero", depth))
             ctx = _enter(ctx, option) if isinstance(option, Ref) else ctx
     return ctx
 
@@ -1362,16 +1396,16 @@ def _get_state_dict(interp: Interpreter, event: Event) -> Value:
     return Tuple((_state_dict_of(0, "model")(interp, event), _state_dict_of(1, "optimizers")(interp, event)))
 
 
-def _full_state_dict(options_value: Value | None) -> bool:
-    """Does a ``StateDictOptions`` value ask for full (gathered) tensors? Unknown counts as yes:
-    only a provably sharded state dict may be reported."""
+def _full_state_dict(options_value: Value | None) -> bool | None:
+    """Does a ``StateDictOptions`` value ask for full (gathered) tensors? None when unknown."""
     if options_value is None:
         return False
     for ref in refs(options_value):
         event = ref.root.event
         if event is not None and event.qname == names.STATE_DICT_OPTIONS:
-            return const(event.kwargs.get("full_state_dict", Const(False))) is not False
-    return True
+            full = const(event.kwargs.get("full_state_dict", Const(False)))
+            return full if isinstance(full, bool) else None
+    return None
 
 
 def _environ_get(interp: Interpreter, event: Event) -> Value:
@@ -1379,9 +1413,14 @@ def _environ_get(interp: Interpreter, event: Event) -> Value:
     return RankDep("rank") if key in names.RANK_ENV_VARS else interp.new_object(event, event.qname)
 
 
+def _symbol_returns_second(interp: Interpreter, event: Event) -> Value:
+    return event.arg(1, "val") or UNKNOWN
+
+
 _SYMBOL_CALLS = {
     names.FULLY_SHARD: _symbol_returns_first,
     "torch.compile": _symbol_returns_first,
+    "typing.cast": _symbol_returns_second,
     names.DDP: _wrapper("ddp"),
     names.FSDP1: _wrapper("fsdp1"),
     names.GET_MODEL_STATE_DICT: _state_dict_of(0, "model"),

@@ -50,11 +50,13 @@ class RuntimeSignature:
 
 @dataclass(frozen=True)
 class Finding:
-    """A violation found by a rule: the node to report and, optionally, a specific message."""
+    """A violation found by a rule: the node to report and, optionally, what differs from the
+    rule's defaults (a rule with two cases may report one as a warning)."""
 
     node: cst.CSTNode
     message: str | None = None
     hint: str | None = None
+    severity: Severity | None = None
 
 
 class Rule:

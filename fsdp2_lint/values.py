@@ -158,12 +158,12 @@ class ModuleIter(Value):
 @dataclass(frozen=True)
 class StateDict(Value):
     """A state dict taken at event ``at``: of a module (``owner`` a Ref), of an optimizer
-    (``owner`` an optimizer Obj), or from the distributed-state-dict helpers (``full`` says
-    whether it holds full tensors)."""
+    (``owner`` an optimizer Obj), or from the distributed-state-dict helpers. ``full``: True for
+    gathered full tensors, False for DTensor shards, None when the options are not known."""
 
     owner: Ref | Obj
     at: int
-    full: bool = False
+    full: bool | None = False
 
 
 @dataclass(frozen=True)
@@ -180,6 +180,14 @@ class RankDep(Value):
     """
 
     kind: str
+
+
+@dataclass(frozen=True)
+class Derived(Value):
+    """A tensor computed from parameters' gradients. ``tags``: ``"grad"`` always; ``"local"``
+    once ``.to_local()`` reduced it to this rank's shard."""
+
+    tags: frozenset[str]
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ step = model.layers[0].forward
 hidden = step(batch)  # expect: FSDP003
 """,
     )
+    requires = (("fully_shard",), ("forward",))
     signature = RuntimeSignature(
         evidence="exception", exception=("RuntimeError",), message=r"mixed torch\.Tensor and DTensor"
     )

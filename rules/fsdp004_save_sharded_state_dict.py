@@ -65,6 +65,7 @@ if rank == 0:
     torch.save({"model": model.state_dict(), "optim": optimizer.state_dict()}, "ckpt.pt")  # expect: FSDP004
 """,
     )
+    requires = (("fully_shard",), ("save",), ("state_dict",))
     signature = RuntimeSignature(
         evidence="dtensor_save",
         note="torch.save from user code writes an object that holds DTensors, to the same path on every rank",
@@ -78,7 +79,7 @@ if rank == 0:
                     continue  # every rank writes its own file: deliberate sharded checkpoint
                 saved = save.arg(0, "obj")
                 for value in walk_contents(saved) if saved is not None else ():
-                    if isinstance(value, StateDict) and not value.full:
+                    if isinstance(value, StateDict) and value.full is False:
                         owner = _sharded_owner(trace, value, save)
                         if owner:
                             yield Finding(

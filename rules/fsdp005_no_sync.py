@@ -65,6 +65,7 @@ fully_shard(model)
 sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP005
 """,
     )
+    requires = (("fully_shard",), ("no_sync",))
     signature = RuntimeSignature(
         evidence="exception", exception=("AttributeError",), message=r"has no attribute 'no_sync'"
     )

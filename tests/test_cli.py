@@ -22,11 +22,15 @@ BAD = textwrap.dedent(
 
     model = Net()
     opt = torch.optim.AdamW(model.parameters())
+    for block in model.blocks:
+        fully_shard(block)
     fully_shard(model)
     opt.step()
     """
 )
-GOOD = BAD.replace("opt = torch.optim.AdamW(model.parameters())\nfully_shard(model)", "fully_shard(model)\nopt = torch.optim.AdamW(model.parameters())")
+GOOD = BAD.replace("opt = torch.optim.AdamW(model.parameters())\n", "").replace(
+    "opt.step()", "opt = torch.optim.AdamW(model.parameters())\nopt.step()"
+)
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""Rules on code written in styles the fixtures do not use. Each case marks its expected
-diagnostics with `# expect: CODE`; a case without marks must produce no diagnostic at all."""
+"""Rules on code written in styles the fixtures do not use. A case named `fsdpNNN-...` is linted
+with rule FSDPNNN; it marks the expected diagnostics with `# expect: FSDPNNN`, and a case without
+marks must produce none."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import textwrap
 import pytest
 
 from fixture_marks import expected_diagnostics
+from fsdp2_lint.engine import lint_source
+from fsdp2_lint.rule import all_rules
 
 CASES = {
     # --- FSDP001 -----------------------------------------------------------------------------
@@ -390,8 +393,12 @@ CASES = {
 }
 
 
+RULES = {rule.code: rule for rule in all_rules()}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_case(name, lint_text):
+def test_case(name):
     source = textwrap.dedent(CASES[name])
-    got = sorted((d.line, d.code) for d in lint_text(source))
+    rule = RULES[name.split("-", 1)[0].upper()]
+    got = sorted((d.line, d.code) for d in lint_source(source.encode(), "example.py", [rule]))
     assert got == expected_diagnostics(source)

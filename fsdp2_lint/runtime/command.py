@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -27,11 +26,6 @@ def torch_available() -> bool:
         return importlib.util.find_spec("torch") is not None
     except (ImportError, ValueError):
         return False
-
-
-def default_jobs(nproc: int) -> int:
-    """Concurrent runs: one rank per core."""
-    return max(1, (os.cpu_count() or 1) // nproc)
 
 
 def report_console():
@@ -63,9 +57,10 @@ def _run_root(keep: Path | None) -> Iterator[Path]:
               help=f"Seconds per run before it counts as a hang [default: {FIXTURE_TIMEOUT_SECONDS:g} per fixture, "
                    f"{SCRIPT_TIMEOUT_SECONDS:g} for SCRIPT].")  # fmt: skip
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Fixture runs at a time [default: CPU cores / nproc].")  # fmt: skip
+              help="Fixture runs at a time [default: CPU cores / nproc, at least 2; 2 on CUDA].")  # fmt: skip
 @click.option("--launcher", type=click.Choice(["pool", "torchrun"]), default="pool", show_default=True,
-              help="pool: rank servers import torch once and fork each run; torchrun: one torchrun per fixture.")  # fmt: skip
+              help="pool: rank servers import torch once and fork each run; "
+                   "torchrun: one torchrun per fixture.")  # fmt: skip
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--keep-runs", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep every run's events, logs and stack dumps in this directory.")  # fmt: skip
@@ -127,7 +122,7 @@ def _run_fixtures(
     from fsdp2_lint.runtime.report import as_json, passed, print_table
 
     report = confirm_fixtures(
-        codes, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs or default_jobs(nproc), launcher, root
+        codes, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs, launcher, root
     )
     if output_format == "json":
         click.echo(as_json(report.settings, report.results, report.notes, report.wall_seconds))

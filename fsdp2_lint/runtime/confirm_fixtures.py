@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from typing import Callable, Sequence
 
 from fsdp2_lint.runtime.device import Device, can_reproduce, choose_device
 from fsdp2_lint.runtime.fixtures import Fixture, discover
-from fsdp2_lint.runtime.pool import RankPool
+from fsdp2_lint.runtime.pool import HarnessError, RankPool
 from fsdp2_lint.runtime.record import RunSpec
 from fsdp2_lint.runtime.report import RunSettings
 from fsdp2_lint.runtime.torchrun_launcher import TorchrunLauncher
@@ -32,7 +33,7 @@ def confirm_fixtures(
     device_request: str,
     nproc: int,
     timeout: float,
-    jobs: int,
+    jobs: int | None,
     launcher_name: str,
     run_root: Path,
     fixtures_root: Path | None = None,
@@ -41,14 +42,15 @@ def confirm_fixtures(
     started = time.monotonic()
     fixtures, notes = discover(codes, fixtures_root)
     launcher = (
-        RankPool(nproc, device_request, jobs, run_root)
+        RankPool(nproc, device_request, run_root)
         if launcher_name == "pool"
-        else TorchrunLauncher(nproc, device_request, jobs)
+        else TorchrunLauncher(nproc, device_request)
     )
     results: dict[Fixture, FixtureResult] = {}
     device: Device | None = None
     with launcher:
-        device = getattr(launcher, "device", None)
+        device = getattr(launcher, "device", None)  # the pool knows it once its servers are up
+        launcher.jobs = jobs or default_jobs(nproc, device.kind if device else device_request)
         runnable = []
         for fixture in fixtures:
             reason = _why_not_runnable(fixture, launcher, device_request, nproc)
@@ -59,14 +61,26 @@ def confirm_fixtures(
                 runnable.append(fixture)
         by_spec = {_spec(fixture, run_root, timeout): fixture for fixture in runnable}
         for record in launcher.run_all(by_spec):
+            errors = record.harness_errors()
+            if errors:  # e.g. torchrun ranks that found no GPU for --device cuda
+                raise HarnessError("; ".join(sorted(set(errors))))
             fixture = by_spec[record.spec]
             results[fixture] = judge(fixture, record)
             device = device or record.device
             on_result(results[fixture])
     kind, backend = (device.kind, device.backend) if device else (device_request, "nothing ran")
-    settings = RunSettings(kind, backend, nproc, launcher_name, jobs, timeout)
+    settings = RunSettings(kind, backend, nproc, launcher_name, launcher.jobs, timeout)
     ordered = [results[fixture] for fixture in fixtures]
     return FixtureReport(settings, ordered, notes, time.monotonic() - started)
+
+
+def default_jobs(nproc: int, device_kind: str) -> int:
+    """Runs at a time. CPU: one rank per core but at least 2 — a fixture run mostly waits
+    (rendezvous, collectives), so two at a time are faster even on 2 cores (measured: 35 s instead
+    of 48 s for 41 fixtures). CUDA: 2, since rank r of every concurrent run shares GPU r."""
+    if device_kind == "cuda":
+        return 2
+    return max(2, (os.cpu_count() or 1) // nproc)
 
 
 def _spec(fixture: Fixture, run_root: Path, timeout: float) -> RunSpec:

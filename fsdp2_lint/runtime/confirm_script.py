@@ -89,7 +89,12 @@ def run_script_check(
     rules = _select(codes)
     diagnostics = lint_file(script, rules, display_path=os.path.relpath(script))
     spec = RunSpec(
-        script=script, run_dir=run_root / "run", timeout=timeout, argv=tuple(script_args), cwd=Path.cwd(), trace_lines=True
+        script=script,
+        run_dir=run_root / "run",
+        timeout=timeout,
+        argv=tuple(script_args),
+        cwd=Path.cwd(),  # the script runs where the user runs it
+        trace_lines=True,
     )
     with TorchrunLauncher(nproc, device_request) as launcher:
         run = launcher.run(spec)
@@ -127,7 +132,12 @@ def _outcome(run: RunRecord) -> str:
 
 
 def _print(
-    console: Console, script: Path, run: RunRecord, static: list[StaticFinding], runtime_only: list[RuntimeOnly], failed: bool
+    console: Console,
+    script: Path,
+    run: RunRecord,
+    static: list[StaticFinding],
+    runtime_only: list[RuntimeOnly],
+    failed: bool,
 ) -> None:
     console.print(
         f"[bold]fsdp2-lint confirm[/bold] {script}: device {run.device.describe()}, {run.world_size} ranks, "
@@ -146,7 +156,8 @@ def _print(
     else:
         console.print("No static findings.")
     if runtime_only:
-        missed = Table(title="Failures the run showed that the static pass did not report", title_justify="left", show_lines=True)
+        title = "Failures the run showed that the static pass did not report"
+        missed = Table(title=title, title_justify="left", show_lines=True)
         for column in ("Lines", "Kind", "Matches rule", "Evidence"):
             missed.add_column(column, overflow="fold")
         for item in runtime_only:
@@ -181,6 +192,8 @@ def _as_json(
             }
             for item in static
         ],
-        "runtime_only": [{**evidence_json(item.evidence, bool(item.rules)), "rules": list(item.rules)} for item in runtime_only],
+        "runtime_only": [
+            {**evidence_json(item.evidence, bool(item.rules)), "rules": list(item.rules)} for item in runtime_only
+        ],
         "ok": not failed,
     }

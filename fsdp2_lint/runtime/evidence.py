@@ -185,12 +185,13 @@ def detect_dtensor_saves(run: RunRecord) -> list[Evidence]:
     for (line, site), by_rank in targets.items():
         if _one_file_per_rank(by_rank, run.world_size):
             continue
-        written = sorted({os.path.basename(t) or t for rank_targets in by_rank.values() for t in rank_targets})
+        written = ", ".join(sorted({os.path.basename(t) or t for targets in by_rank.values() for t in targets}))
         where = _at(line) if line is not None else f" at {site}"
+        dtensors = counts[(line, site)]
         found.append(
             Evidence(
                 kind="dtensor_save",
-                summary=f"torch.save{where} wrote {counts[(line, site)]} DTensors to {', '.join(written)} ({_ranks(by_rank)})",
+                summary=f"torch.save{where} wrote {dtensors} DTensors to {written} ({_ranks(by_rank)})",
                 ranks=tuple(sorted(by_rank)),
                 lines=(line,) if line is not None else (),
             )
@@ -271,7 +272,8 @@ def detect_crash(run: RunRecord) -> list[Evidence]:
         elif final is None:
             returncode = run.returncodes.get(rank)
             how = f" (exit status {returncode})" if returncode is not None else ""
-            summary = f"rank {rank} ended without finishing the script{how}; last: {describe_event(run.last_event(rank))}"
+            last = describe_event(run.last_event(rank))
+            summary = f"rank {rank} ended without finishing the script{how}; last: {last}"
         else:
             continue
         found.append(Evidence(kind="crash", summary=summary, ranks=(rank,)))

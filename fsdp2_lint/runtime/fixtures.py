@@ -54,6 +54,7 @@ def discover(codes: Sequence[str] = (), root: Path | None = None) -> tuple[list[
             notes.append(f"{code} has no fixtures")
         fixtures.extend(Fixture(code, path, rules[code].signature) for path in paths)
     if not codes:
-        orphans = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name.startswith("FSDP") and p.name not in rules)
+        folders = (path.name for path in root.iterdir() if path.is_dir() and path.name.startswith("FSDP"))
+        orphans = sorted(name for name in folders if name not in rules)
         notes.extend(f"{name}: fixtures without a rule (not run)" for name in orphans)
     return fixtures, notes

@@ -76,7 +76,7 @@ class _Run:
 class RankPool:
     """Use as a context manager; :meth:`run_all` runs specs and yields records as runs finish."""
 
-    def __init__(self, nproc: int, device_request: str, jobs: int, log_dir: Path) -> None:
+    def __init__(self, nproc: int, device_request: str, log_dir: Path, jobs: int = 1) -> None:
         self.nproc = nproc
         self.device_request = device_request
         self.jobs = jobs
@@ -227,7 +227,11 @@ class RankPool:
     def _seconds_to_next_decision(self, running: dict[str, _Run]) -> float:
         now = time.monotonic()
         due = [run.started + run.spec.timeout for run in running.values() if not run.stopping]
-        due += [run.failed_at + PEER_FAILURE_GRACE_SECONDS for run in running.values() if run.failed_at and not run.stopping]
+        due += [
+            run.failed_at + PEER_FAILURE_GRACE_SECONDS
+            for run in running.values()
+            if run.failed_at is not None and not run.stopping
+        ]
         return max(0.0, min(due, default=now + 1.0) - now)
 
     def _stop_if_due(self, run: _Run, now: float) -> None:

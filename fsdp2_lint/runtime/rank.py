@@ -121,11 +121,22 @@ def describe_exception(error: BaseException, locator: CodeLocator) -> dict:
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return {
         "type": type(error).__name__,
-        "types": [cls.__name__ for cls in type(error).__mro__ if cls is not object],
+        "types": exception_type_names(type(error)),
         "message": str(error)[:MAX_MESSAGE],
         "traceback": text[-MAX_TRACEBACK:],
         **locator.locate_traceback(error.__traceback__),
     }
+
+
+def exception_type_names(cls: type) -> list[str]:
+    """The class and its bases, each by name and by qualified name (``DistBackendError`` and
+    ``torch.distributed.DistBackendError``): signatures may use either."""
+    names = []
+    for base in cls.__mro__[:-1]:  # all but object
+        names.append(base.__name__)
+        if base.__module__ != "builtins":
+            names.append(f"{base.__module__}.{base.__qualname__}")
+    return names
 
 
 def record_thread_exceptions(log: EventLog, locator: CodeLocator) -> None:

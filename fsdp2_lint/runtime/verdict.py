@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.evidence import Evidence, describe_expected, matches, observe
 from fsdp2_lint.runtime.fixtures import Fixture
 from fsdp2_lint.runtime.record import RunRecord
@@ -48,6 +49,9 @@ def judge(fixture: Fixture, run: RunRecord) -> FixtureResult:
     else:
         verdict = Verdict.CLEAN if run.completed() and not observed else Verdict.UNEXPECTED
         note = "" if verdict is Verdict.CLEAN else _unfinished_note(run)
+    probe_errors = sorted({f"{event['probe']}: {event['message']}" for _, event in run.of_kind(events.PROBE_ERROR)})
+    if probe_errors:  # the run may hold evidence a failing probe could not record
+        note = "; ".join(filter(None, [note, "probe errors: " + "; ".join(probe_errors)]))
     log_tail = "" if verdict.passed else _failing_log_tail(run)
     return FixtureResult(fixture, verdict, observed, run.seconds, note, log_tail)
 

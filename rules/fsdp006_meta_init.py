@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
+from fsdp2_lint.values import Const, Ref, may_overlap, refs, walk_contents
+
+# Calls after `to_empty()` that give the parameters real values.
+INIT_METHOD = re.compile(r"init|reset|load|restore|materiali[sz]e|copy_|fill_|normal_|uniform_|zero_|apply")
+INIT_CALLS = re.compile(
+    r"^torch\.nn\.init\.|^torch\.distributed\.checkpoint\.(load|load_state_dict)$"
+    r"|^torch\.distributed\.checkpoint\.state_dict\.set_(model_)?state_dict$"
+)
+
+
+class MetaInit(Rule):
+    code = "FSDP006"
+    name = "meta-device-init"
+    summary = "module built on the meta device is never materialised with `to_empty()`"
+    hint = (
+        "after sharding, call `model.to_empty(device=...)` and then initialise the parameters "
+        "(`model.init_weights()`, `reset_parameters()` on every module, or load a checkpoint)"
+    )
+    failure = (
+        "`RuntimeError: FSDP parameters should be materialized from meta device` at the first forward, or "
+        "(after `to_empty()` without init) silent garbage weights and a NaN loss"
+    )
+    docs = """
+## What it does
+Two cases of meta-device initialisation:
+- **error**, at the construction: a module built under `with torch.device("meta"):` (or with
+  `device="meta"`, or accelerate's `init_empty_weights()`) is sharded and nothing in the file ever
+  materialises it (`to_empty(...)`, `load_state_dict(..., assign=True)`);
+- **warning**, at the `to_empty()` call: the module is materialised but nothing initialises it
+  afterwards (`init_weights()`, `reset_parameters()`, `.apply(init_fn)`, `torch.nn.init.*`,
+  `load_state_dict`, `set_model_state_dict`, `dcp.load`, or a helper of the file that does; a call
+  that passes the module to code outside the file is assumed to initialise it).
+
+## Why is this bad?
+Meta tensors have no storage. Never materialised, the first forward fails with
+`RuntimeError: FSDP parameters should be materialized from meta device before training, but the
+following were still on meta device: [...]`. `to_empty()` allocates storage but does not fill it:
+observed with torch 2.13, every parameter held uninitialised memory (values of 1e24 to 1e36, or
+exact zeros, sometimes NaN) and the first loss was NaN. Uninitialised memory differs from run to
+run, so the symptom can look like a flaky divergence.
+"""
+    valid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+with torch.device("meta"):
+    model = Transformer(args)
+for block in model.layers:
+    fully_shard(block)
+fully_shard(model)
+model.to_empty(device="cuda")
+model.init_weights()
+""",
+    )
+    invalid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+with torch.device("meta"):
+    model = Transformer(args)  # expect: FSDP006
+fully_shard(model)
+loss = model(tokens).sum()
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+with torch.device("meta"):
+    model = Transformer(args)
+fully_shard(model)
+model.to_empty(device="cuda")  # expect: FSDP006
+loss = model(tokens).sum()
+""",
+    )
+    requires = (("meta", "to_empty", "init_empty_weights"), ("fully_shard",))
+    signature = RuntimeSignature(
+        evidence="not_materialized",
+        exception=("RuntimeError",),
+        message=r"should be materialized from meta device",
+        note="or, after to_empty() without init, parameters that are non-finite or uninitialised-looking",
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        materialised = any(_materialises(event) for _, event in facts.events())
+        for trace in facts.traces:
+            if not materialised:
+                yield from _never_materialised(trace)
+            for to_empty in trace.methods("to_empty"):
+                if not _initialised_after(facts, trace, to_empty):
+                    yield Finding(
+                        to_empty.node,
+                        "`to_empty()` allocates uninitialised memory and nothing initialises the parameters "
+                        "afterwards: training starts from garbage (NaN loss)",
+                        hint="initialise after `to_empty()`: `init_weights()`, `reset_parameters()`, "
+                        "`.apply(init_fn)`, or load a checkpoint",
+                        severity=Severity.WARNING,
+                    )
+
+
+def _materialises(event: Event) -> bool:
+    if event.kind == "method" and event.name == "to_empty":
+        return True
+    return event.kind == "method" and event.name == "load_state_dict" and event.kwargs.get("assign") == Const(True)
+
+
+def _never_materialised(trace: Trace) -> Iterator[Finding]:
+    reported = set()
+    for shard in trace.shards:
+        for target in shard.targets:
+            creation = _meta_creation(target)
+            if creation is not None and id(creation) not in reported:
+                reported.add(id(creation))
+                if trace.handed_off([target], creation.index) is not None:
+                    continue  # e.g. returned to a framework that materialises meta modules itself
+                yield Finding(
+                    creation.node,
+                    "built on the meta device and sharded, but never materialised with `to_empty()`: the first "
+                    "forward fails with 'FSDP parameters should be materialized from meta device'",
+                )
+
+
+def _meta_creation(module: Ref) -> Event | None:
+    """The construction on the meta device of the module or of a module that contains it."""
+    obj = module.root
+    while obj is not None:
+        if obj.event is not None and _on_meta(obj.event):
+            return obj.event
+        obj = obj.parent.root if obj.parent is not None else None
+    return None
+
+
+def _on_meta(creation: Event) -> bool:
+    if creation.ctx.meta_device:
+        return True
+    device = creation.kwargs.get("device")
+    return device is not None and any(
+        isinstance(value, Const) and isinstance(value.value, str) and value.value.startswith("meta")
+        for value in walk_contents(device)
+    )
+
+
+def _initialised_after(facts: FileFacts, trace: Trace, to_empty: Event) -> bool:
+    modules = [canonical(ref) for ref in refs(to_empty.receiver)]
+    if not modules or trace.handed_off(modules, to_empty.index) is not None:
+        return True  # an object we cannot identify, or one handed to code we cannot see
+    candidates = [event for event in trace.events[to_empty.index + 1 :] if not event.exclusive_with(to_empty)]
+    if trace.instance is not None:  # other methods of the class may run afterwards
+        candidates += [
+            event
+            for other in facts.traces
+            if other is not trace and other.instance is not None and other.instance.root.cls is trace.instance.root.cls
+            for event in other.events
+        ]
+    return any(_initialises(event, modules) for event in candidates)
+
+
+def _initialises(event: Event, modules: list[Ref]) -> bool:
+    if event.kind == "call" and event.qname and INIT_CALLS.search(event.qname):
+        return True
+    touched = [canonical(ref) for ref in refs(event.receiver)] if event.receiver is not None else []
+    return event.kind == "method" and bool(INIT_METHOD.search(event.name or "")) and _overlaps(touched, modules)
+
+
+def _overlaps(some: list[Ref], others: list[Ref]) -> bool:
+    return any(may_overlap(a, b) for a in some for b in others)
+

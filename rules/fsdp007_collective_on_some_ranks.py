@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from fsdp2_lint import names
+from fsdp2_lint.facts import Event, FileFacts, RankGuard, Trace
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import Const, StateDict, refs, walk_contents
+
+# torch.distributed collectives every rank of the group must enter (point-to-point send/recv
+# are deliberately rank-specific and not listed).
+DIST_COLLECTIVES = frozenset(
+    f"torch.distributed.{name}"
+    for name in (
+        "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "reduce_scatter",
+        "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "reduce", "gather", "gather_object",
+        "scatter", "scatter_object_list", "barrier", "monitored_barrier", "all_to_all", "all_to_all_single",
+    )
+)
+DCP_COLLECTIVES = frozenset(f"{names.DCP}.{name}" for name in ("save", "load", "async_save", "save_state_dict", "load_state_dict"))
+FULL_STATE_DICT_HELPERS = frozenset({names.GET_MODEL_STATE_DICT, names.GET_OPTIMIZER_STATE_DICT, names.GET_STATE_DICT})
+DTENSOR_COLLECTIVES = frozenset({"full_tensor", "redistribute"})
+COMPLEMENT = {"zero": "nonzero", "nonzero": "zero"}
+RANKS = {"zero": "rank 0", "nonzero": "the ranks other than 0", "subset": "some ranks"}
+
+
+class CollectiveOnSomeRanks(Rule):
+    code = "FSDP007"
+    name = "collective-in-rank-branch"
+    summary = "a collective runs on some ranks only: the other ranks never join it and the job hangs"
+    hint = "call the collective on every rank; keep only the file write (or the print) inside `if rank == 0:`"
+    failure = "hang (at the first checkpoint, often hours in) until the process-group timeout kills the job"
+    docs = """
+## What it does
+Flags a collective that only some ranks execute: inside `if rank == 0:` (or `dist.get_rank() == 0`,
+`local_rank == 0`, `is_main_process`, an `else` of such a test), after an early
+`if rank != 0: return`, or in a function decorated `@rank_zero_only`. Collectives: DCP
+`save`/`load`/`async_save`, `DTensor.full_tensor()`/`.redistribute()`, the full-state-dict helpers
+(`get_model_state_dict(..., StateDictOptions(full_state_dict=True))` and friends), `dist.*`
+collectives (`barrier`, `all_reduce`, `broadcast`, ...), `unshard()` on an FSDP module, and
+same-file helpers that call one (reported at the helper's call inside the branch). A collective
+that the complementary ranks call too (`if rank != 0: dist.barrier()` ... `if rank == 0:
+dist.barrier()`) is matched and not reported.
+
+## Why is this bad?
+Every rank must enter a collective. Rank 0 waits inside it for ranks that skipped the branch and
+are already waiting in the next collective: observed with torch 2.13 on gloo, all three variants
+(DCP save, `full_tensor()`, full `get_model_state_dict`) hang until killed, while the correct
+version finishes its save in under 0.1 s. With the default timeout the job sits idle for 30 minutes
+(NCCL: 10) before it dies, typically at the first checkpoint.
+"""
+    valid = (
+        """
+import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+if dist.get_rank() == 0:
+    torch.save(state, "model.pt")
+""",
+        """
+import torch.distributed as dist
+
+if local_rank != 0:
+    dist.barrier()  # wait for rank 0 to prepare the data
+prepare_data()
+if local_rank == 0:
+    dist.barrier()
+""",
+    )
+    invalid = (
+        """
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+
+if dist.get_rank() == 0:
+    dcp.save({"model": model.state_dict()}, checkpoint_id="ckpt")  # expect: FSDP007
+""",
+        """
+import torch
+
+def gather(model):
+    return {k: v.full_tensor() for k, v in model.state_dict().items()}
+
+def save(model, rank):
+    if rank != 0:
+        return
+    torch.save(gather(model), "model.pt")  # expect: FSDP007
+""",
+    )
+    requires = (
+        ("rank", "main", "master", "chief", "primary", "zero", "process_index"),
+        ("checkpoint", "full_tensor", "redistribute", "state_dict", "reduce", "gather", "scatter", "broadcast",
+         "barrier", "all_to_all", "unshard"),
+    )
+    signature = RuntimeSignature(
+        evidence="hang", note="the run exceeds its timeout; the ranks' last events show rank 0 inside the collective"
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            guarded = [
+                (event, name)
+                for event in trace.events
+                if event.ctx.rank_guard is not None and (name := _collective(trace, event)) is not None
+            ]
+            for event, name in guarded:
+                guard = event.ctx.rank_guard
+                if any(_matches(guard, other, other_name, name) for other, other_name in guarded):
+                    continue
+                frames = event.frames()
+                line = facts.position(guard.node).start.line
+                yield Finding(
+                    frames[min(guard.depth, len(frames) - 1)],
+                    f"`{name}` is a collective, but it runs only on {RANKS[guard.ranks]} (condition at line {line}): "
+                    "the other ranks never join it and the job hangs",
+                )
+
+
+def _collective(trace: Trace, event: Event) -> str | None:
+    """The collective an event performs, if any. One on an explicit process group is left alone:
+    who must call it depends on the group's members, which the file does not show."""
+    if event.kind == "call" and event.qname:
+        if "group" in event.kwargs or "process_group" in event.kwargs:
+            return None
+        if event.qname in DIST_COLLECTIVES or event.qname in DCP_COLLECTIVES:
+            return event.qname.replace("torch.distributed.checkpoint.", "dcp.").replace("torch.distributed.", "dist.")
+        if event.qname in FULL_STATE_DICT_HELPERS and _gathers_full(event):
+            return f"{event.name}(full_state_dict=True)"
+        if event.qname in (names.SET_MODEL_STATE_DICT, names.SET_OPTIMIZER_STATE_DICT) and _broadcasts(event):
+            return f"{event.name}(broadcast_from_rank0=True)"
+    if event.kind == "method" and event.name in DTENSOR_COLLECTIVES:
+        return f".{event.name}()"
+    if event.kind == "method" and event.name == "unshard":
+        if any(trace.is_fsdp_module(module, event) for module in refs(event.receiver)):
+            return ".unshard()"
+    return None
+
+
+def _gathers_full(event: Event) -> bool:
+    results = walk_contents(event.result) if event.result is not None else ()
+    return any(isinstance(value, StateDict) and value.full is True for value in results)
+
+
+def _broadcasts(event: Event) -> bool:
+    for ref in refs(event.kwargs.get("options") or Const(None)):
+        creation = ref.root.event
+        if creation is not None and creation.qname == names.STATE_DICT_OPTIONS:
+            return creation.kwargs.get("broadcast_from_rank0") == Const(True)
+    return False
+
+
+def _matches(guard: RankGuard, other: Event, other_name: str, name: str) -> bool:
+    """Is the collective also called by the complementary ranks (so every rank enters it): in the
+    other arm of the same test, or under the opposite rank-0 test?"""
+    theirs = other.ctx.rank_guard
+    if other_name != name:
+        return False
+    if guard.arm and theirs.arm and guard.arm[0] == theirs.arm[0] and guard.arm[1] != theirs.arm[1]:
+        return True
+    return theirs.ranks == COMPLEMENT.get(guard.ranks)

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node, strict_ancestor
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
+from fsdp2_lint.values import Const, Ref, may_be_same, may_overlap, refs
+
+FORWARDS = frozenset({"generate"})  # methods that run the module's forward through its hooks
+
+
+class ForwardBeforeOptimizer(Rule):
+    code = "FSDP008"
+    name = "forward-before-optimizer"
+    severity = Severity.ERROR
+    summary = "the sharded root ran forward before the optimizer read its parameters: the root's own parameters never train"
+    hint = "build the optimizer before the first forward, or call `model.reshard()` before reading `model.parameters()`"
+    failure = "silent: the embeddings, final norm and head (the root's own parameters) never update"
+    docs = """
+## What it does
+Flags an optimizer built from a sharded root's parameters after that root ran a forward pass
+(`model(x)`, an evaluation or warm-up step, `generate`, a helper that does) with no
+`model.reshard()` in between. Not flagged when the root was sharded with
+`reshard_after_forward=True`.
+
+## Why is this bad?
+After a forward, the FSDP root keeps its own parameter group unsharded (its
+`reshard_after_forward` defaults to "keep") and registers the plain unsharded tensors on the
+module. An optimizer built then captures those plain tensors for the root's own parameters
+(embeddings, final norm, LM head) instead of the DTensor parameters that training updates.
+Observed with torch 2.13: the optimizer holds 2 `Parameter` + 8 `DTensor`, and after two steps 8 of
+10 parameters change while the root's own two never do. Nothing warns.
+"""
+    valid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+optimizer = torch.optim.AdamW(model.parameters())
+with torch.no_grad():
+    model(sample)
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+with torch.no_grad():
+    model(sample)
+model.reshard()
+optimizer = torch.optim.AdamW(model.parameters())
+""",
+    )
+    invalid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+for block in model.layers:
+    fully_shard(block)
+fully_shard(model)
+with torch.no_grad():
+    sanity = model(sample)
+optimizer = torch.optim.AdamW(model.parameters())  # expect: FSDP008
+optimizer.step()
+""",
+    )
+    signature = RuntimeSignature(
+        evidence="partial_update",
+        note="after a step some parameters change but the root's own never do; the optimizer holds plain tensors for them",
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            for optimizer in trace.optimizers:
+                forward = _forward_before_capture(trace, optimizer)
+                if forward is not None:
+                    line = facts.position(report_node(forward, optimizer)).start.line
+                    yield Finding(
+                        report_node(optimizer, forward),
+                        f"optimizer built after the sharded root ran forward (line {line}) without `reshard()`: "
+                        "it captures the root's unsharded plain tensors, which never train",
+                    )
+
+
+def _forward_before_capture(trace: Trace, optimizer: Event) -> Event | None:
+    params = optimizer.result.root.params  # type: ignore[union-attr]
+    if params is None:
+        return None
+    for source in params.sources:
+        captured = source.captured_at if source.captured_at is not None else optimizer.index
+        for shard in trace.shards:
+            if shard.index >= captured or shard.exclusive_with(optimizer):
+                continue
+            if shard.kwargs.get("reshard_after_forward") == Const(True):
+                continue
+            for root in shard.targets:
+                if may_overlap(canonical(root), canonical(source.ref)) and _is_root(trace, root, shard):
+                    forward = _unresharded_forward(trace, root, shard.index, captured, optimizer)
+                    if forward is not None:
+                        return forward
+    return None
+
+
+def _is_root(trace: Trace, module: Ref, shard: Event) -> bool:
+    """Is ``module`` an FSDP root: no module around it is sharded in this trace?"""
+    return not any(
+        strict_ancestor(other, module) for other_shard in trace.shards for other in other_shard.targets
+    )
+
+
+def _unresharded_forward(trace: Trace, root: Ref, start: int, end: int, optimizer: Event) -> Event | None:
+    root = canonical(root)
+    last_forward = None
+    for event in trace.events[start + 1 : end + 1]:
+        if event.exclusive_with(optimizer) or not any(may_be_same(canonical(r), root) for r in refs(event.receiver or Const(None))):
+            continue
+        if event.kind == "invoke" or (event.kind == "method" and event.name in FORWARDS):
+            last_forward = event
+        elif event.kind == "method" and event.name == "reshard":
+            last_forward = None
+    return last_forward

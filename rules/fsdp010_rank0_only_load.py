@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from fsdp2_lint import names
+from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import Const, Ref, may_overlap, refs
+
+LOAD_METHODS = frozenset({"load_state_dict", "from_pretrained", "load_checkpoint", "load_weights"})
+BROADCASTS = frozenset({"torch.distributed.broadcast", "torch.distributed.broadcast_object_list"})
+
+
+class Rank0OnlyLoad(Rule):
+    code = "FSDP010"
+    name = "rank0-only-load"
+    summary = "weights loaded on rank 0 only, then sharded without a broadcast: FSDP2 has no `sync_module_states`"
+    hint = (
+        "shard first, then `set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True, "
+        "broadcast_from_rank0=True))` with the checkpoint read on rank 0; or load it on every rank"
+    )
+    failure = "silent: each rank keeps its own chunk, so only rank 0's slice of every parameter is pretrained"
+    docs = """
+## What it does
+Flags a checkpoint load (`model.load_state_dict(...)`, `from_pretrained(...)`) that only rank 0
+runs (`if rank == 0:`, `is_main_process`, ...) when the model is sharded afterwards with no
+broadcast (`dist.broadcast`, `set_model_state_dict(..., broadcast_from_rank0=True)`).
+
+## Why is this bad?
+This is FSDP1's `sync_module_states=True` habit. FSDP2 has no such option: `fully_shard` keeps, on
+each rank, that rank's chunk of the parameters as they are on that rank. Rank 0's chunk comes from
+the checkpoint, every other rank's chunk is its random initialisation. Observed with torch 2.13 on
+two ranks: 10 of 10 parameters differ from the checkpoint (rows [:16] of the embedding equal it,
+rows [16:] are rank 1's random init). Nothing errors; fine-tuning starts from a half-loaded model.
+"""
+    valid = (
+        """
+import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+state = torch.load("pretrained.pt") if dist.get_rank() == 0 else {}
+set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+""",
+    )
+    invalid = (
+        """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+if dist.get_rank() == 0:
+    model.load_state_dict(torch.load("pretrained.pt"))  # expect: FSDP010
+fully_shard(model)
+""",
+    )
+    requires = (("fully_shard",), ("load",))
+    signature = RuntimeSignature(
+        evidence="not_loaded", note="after sharding, the full parameters differ from the checkpoint rank 0 loaded"
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            for load in trace.events:
+                guard = load.ctx.rank_guard
+                if guard is None or guard.ranks != "zero" or load.kind not in ("method", "call"):
+                    continue
+                if load.name not in LOAD_METHODS:
+                    continue
+                for module in _loaded_modules(load):
+                    shard = _sharded_later_without_broadcast(trace, load, module)
+                    if shard is not None:
+                        line = facts.position(shard.node).start.line
+                        yield Finding(
+                            load.node,
+                            f"`{canonical(module).text}` is loaded on rank 0 only and sharded at line {line} with "
+                            "no broadcast: the other ranks keep their random initialisation",
+                        )
+                        break
+
+
+def _loaded_modules(load: Event) -> list[Ref]:
+    if load.name == "from_pretrained":
+        return list(refs(load.result)) if load.result is not None else []
+    return list(refs(load.receiver)) if load.receiver is not None else []
+
+
+def _sharded_later_without_broadcast(trace: Trace, load: Event, module: Ref) -> Event | None:
+    module = canonical(module)
+    sharded = None
+    for event in trace.events[load.index + 1 :]:
+        if event.exclusive_with(load):
+            continue
+        if _broadcasts(event):
+            return None
+        is_shard = event.kind == "call" and event.qname == names.FULLY_SHARD
+        if sharded is None and is_shard and any(may_overlap(canonical(t), module) for t in event.targets):
+            sharded = event
+    return sharded
+
+
+def _broadcasts(event: Event) -> bool:
+    if event.kind != "call":
+        return False
+    if event.qname in BROADCASTS or (event.name or "").endswith("sync_module_states"):
+        return True
+    if event.qname == names.SET_MODEL_STATE_DICT:
+        for ref in refs(event.kwargs.get("options") or Const(None)):
+            creation = ref.root.event
+            if creation is not None and creation.kwargs.get("broadcast_from_rank0") == Const(True):
+                return True
+    return False

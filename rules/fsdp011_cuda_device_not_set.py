@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from fsdp2_lint import names
+from fsdp2_lint.facts import Event, FileFacts
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import Const, walk_contents
+
+INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
+INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
+DEVICE_SELECTION = frozenset(
+    {"torch.cuda.set_device", "torch.accelerator.set_device_index", "torch.cuda.device", "torch.xpu.set_device"}
+)
+
+
+class CudaDeviceNotSet(Rule):
+    code = "FSDP011"
+    name = "cuda-device-not-set"
+    summary = "CUDA/NCCL script shards without selecting each rank's GPU: every rank lands on cuda:0"
+    hint = 'call `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` before `init_process_group`'
+    failure = 'every rank uses GPU 0: out of memory, NCCL "Duplicate GPU detected", or a hang'
+    docs = """
+## What it does
+Flags a script that sets up its own process group (`init_process_group`, `init_device_mesh`),
+uses CUDA with NCCL (`init_process_group("nccl")`, `init_device_mesh("cuda", ...)`, `.cuda()`)
+and shards with `fully_shard`, but never selects the device of its rank:
+no `torch.cuda.set_device(...)`, `torch.accelerator.set_device_index(...)`,
+`init_process_group(..., device_id=...)`, or `CUDA_VISIBLE_DEVICES` assignment. Reported at
+`init_process_group` (or the first `fully_shard` when the process group is created elsewhere).
+
+## Why is this bad?
+FSDP2 places parameters on `torch.device(mesh.device_type, torch.cuda.current_device())`, and the
+current device is `cuda:0` in every process until the script selects another. All ranks then put
+their shards and NCCL communicators on GPU 0: out-of-memory on GPU 0, `NCCL error: Duplicate GPU
+detected: rank 0 and rank 1 both on CUDA device ...`, or a hang. (Needs two GPUs to observe; the
+CPU harness reports this rule as not runnable there.)
+"""
+    valid = (
+        """
+import os
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+dist.init_process_group("nccl")
+fully_shard(model.cuda())
+""",
+    )
+    invalid = (
+        """
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+dist.init_process_group(backend="nccl")  # expect: FSDP011
+fully_shard(model.cuda())
+""",
+    )
+    requires = (("fully_shard",), ("nccl", "cuda"))
+    signature = RuntimeSignature(
+        evidence="exception",
+        exception=("RuntimeError", "torch.OutOfMemoryError", "torch.distributed.DistBackendError"),
+        message=r"Duplicate GPU detected|out of memory",
+        min_gpus=2,
+        note="or a hang; needs at least two GPUs",
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if b"CUDA_VISIBLE_DEVICES" in facts.source or any(_selects_device(event) for _, event in facts.events()):
+            return
+        for trace in facts.traces:
+            # The flow that creates the process group must be the one that shards: a group made
+            # by a launcher or framework comes with the device already selected.
+            creates = [e for e in trace.events if e.kind == "call" and e.qname in (INIT_PROCESS_GROUP, INIT_DEVICE_MESH)]
+            shards = trace.shards
+            if creates and shards and any(_uses_cuda(event) for event in trace.events):
+                inits = [event for event in creates if event.qname == INIT_PROCESS_GROUP]
+                yield Finding((inits[0] if inits else shards[0]).node)
+
+
+def _is_shard(event: Event) -> bool:
+    return event.kind == "call" and event.qname == names.FULLY_SHARD
+
+
+def _selects_device(event: Event) -> bool:
+    if event.kind != "call":
+        return False
+    return event.qname in DEVICE_SELECTION or (event.qname == INIT_PROCESS_GROUP and "device_id" in event.kwargs)
+
+
+def _uses_cuda(event: Event) -> bool:
+    if event.kind == "call" and event.qname == INIT_PROCESS_GROUP:
+        return _mentions(event.arg(0, "backend"), "nccl")
+    if event.kind == "call" and event.qname == INIT_DEVICE_MESH:
+        return _mentions(event.arg(0, "device_type"), "cuda")
+    return event.kind == "method" and event.name == "cuda"
+
+
+def _mentions(value, text: str) -> bool:
+    if value is None:
+        return False
+    return any(isinstance(v, Const) and isinstance(v.value, str) and text in v.value for v in walk_contents(value))

@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
+from fsdp2_lint.values import Ref, is_any, is_any_depth, may_contain, may_overlap, refs
+
+# torch.nn modules without submodules: sharding one alone is the whole story.
+LEAF_MODULES = frozenset(
+    f"torch.nn.{name}"
+    for name in ("Linear", "Embedding", "EmbeddingBag", "LayerNorm", "RMSNorm", "Conv1d", "Conv2d", "Conv3d",
+                 "Bilinear", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "Parameter")
+)
+
+
+class OnlyRootSharded(Rule):
+    code = "FSDP034"
+    name = "only-root-sharded"
+    severity = Severity.WARNING
+    summary = "only the root is sharded: one all-gather holds the whole model, so peak memory is the unsharded model"
+    hint = "shard each block first (`for block in model.layers: fully_shard(block)`), then the root"
+    failure = "trains, but every forward all-gathers all parameters at once: no memory saving, no overlap"
+    docs = """
+## What it does
+Warns when a file shards the model it trains (an optimizer is built over it) with
+`fully_shard(model)` and shards nothing inside it: no per-block `fully_shard` anywhere in the
+file's flow. Not reported for a module without submodules (an `nn.Linear`, or a class of the file
+that defines no submodules), for a submodule sharded alone, or for a module sharding itself in one
+of its methods (the per-block half of a bottom-up plan).
+
+## Why is this bad?
+`fully_shard` groups the parameters of each call into one all-gather. With only the root sharded
+there is one group holding every parameter: each forward all-gathers the entire model at once, so
+peak memory is the unsharded model and communication cannot overlap computation, which defeats the
+point of FSDP. The `fully_shard` docs ask for bottom-up application: each transformer block, then
+the root.
+"""
+    valid = (
+        """
+from torch.distributed.fsdp import fully_shard
+
+for block in model.layers:
+    fully_shard(block)
+fully_shard(model)
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+head = torch.nn.Linear(16, 16)
+fully_shard(head)
+""",
+    )
+    invalid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard as FSDP
+
+class Trainer:
+    def __init__(self, model):
+        self.model = FSDP(model)  # expect: FSDP034
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
+""",
+    )
+    signature = RuntimeSignature(
+        evidence="single_param_group", note="one FSDP parameter group holds every parameter of the model"
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        shard_calls = {id(shard.node) for trace in facts.traces for shard in trace.shards}
+        for trace in facts.traces:
+            for shard in trace.shards:
+                root = _lone_root(trace, shard)
+                # Every fully_shard call in the file must be this one: a second call site may
+                # shard the blocks through a path the analysis cannot follow.
+                if (
+                    root is not None
+                    and shard_calls == {id(shard.node)}
+                    and _has_submodules(trace, root)
+                    and _trained(trace, root)
+                ):
+                    yield Finding(shard.node, f"only `{canonical(root).text}` is sharded: {self.summary}")
+
+
+def _lone_root(trace: Trace, shard: Event) -> Ref | None:
+    """The single whole model this call shards, if nothing inside it is sharded in the trace.
+    A submodule sharded alone (``layer.mlp.experts``) or a module sharding itself inside its
+    own method (``fully_shard(self)``, the per-block half of a bottom-up plan) is not a root."""
+    if len(shard.targets) != 1:
+        return None
+    (root,) = shard.targets
+    if root.path or root.root.kind == "self":
+        return None
+    whole = canonical(root)
+    if any(is_any(e) or is_any_depth(e) for e in whole.path):
+        return None
+    for other in trace.shards:
+        for target in other.targets:
+            target = canonical(target)
+            if target != whole and may_contain(whole, target):
+                return None
+    return root
+
+
+def _trained(trace: Trace, module: Ref) -> bool:
+    """Does the same code build an optimizer over the module? (Tests and tools that shard a
+    small model root-only without training it are left alone.)"""
+    whole = canonical(module)
+    return any(
+        may_overlap(canonical(source.ref), whole)
+        for optimizer in trace.optimizers
+        if optimizer.result.root.params is not None  # type: ignore[union-attr]
+        for source in optimizer.result.root.params.sources  # type: ignore[union-attr]
+    )
+
+
+def _has_submodules(trace: Trace, module: Ref) -> bool:
+    """Sharding a module that has no submodules on its own is all there is to do: a torch.nn
+    leaf, or a class of this file whose constructor stores no object on ``self``."""
+    obj = module.root
+    if obj.qname in LEAF_MODULES:
+        return False
+    if obj.cls is None or obj.cls.method("__init__") is None:
+        return True
+    return any(
+        any(owner.root is obj and not owner.path for owner in refs(store.receiver))
+        and any(value.root.kind in ("new", "param") for value in refs(store.args[0]))
+        for store in trace.of_kind("store")
+    )
