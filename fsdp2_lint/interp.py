@@ -747,7 +747,7 @@ class Interpreter:
         if _rank_dependent(args, kwargs):  # os.path.join(root, f"rank{rank}.pt")
             event.result = RankDep("mixed")
             return event.result
-        derived = _derived_from(args, kwargs)
+        derived = _derived_from(args, kwargs, event.index)
         if derived is not None:  # torch.stack([g.norm() for g in grads])
             event.result = derived
             return event.result
@@ -845,7 +845,7 @@ class Interpreter:
         if isinstance(receiver, Params) and name in ("copy", "values"):
             return receiver
         if isinstance(receiver, Derived):
-            return _derived_method(receiver, name)
+            return _derived_method(receiver, name, event.index)
         kind = names.rank_kind_of_call(name)
         return RankDep(kind) if kind else UNKNOWN
 
@@ -1227,19 +1227,21 @@ def _rank_by_name(name: str, value: Value) -> Value:
     return value
 
 
-def _derived_from(args: tuple, kwargs: dict) -> Derived | None:
-    tags = frozenset().union(
-        *(option.tags for value in (*args, *kwargs.values()) for option in walk_contents(value) if isinstance(option, Derived))
-    )
-    return Derived(tags) if tags else None
+def _derived_from(args: tuple, kwargs: dict, step: int | None = None) -> Derived | None:
+    inputs = [option for value in (*args, *kwargs.values()) for option in walk_contents(value) if isinstance(option, Derived)]
+    if not inputs:
+        return None
+    steps = frozenset().union(*(derived.steps for derived in inputs))
+    return Derived(frozenset().union(*(d.tags for d in inputs)), steps if step is None else steps | {step})
 
 
-def _derived_method(value: Derived, name: str) -> Value:
+def _derived_method(value: Derived, name: str, step: int) -> Value:
+    tags = value.tags
     if name == "to_local":
-        return Derived(value.tags | {"local"})
-    if name in ("full_tensor", "redistribute"):
-        return Derived(value.tags - {"local"})
-    return value
+        tags = tags | {"local"}
+    elif name in ("full_tensor", "redistribute"):
+        tags = tags - {"local"}
+    return Derived(tags, value.steps | {step})
 
 
 def _rank_dependent(args: tuple, kwargs: dict) -> bool:

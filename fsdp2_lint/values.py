@@ -185,9 +185,11 @@ class RankDep(Value):
 @dataclass(frozen=True)
 class Derived(Value):
     """A tensor computed from parameters' gradients. ``tags``: ``"grad"`` always; ``"local"``
-    once ``.to_local()`` reduced it to this rank's shard."""
+    once ``.to_local()`` reduced it to this rank's shard. ``steps``: the indexes of the events
+    that computed it, so a rule can tell a per-parameter norm from the total built on it."""
 
     tags: frozenset[str]
+    steps: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)

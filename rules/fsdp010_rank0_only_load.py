@@ -56,7 +56,7 @@ if dist.get_rank() == 0:
 fully_shard(model)
 """,
     )
-    requires = (("fully_shard",), ("load",))
+    requires = (("fully_shard",), ("load", "from_pretrained"))
     signature = RuntimeSignature(
         evidence="not_loaded", note="after sharding, the full parameters differ from the checkpoint rank 0 loaded"
     )

@@ -76,9 +76,11 @@ def _follows(trace: Trace, call: Event):
 
     def later(events: list[Event]) -> Iterator[Event]:
         for event in events:
-            if event is call or event.exclusive_with(call):
+            if event is call:
                 continue
-            if event.index > call.index or set(event.ctx.loops) & set(call.ctx.loops):
+            if set(event.ctx.loops) & set(call.ctx.loops):
+                yield event  # the next iteration, whichever arm of a branch it takes
+            elif event.index > call.index and not event.exclusive_with(call):
                 yield event
 
     return later

@@ -106,20 +106,26 @@ def _stale_shard(trace: Trace, clip: Event) -> Event | None:
 
 
 def _local_norms(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
-    """Norms over local gradient shards that are not reduced afterwards; the outermost norm of
-    an expression is reported once."""
+    """Norms over local gradient shards that are never reduced across ranks. Only the final norm
+    is reported: a per-parameter ``.norm()`` that a later norm consumes is part of the same total."""
     norms = [event for event in trace.events if _is_norm(event) and _local(event)]
     if not norms or any(event.kind == "call" and event.qname in REDUCTIONS for event in trace.events[norms[0].index :]):
         return
-    spans = {id(event): _span(facts, event) for event in norms}
+    consumed = set().union(*(step for event in norms for step in _input_steps(event)))
     for event in norms:
-        start, end = spans[id(event)]
-        if not any(o is not event and o_start <= start and end <= o_end and (o_start, o_end) != (start, end)
-                   for o in norms for o_start, o_end in [spans[id(o)]]):
+        if event.index not in consumed:
             yield Finding(
                 event.node,
                 "gradient norm over `to_local()` shards only: this is this rank's partial norm, not the global one",
             )
+
+
+def _input_steps(event: Event) -> Iterator[frozenset[int]]:
+    values = (event.receiver, *event.args) if event.receiver is not None else event.args
+    for value in values:
+        for option in walk_contents(value):
+            if isinstance(option, Derived):
+                yield option.steps
 
 
 def _is_norm(event: Event) -> bool:
@@ -131,8 +137,3 @@ def _is_norm(event: Event) -> bool:
 def _local(event: Event) -> bool:
     values = (event.receiver, *event.args) if event.receiver is not None else event.args
     return any(isinstance(v, Derived) and "local" in v.tags for value in values for v in walk_contents(value))
-
-
-def _span(facts: FileFacts, event: Event) -> tuple[tuple[int, int], tuple[int, int]]:
-    where = facts.position(event.node)
-    return (where.start.line, where.start.column), (where.end.line, where.end.column)

@@ -390,6 +390,299 @@ CASES = {
             with model.no_sync():
                 loss.backward()
     """,
+    # --- FSDP006 -----------------------------------------------------------------------------
+    "fsdp006-device-kwarg-never-materialised": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def main():
+            model = nn.Sequential(nn.Linear(8, 8, device="meta"), nn.Linear(8, 8, device="meta"))
+            for layer in model:
+                fully_shard(layer)
+            fully_shard(model)
+            model(x).sum().backward()
+    """,
+    "fsdp006-init-empty-weights": """
+        from accelerate import init_empty_weights
+        from torch.distributed.fsdp import fully_shard
+        with init_empty_weights():
+            model = AutoModelForCausalLM.from_config(config)  # expect: FSDP006
+        fully_shard(model)
+        model(x)
+    """,
+    "fsdp006-to-empty-in-trainer-without-init": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self):
+                with torch.device("meta"):
+                    self.model = Net()
+                fully_shard(self.model)
+                self.model.to_empty(device="cpu")  # expect: FSDP006
+    """,
+    "fsdp006-good-init-in-helper": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def initialise(model):
+            for module in model.modules():
+                if hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cpu")
+        initialise(model)
+    """,
+    "fsdp006-good-dcp-load": """
+        import torch
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        state = {"model": model.state_dict()}
+        dcp.load(state, checkpoint_id=path)
+    """,
+    "fsdp006-good-apply": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        model.apply(init_weights)
+    """,
+    # --- FSDP007 -----------------------------------------------------------------------------
+    "fsdp007-early-return": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        def save(model, path):
+            if not dist.get_rank() == 0:
+                return
+            state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))  # expect: FSDP007
+            torch.save(state, path)
+    """,
+    "fsdp007-rank-zero-only-decorator": """
+        import torch.distributed as dist
+        from lightning.pytorch.utilities import rank_zero_only
+        @rank_zero_only
+        def log_norm(model):
+            total = sum(p.full_tensor().norm() for p in model.parameters())  # expect: FSDP007
+            print(total)
+    """,
+    "fsdp007-is-main-process-barrier": """
+        import torch.distributed as dist
+        if accelerator.is_main_process:
+            save_artifacts()
+            dist.barrier()  # expect: FSDP007
+    """,
+    "fsdp007-helper-called-from-branch": """
+        import torch.distributed.checkpoint as dcp
+        def checkpoint(model, step):
+            dcp.save({"model": model.state_dict()}, checkpoint_id=f"ckpt/{step}")
+        for step in range(steps):
+            train_step()
+            if rank == 0 and step % 100 == 0:
+                checkpoint(model, step)  # expect: FSDP007
+    """,
+    "fsdp007-good-point-to-point": """
+        import torch.distributed as dist
+        if rank == 0:
+            dist.send(tensor, dst=1)
+        else:
+            dist.recv(tensor, src=0)
+    """,
+    "fsdp007-good-broadcast-in-both-arms": """
+        import torch.distributed as dist
+        if dist.get_rank() == 0:
+            sizes = compute_sizes()
+            dist.broadcast_object_list(sizes, src=0)
+        else:
+            sizes = [None]
+            dist.broadcast_object_list(sizes, src=0)
+    """,
+    "fsdp007-good-sharded-state-dict-on-rank-zero": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+        if dist.get_rank() == 0:
+            keys = list(get_model_state_dict(model).keys())
+    """,
+    # --- FSDP008 -----------------------------------------------------------------------------
+    "fsdp008-eval-helper-before-optimizer": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        @torch.no_grad()
+        def evaluate(model, batches):
+            return sum(model(b).mean() for b in batches)
+        def main():
+            model = Net()
+            for block in model.blocks:
+                fully_shard(block)
+            fully_shard(model)
+            baseline = evaluate(model, val_batches)
+            optimizer = torch.optim.AdamW(model.parameters())  # expect: FSDP008
+            optimizer.step()
+    """,
+    "fsdp008-generate-before-optimizer": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        sample = model.generate(prompt)
+        optimizer = torch.optim.AdamW(model.parameters())  # expect: FSDP008
+    """,
+    "fsdp008-good-reshard-after-forward-true": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model, reshard_after_forward=True)
+        model(sample)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp008-good-forward-before-sharding": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model(sample)
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    # --- FSDP010 -----------------------------------------------------------------------------
+    "fsdp010-main-process-from-pretrained": """
+        from torch.distributed.fsdp import fully_shard
+        from transformers import AutoModelForCausalLM
+        if accelerator.is_main_process:
+            model = AutoModelForCausalLM.from_pretrained(name)  # expect: FSDP010
+        else:
+            model = AutoModelForCausalLM.from_config(config)
+        fully_shard(model)
+    """,
+    "fsdp010-trainer-rank-attribute": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model, rank):
+                self.rank = rank
+                self.model = model
+                if self.rank == 0:
+                    self.model.load_state_dict(torch.load("init.pt"))  # expect: FSDP010
+                fully_shard(self.model)
+    """,
+    "fsdp010-good-broadcast-after": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        if rank == 0:
+            model.load_state_dict(torch.load("init.pt"))
+        for param in model.parameters():
+            dist.broadcast(param.data, src=0)
+        fully_shard(model)
+    """,
+    "fsdp010-good-all-ranks-load": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model.load_state_dict(torch.load("init.pt", map_location="cpu"))
+        fully_shard(model)
+    """,
+    # --- FSDP011 -----------------------------------------------------------------------------
+    "fsdp011-device-mesh-cuda": """
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        def main():
+            mesh = init_device_mesh("cuda", (8,))
+            fully_shard(model.cuda(), mesh=mesh)  # expect: FSDP011
+    """,
+    "fsdp011-good-device-id": """
+        import os
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        local_rank = int(os.environ["LOCAL_RANK"])
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+        fully_shard(model.cuda())
+    """,
+    "fsdp011-good-gloo": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        dist.init_process_group("gloo")
+        fully_shard(model)
+    """,
+    # --- FSDP014 -----------------------------------------------------------------------------
+    "fsdp014-disabled-once-at-start": """
+        model.set_requires_gradient_sync(False)  # expect: FSDP014
+        for batch in loader:
+            loss = model(batch).sum()
+            loss.backward()
+            optimizer.step()
+    """,
+    "fsdp014-good-reenabled-before-last-backward": """
+        for step, batch in enumerate(loader):
+            last = (step + 1) % accumulation == 0
+            if not last:
+                model.set_requires_gradient_sync(False)
+            else:
+                model.set_requires_gradient_sync(True)
+            model(batch).sum().backward()
+            if last:
+                optimizer.step()
+    """,
+    "fsdp014-good-no-step-in-file": """
+        def freeze_sync(model):
+            model.set_requires_gradient_sync(False)
+    """,
+    # --- FSDP015 -----------------------------------------------------------------------------
+    "fsdp015-stale-list-in-trainer": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.params = [p for p in model.parameters() if p.requires_grad]
+                fully_shard(self.model)
+            def step(self):
+                torch.nn.utils.clip_grad_norm_(self.params, 1.0)  # expect: FSDP015
+    """,
+    "fsdp015-local-norm-stack": """
+        import torch
+        norms = [p.grad.to_local().norm() for p in model.parameters() if p.grad is not None]
+        total = torch.norm(torch.stack(norms))  # expect: FSDP015
+    """,
+    "fsdp015-good-generator-after-shard": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        torch.nn.utils.clip_grad_norm_((p for p in model.parameters() if p.grad is not None), 1.0)
+    """,
+    "fsdp015-good-full-tensor-norm": """
+        import torch
+        total = torch.sqrt(sum(p.grad.full_tensor().pow(2).sum() for p in model.parameters()))
+    """,
+    # --- FSDP034 -----------------------------------------------------------------------------
+    "fsdp034-root-only-main": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from transformers import AutoModelForCausalLM
+        def main():
+            model = AutoModelForCausalLM.from_pretrained(name)
+            model = fully_shard(model)  # expect: FSDP034
+            optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-helper-shards-blocks": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def shard(module):
+            fully_shard(module)
+        for block in model.layers:
+            shard(block)
+        shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-block-shards-itself": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Block(nn.Module):
+            def apply_fsdp(self, mesh):
+                fully_shard(self, mesh=mesh)
+    """,
 }
 
 

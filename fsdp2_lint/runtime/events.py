@@ -8,6 +8,7 @@ files, the rank processes write them.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -59,8 +60,11 @@ class EventLog:
         self._file = open(path, "a", encoding="utf-8", buffering=1)
         self._lock = threading.Lock()
         self._start = time.monotonic()
+        self._pid = os.getpid()
 
     def write(self, kind: str, **fields: Any) -> None:
+        if os.getpid() != self._pid:
+            return  # a process the script forked (DataLoader worker, ...) inherited the probes
         record = {"kind": kind, "t": round(time.monotonic() - self._start, 4), **fields}
         line = json.dumps(record, default=repr)
         with self._lock:
