@@ -18,7 +18,7 @@ import libcst as cst
 
 from fsdp2_lint.facts import FileFacts
 from fsdp2_lint.interp import interpret
-from fsdp2_lint.rule import Finding, Rule, Severity, all_rules
+from fsdp2_lint.rule import Finding, Rule, RuleFix, Severity, all_rules
 
 PARSE_ERROR = "FSDP000"
 PARSE_ERROR_NAME = "unreadable-file"
@@ -29,6 +29,25 @@ _NOQA = re.compile(
 )
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _RULE_INSTANCES: dict[type[Rule], Rule] = {}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text from (line, column) to (end_line, end_column) with ``content``
+    (1-based, end exclusive, columns in characters)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    description: str
+    applicability: str  # "safe" or "unsafe"
+    edits: tuple[Edit, ...]
 
 
 @dataclass(frozen=True)
@@ -46,6 +65,7 @@ class Diagnostic:
     end_line: int
     end_column: int
     source_line: str
+    fix: Fix | None = None
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -123,7 +143,17 @@ def _diagnostic(rule: type[Rule], finding: Finding, facts: FileFacts, lines: lis
         end_line=where.end.line,
         end_column=where.end.column + 1,
         source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
+        fix=_fix(finding.fix, facts) if finding.fix else None,
     )
+
+
+def _fix(fix: RuleFix, facts: FileFacts) -> Fix:
+    edits = []
+    for change in fix.changes:
+        where = facts.position(change.old)
+        content = facts.module.code_for_node(change.new)
+        edits.append(Edit(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1, content))
+    return Fix(fix.description, "safe" if fix.safe else "unsafe", tuple(edits))
 
 
 def _file_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:

@@ -49,14 +49,33 @@ class RuntimeSignature:
 
 
 @dataclass(frozen=True)
+class Replace:
+    """Replace the syntax node ``old`` with ``new`` (libcst round-trips everything else)."""
+
+    old: cst.CSTNode
+    new: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class RuleFix:
+    """A mechanical repair. ``safe`` fixes keep the program's meaning and are applied by
+    ``--fix``; unsafe ones change behaviour a reviewer should see (``--unsafe-fixes``)."""
+
+    description: str
+    changes: tuple[Replace, ...]
+    safe: bool = True
+
+
+@dataclass(frozen=True)
 class Finding:
     """A violation found by a rule: the node to report and, optionally, what differs from the
-    rule's defaults (a rule with two cases may report one as a warning)."""
+    rule's defaults (a rule with two cases may report one as a warning) and a fix."""
 
     node: cst.CSTNode
     message: str | None = None
     hint: str | None = None
     severity: Severity | None = None
+    fix: RuleFix | None = None
 
 
 class Rule:

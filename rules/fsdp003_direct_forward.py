@@ -6,7 +6,7 @@ import libcst as cst
 
 from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
 from fsdp2_lint.values import Const, may_be_same, may_contain, refs
 
 
@@ -91,8 +91,16 @@ hidden = step(batch)  # expect: FSDP003
                             call.node,
                             f"`{canonical(module).text}.forward(...)` bypasses FSDP's pre-forward hook: "
                             "its sharded parameters are never all-gathered",
+                            fix=_call_module_instead(call.node),
                         )
                         break
+
+
+def _call_module_instead(node: cst.Call) -> RuleFix | None:
+    """``X.forward(args)`` -> ``X(args)``: the same call, through the hooks."""
+    if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "forward"):
+        return None  # `step = X.forward; step(x)`: no mechanical rewrite of the alias
+    return RuleFix("call the module instead of `.forward`", (Replace(node, node.with_changes(func=node.func.value)),))
 
 
 def _is_self_call(node: cst.CSTNode) -> bool:

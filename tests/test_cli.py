@@ -98,6 +98,7 @@ def test_json_output(project):
         "column": 7,
         "end_line": 5,
         "end_column": 7 + len("torch.optim.AdamW(model.parameters())"),
+        "fix": None,
     }
 
 
