@@ -237,17 +237,16 @@ class Trace:
         to a function or method outside torch and the builtins."""
         wanted = [canonical(module) for module in modules]
         for event in self.events[after + 1 :]:
+            if event.kind == "store" and _touches(event.receiver, wanted):
+                continue  # a module storing its own parts (`self.layers = ...` in its __init__)
             if event.kind == "store" or (event.kind == "return" and not event.stack):
                 values = event.args if event.kind == "store" else (event.result,)
             elif event.kind in ("call", "method") and not (event.qname or "").startswith(("torch.", "builtins.")):
                 values = (*event.args, *event.kwargs.values())
             else:
                 continue
-            for value in values:
-                if value is not None and any(
-                    may_overlap(canonical(ref), module) for ref in _refs_inside(value) for module in wanted
-                ):
-                    return event
+            if any(_touches(value, wanted) for value in values):
+                return event
         return None
 
     # --- sharding questions ----------------------------------------------------------------
@@ -289,6 +288,12 @@ class Trace:
         if since >= 0:
             return False
         return any(may_overlap(assumed, canonical(ref)) for assumed in self.assumed_sharded)
+
+
+def _touches(value: Value | None, modules: list[Ref]) -> bool:
+    return value is not None and any(
+        may_overlap(canonical(ref), module) for ref in _refs_inside(value) for module in modules
+    )
 
 
 def _refs_inside(value: Value) -> Iterator[Ref]:

@@ -129,13 +129,14 @@ def _never_materialised(trace: Trace) -> Iterator[Finding]:
 
 
 def _meta_creation(module: Ref) -> Event | None:
-    """The construction on the meta device of the module or of a module that contains it."""
+    """The construction on the meta device of the outermost module that contains ``module``."""
+    found = None
     obj = module.root
     while obj is not None:
         if obj.event is not None and _on_meta(obj.event):
-            return obj.event
+            found = obj.event
         obj = obj.parent.root if obj.parent is not None else None
-    return None
+    return found
 
 
 def _on_meta(creation: Event) -> bool:
