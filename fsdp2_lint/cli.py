@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -14,8 +15,8 @@ from rich.table import Table
 from fsdp2_lint import __version__
 from fsdp2_lint.config import ConfigError, Selection
 from fsdp2_lint.discovery import discover
-from fsdp2_lint.engine import raise_recursion_limit
-from fsdp2_lint.output import console, write_json, write_text
+from fsdp2_lint.engine import Diagnostic, raise_recursion_limit
+from fsdp2_lint.output import FORMATS, console, rule_markdown, write_report, write_statistics
 from fsdp2_lint.rule import Rule, all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path
 
@@ -36,9 +37,15 @@ def main() -> None:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the selection.")
-@click.option(
-    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Report format."
-)
+@click.option("--output-format", type=click.Choice(FORMATS), default="text", show_default=True,
+              envvar="FSDP2_LINT_OUTPUT_FORMAT", show_envvar=True, help="Report format.")  # fmt: skip
+@click.option("--statistics", is_flag=True, help="Print how often each rule was reported instead of the diagnostics.")
+@click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when problems are reported.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the diagnostics and nothing else (no summary line).")
+@click.option("--stdin-filename", metavar="NAME",
+              help="Lint standard input, reported (and configured) as the file NAME.")  # fmt: skip
+@click.option("--force-exclude", is_flag=True,
+              help="Apply the configured `exclude` to files named explicitly too (what the pre-commit hook uses).")  # fmt: skip
 @click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="pyproject.toml to use.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
 def check(
@@ -47,30 +54,60 @@ def check(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     output_format: str,
+    statistics: bool,
+    exit_zero: bool,
+    quiet: bool,
+    stdin_filename: str | None,
+    force_exclude: bool,
     config: Path | None,
     isolated: bool,
 ) -> None:
-    """Lint PATHS (files or directories; default: the current directory).
+    """Lint PATHS (files or directories; default: the current directory; `-`: standard input).
 
     Exit status: 0 when clean, 1 when anything is reported, 2 on usage or configuration errors.
     """
     raise_recursion_limit()
     selection = Selection(_codes(select) or None, _codes(ignore), _codes(extend_select))
     resolver = SettingsResolver(selection, config, isolated)
-    diagnostics = []
+    reads_stdin = paths == (Path("-"),) or (stdin_filename is not None and not paths)
+    if stdin_filename is not None and not reads_stdin:
+        raise click.UsageError("--stdin-filename names standard input: pass no PATHS (or `-`) with it")
     try:
-        targets = list(paths) or [Path(".")]
-        for target in targets:
-            resolver.for_path(target)  # report configuration errors before any output
-        for path in discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir)):
-            diagnostics.extend(check_path(path, resolver.for_path(path), _display(path)))
+        if reads_stdin:
+            diagnostics = _check_stdin(Path(stdin_filename or "-"), resolver, force_exclude)
+        else:
+            diagnostics = _check_paths(list(paths) or [Path(".")], resolver, force_exclude)
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
-    if output_format == "json":
-        write_json(diagnostics, sys.stdout)
+    if statistics:
+        write_statistics(diagnostics, output_format, sys.stdout, summary=not quiet)
     else:
-        write_text(diagnostics, console(sys.stdout))
-    sys.exit(1 if diagnostics else 0)
+        write_report(diagnostics, output_format, sys.stdout, summary=not quiet)
+    sys.exit(1 if diagnostics and not exit_zero else 0)
+
+
+def _check_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> list[Diagnostic]:
+    for target in targets:
+        resolver.for_path(target)  # report configuration errors before any output
+    if force_exclude:
+        targets = [target for target in targets if not _excluded(target, resolver)]
+    diagnostics = []
+    for path in discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir)):
+        diagnostics.extend(check_path(path, resolver.for_path(path), _display(path)))
+    return diagnostics
+
+
+def _check_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool) -> list[Diagnostic]:
+    settings = resolver.for_path(name, is_dir=False)
+    source = click.get_binary_stream("stdin").read()
+    if force_exclude and _excluded(name, resolver):
+        return []
+    return check_path(name, settings, _display(name), source=source)
+
+
+def _excluded(target: Path, resolver: SettingsResolver) -> bool:
+    is_dir = target.is_dir()
+    return resolver.for_path(target, is_dir).is_excluded(target.absolute(), is_dir)
 
 
 def _display(path: Path) -> str:
@@ -131,19 +168,21 @@ def explain_rule(code: str) -> None:
     console(sys.stdout).print(Markdown(rule_markdown(rule)))
 
 
-def rule_markdown(rule: type[Rule]) -> str:
-    """A rule's documentation: its docs, a bad and a good example from its tests, and the fix."""
-    parts = [f"# {rule.code} {rule.name} ({rule.severity.value})", rule.summary, rule.docs.strip()]
-    if rule.invalid:
-        parts.append("## Example\n```python\n" + rule.invalid[0].strip() + "\n```")
-    if rule.valid:
-        parts.append("## Use instead\n```python\n" + rule.valid[0].strip() + "\n```")
-    parts.append(f"## Fix\n{rule.hint}")
-    evidence = f"`{rule.signature.evidence}`"
-    if rule.signature.exception:
-        evidence += f": {' or '.join(rule.signature.exception)} matching `{rule.signature.message}`"
-    parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}. {rule.signature.note}".rstrip())
-    return "\n\n".join(parts) + "\n"
+LSP_INSTALL_HINT = (
+    "fsdp2-lint lsp needs pygls, which is not installed.\n"
+    "Install the editor extra:  pip install 'fsdp2-lint[lsp]'"
+)
+
+
+@main.command(name="lsp")
+def language_server() -> None:
+    """Run the language server on standard input/output (editors start it; see README)."""
+    if importlib.util.find_spec("pygls") is None:
+        click.echo(LSP_INSTALL_HINT, err=True)
+        sys.exit(2)
+    from fsdp2_lint.lsp.server import serve
+
+    serve()
 
 
 from fsdp2_lint.runtime.command import confirm  # noqa: E402  (torch-free; registered last)

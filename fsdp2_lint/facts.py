@@ -249,6 +249,17 @@ class Trace:
                 return event
         return None
 
+    def optimizes_sharded(self, optimizer: Obj) -> bool:
+        """Was the optimizer given its parameters after their module was sharded (its state and
+        parameters are DTensors)? False for an optimizer built outside this trace."""
+        if optimizer.params is None or optimizer.event is None or optimizer.event not in self.events:
+            return False
+        for source in optimizer.params.sources:
+            captured = source.captured_at if source.captured_at is not None else optimizer.event.index
+            if self.sharded_overlap(source.ref, self.events[min(captured + 1, len(self.events) - 1)]):
+                return True
+        return False
+
     # --- sharding questions ----------------------------------------------------------------
 
     def shards_between(self, start: int, end: int, event: Event) -> Iterator[tuple[Event, Ref]]:

@@ -32,6 +32,7 @@ from fsdp2_lint.values import (
     Function,
     Iter,
     Lambda,
+    Loaded,
     ModuleIter,
     Obj,
     Params,
@@ -499,8 +500,7 @@ class Interpreter:
     def ref_attribute(self, ref: Ref, name: str) -> Value:
         if ref.root.wrapped is not None and name == "module" and not ref.path:
             return ref.root.wrapped
-        slot = canonical(ref).child(name)
-        stored = self.heap.get((id(slot.root), slot.path))
+        stored = self.stored_attribute((ref,), name)
         if stored is not None:
             return stored
         cls = ref.root.cls if not ref.path else None
@@ -531,7 +531,7 @@ class Interpreter:
                 results.append(option.items[key])
             elif isinstance(option, Symbol) and option.qname == "os.environ" and key in names.RANK_ENV_VARS:
                 results.append(RankDep("rank"))
-            elif isinstance(option, Params):
+            elif isinstance(option, (Params, Loaded)):
                 results.append(option)
             elif isinstance(option, RankDep):
                 results.append(RankDep("mixed"))
@@ -688,7 +688,11 @@ class Interpreter:
                 kwargs[arg.keyword.value] = value
             elif arg.star == "*":
                 args.extend(_elements(value) if isinstance(value, Tuple) else [UNKNOWN])
-            elif arg.star != "**":
+            elif arg.star == "**":  # fully_shard(block, **fsdp_kwargs) with a literal dict
+                for key, item in _container_items(value) or ():
+                    if isinstance(key, str):
+                        kwargs[key] = item
+            else:
                 args.append(value)
         return tuple(args), kwargs
 
@@ -700,7 +704,7 @@ class Interpreter:
         if isinstance(callee, Class):
             return self.construct(callee.info, args, kwargs, node)
         if isinstance(callee, BoundMethod):
-            return self.call_method(callee.receiver, callee.name, args, kwargs, node)
+            return self.call_method(callee.receiver, callee.name, args, kwargs, node, attribute_read=True)
         if isinstance(callee, Ref):
             return self.invoke(callee, args, kwargs, node)
         if isinstance(callee, Lambda):
@@ -763,7 +767,11 @@ class Interpreter:
     def call_builtin(self, name: str, args: tuple, kwargs: dict, node: cst.Call) -> Value | None:
         first = args[0] if args else UNKNOWN
         if name in ("list", "tuple", "set", "sorted", "frozenset", "dict"):
-            return self.materialize(first, node) if args else self.eval_collection(cst.List([]))
+            if args:
+                return self.materialize(first, node)
+            container = Obj("container", None, node=node)
+            container.items = list(kwargs.items())  # dict(mesh=mesh, ...)
+            return Ref(container)
         if name in ("iter", "filter") and args:
             return args[-1] if name == "filter" else first
         if name == "next":
@@ -807,15 +815,35 @@ class Interpreter:
                 results.append(Ref(container))
         return choice(results)
 
-    def call_method(self, receiver: Value, name: str, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+    def call_method(
+        self, receiver: Value, name: str, args: tuple, kwargs: dict, node: cst.Call, attribute_read: bool = False
+    ) -> Value:
+        """``receiver.name(...)``. ``attribute_read``: the attribute was already read (a bound
+        method value), so what it holds must not be looked up again."""
         opts = options(receiver)
         if opts and all(isinstance(option, Symbol) for option in opts):
             return choice([self.call_symbol(names.canonical(f"{o.qname}.{name}"), args, kwargs, node) for o in opts])
+        stored = None if attribute_read else self.stored_attribute(opts, name)
+        if stored is not None:  # `self.model(x)`: call what the attribute holds
+            return choice([self.call_value(option, args, kwargs, node) for option in options(stored)])
         event = self.record("method", node, name=name, receiver=receiver, args=args, kwargs=kwargs)
         event.result = choice([self.method_of(option, name, args, kwargs, event) for option in opts])
         if event.result is UNKNOWN and _rank_dependent((receiver, *args), kwargs):  # "{}.pt".format(rank)
             event.result = RankDep("mixed")
         return event.result
+
+    def stored_attribute(self, receivers: tuple[Value, ...], name: str) -> Value | None:
+        """The value assigned to ``receiver.name``, when every receiver has one."""
+        stored = []
+        for receiver in receivers:
+            if not isinstance(receiver, Ref):
+                return None
+            slot = canonical(receiver).child(name)
+            value = self.heap.get((id(slot.root), slot.path))
+            if value is None:
+                return None
+            stored.append(value)
+        return choice(stored) if stored else None
 
     def method_of(self, receiver: Value, name: str, args: tuple, kwargs: dict, event: Event) -> Value:
         node = event.node
@@ -846,6 +874,8 @@ class Interpreter:
             return receiver
         if isinstance(receiver, Derived):
             return _derived_method(receiver, name, event.index)
+        if isinstance(receiver, Loaded) and name in ("get", "pop", "copy", "setdefault"):
+            return receiver
         kind = names.rank_kind_of_call(name)
         return RankDep(kind) if kind else UNKNOWN
 
@@ -1410,9 +1440,24 @@ def _full_state_dict(options_value: Value | None) -> bool | None:
     return None
 
 
+def _loaded(interp: Interpreter, event: Event) -> Value:
+    path = event.arg(0, "f") or event.arg(0, "filename") or UNKNOWN
+    return Loaded(per_rank=any(isinstance(option, RankDep) for option in walk_contents(path)))
+
+
 def _environ_get(interp: Interpreter, event: Event) -> Value:
     key = const(event.arg(0) or UNKNOWN)
     return RankDep("rank") if key in names.RANK_ENV_VARS else interp.new_object(event, event.qname)
+
+
+def _copy(interp: Interpreter, event: Event) -> Value:
+    """``copy.deepcopy(x)``: a new object of the same kind as ``x``."""
+    original = event.arg(0, "x")
+    obj = Obj("new", None, node=event.node)
+    obj.event = event
+    if isinstance(original, Ref) and not original.path:
+        obj.qname, obj.cls = original.root.qname, original.root.cls
+    return Ref(obj)
 
 
 def _symbol_returns_second(interp: Interpreter, event: Event) -> Value:
@@ -1423,12 +1468,14 @@ _SYMBOL_CALLS = {
     names.FULLY_SHARD: _symbol_returns_first,
     "torch.compile": _symbol_returns_first,
     "typing.cast": _symbol_returns_second,
+    "copy.deepcopy": _copy,
     names.DDP: _wrapper("ddp"),
     names.FSDP1: _wrapper("fsdp1"),
     names.GET_MODEL_STATE_DICT: _state_dict_of(0, "model"),
     names.GET_OPTIMIZER_STATE_DICT: _state_dict_of(1, "optimizers"),
     names.GET_STATE_DICT: _get_state_dict,
     "os.environ.get": _environ_get,
+    **{loader: _loaded for loader in names.LOADERS},
     "os.getenv": _environ_get,
 }
 

@@ -15,6 +15,9 @@ FSDP = "torch.distributed.fsdp"
 FULLY_SHARD = f"{FSDP}.fully_shard"
 REGISTER_FORWARD_METHOD = f"{FSDP}.register_fsdp_forward_method"
 FSDP1 = f"{FSDP}.FullyShardedDataParallel"
+LOADERS = frozenset(
+    {"torch.load", "safetensors.torch.load_file", "safetensors.torch.load", "torch.hub.load_state_dict_from_url"}
+)
 DDP = "torch.nn.parallel.DistributedDataParallel"
 TORCH_SAVE = "torch.save"
 TORCH_LOAD = "torch.load"
@@ -48,6 +51,7 @@ _PREFIXES = {
     "torch.distributed.tensor._api": "torch.distributed.tensor",
     "torch.nn.parallel.distributed": "torch.nn.parallel",
     "torch.serialization": "torch",
+    "torch.utils.model_zoo": "torch.hub",
     "torch.autograd.grad_mode": "torch",
     "torch.autograd": "torch",
 }

@@ -1,22 +1,53 @@
-"""Report formats for ``fsdp2-lint check``: text (coloured on a terminal, plain when piped) and json."""
+"""Report formats for ``fsdp2-lint check`` (Ruff's names and conventions).
+
+``text`` and ``concise`` are for people (coloured on a terminal, plain when piped); ``json`` and
+``json-lines`` are data; ``github``, ``gitlab``, ``junit`` and ``sarif`` are what CI systems read.
+CI formats give paths relative to the enclosing git work tree, which is what those systems resolve
+them against, so a report made from a subdirectory still points at the right files.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import Sequence, TextIO
+import os
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Sequence, TextIO
+from urllib.parse import quote
 
 from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from fsdp2_lint.engine import Diagnostic
-from fsdp2_lint.rule import Severity
+from fsdp2_lint import __version__
+from fsdp2_lint.engine import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic
+from fsdp2_lint.rule import Rule, Severity, all_rules
 
+FORMATS = ("text", "concise", "json", "json-lines", "github", "gitlab", "junit", "sarif")
 STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow"}
+HOMEPAGE = "https://github.com/fsdp2-lint/fsdp2-lint"
+PARSE_ERROR_SUMMARY = "the file cannot be read or parsed, so nothing else in it was checked"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def console(stream: TextIO) -> Console:
     return Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
+
+
+def write_report(diagnostics: Sequence[Diagnostic], output_format: str, stream: TextIO, summary: bool = True) -> None:
+    """Write ``diagnostics`` in ``output_format``; ``summary`` adds the closing count line to
+    ``text`` and ``concise`` (``--quiet`` turns it off)."""
+    if output_format == "text":
+        write_text(diagnostics, console(stream), summary)
+    elif output_format == "concise":
+        write_concise(diagnostics, console(stream), summary)
+    else:
+        _DATA_WRITERS[output_format](diagnostics, stream)
+
+
+# --- for people ---
 
 
 def write_text(diagnostics: Sequence[Diagnostic], out: Console, summary: bool = True) -> None:
@@ -27,10 +58,7 @@ def write_text(diagnostics: Sequence[Diagnostic], out: Console, summary: bool = 
 
 
 def _diagnostic_text(d: Diagnostic) -> Text:
-    text = Text()
-    text.append(f"{d.path}:{d.line}:{d.column}:", style="bold")
-    text.append(" ")
-    text.append(d.code, style=STYLES[d.severity])
+    text = _location_and_code(d)
     text.append(f" {d.message}\n")
     if d.source_line:
         gutter = " " * len(str(d.line))
@@ -51,6 +79,22 @@ def _diagnostic_text(d: Diagnostic) -> Text:
     return text
 
 
+def write_concise(diagnostics: Sequence[Diagnostic], out: Console, summary: bool = True) -> None:
+    """One line per diagnostic: ``path:line:column: CODE message``."""
+    for diagnostic in diagnostics:
+        out.print(_location_and_code(diagnostic).append(f" {diagnostic.message}"))
+    if summary:
+        out.print(_summary(diagnostics))
+
+
+def _location_and_code(d: Diagnostic) -> Text:
+    text = Text()
+    text.append(f"{d.path}:{d.line}:{d.column}:", style="bold")
+    text.append(" ")
+    text.append(d.code, style=STYLES[d.severity])
+    return text
+
+
 def _summary(diagnostics: Sequence[Diagnostic]) -> Text:
     if not diagnostics:
         return Text("All checks passed!", style="bold green")
@@ -61,6 +105,211 @@ def _summary(diagnostics: Sequence[Diagnostic]) -> Text:
     return Text(f"Found {len(diagnostics)} {noun} ({', '.join(parts)}).", style="bold")
 
 
+def write_statistics(diagnostics: Sequence[Diagnostic], output_format: str, stream: TextIO, summary: bool = True) -> None:
+    """``--statistics``: how often each code was reported, most frequent first (Ruff's layout)."""
+    counts = Counter(d.code for d in diagnostics)
+    names = {d.code: d.name for d in diagnostics}
+    fixable = {d.code for d in diagnostics if d.fix is not None}
+    ranked = sorted(counts, key=lambda code: (-counts[code], code))
+    if output_format == "json":
+        rows = [{"code": c, "name": names[c], "count": counts[c], "fixable": c in fixable} for c in ranked]
+        json.dump(rows, stream, indent=2)
+        stream.write("\n")
+        return
+    width = len(str(max(counts.values(), default=0)))
+    marker = (lambda code: "[*] " if code in fixable else "[ ] ") if fixable else (lambda code: "")
+    out = console(stream)
+    for code in ranked:
+        out.print(f"{counts[code]:>{width}}\t{code}\t{marker(code)}{names[code]}")
+    if summary:
+        out.print(_summary(diagnostics))
+
+
+# --- data ---
+
+
 def write_json(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
     json.dump([d.to_json() for d in diagnostics], stream, indent=2)
     stream.write("\n")
+
+
+def write_json_lines(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    for diagnostic in diagnostics:
+        stream.write(json.dumps(diagnostic.to_json()) + "\n")
+
+
+# --- CI systems ---
+
+
+def write_github(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    """GitHub Actions workflow commands: each diagnostic becomes an annotation on its line."""
+    root = repository_root(Path.cwd())
+    for d in diagnostics:
+        properties = {
+            "title": f"fsdp2-lint ({d.code})",
+            "file": repository_path(d.path, root),
+            "line": d.line,
+            "col": d.column,
+            "endLine": d.end_line,
+            "endColumn": d.end_column,
+        }
+        fields = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
+        data = _escape_data(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}")
+        stream.write(f"::{d.severity.value} {fields}::{data}\n")
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def write_gitlab(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    """GitLab Code Quality report (``artifacts:reports:codequality``)."""
+    root = repository_root(Path.cwd())
+    fingerprints = stable_fingerprints(diagnostics, root)
+    report = [
+        {
+            "description": f"{d.code} {d.message}",
+            "check_name": d.code,
+            "fingerprint": fingerprint,
+            "severity": "major" if d.severity is Severity.ERROR else "minor",
+            "location": {"path": repository_path(d.path, root), "lines": {"begin": d.line, "end": d.end_line}},
+        }
+        for d, fingerprint in zip(diagnostics, fingerprints)
+    ]
+    json.dump(report, stream, indent=2)
+    stream.write("\n")
+
+
+def stable_fingerprints(diagnostics: Sequence[Diagnostic], root: Path) -> list[str]:
+    """One fingerprint per diagnostic that survives edits elsewhere in the file: it hashes the
+    code, the file and the reported line's text (not its number), plus the occurrence count of
+    that triple, so identical lines in one file still get distinct fingerprints."""
+    seen: Counter[tuple[str, str, str]] = Counter()
+    fingerprints = []
+    for d in diagnostics:
+        key = (d.code, repository_path(d.path, root), d.source_line.strip() or d.message)
+        seen[key] += 1
+        fingerprints.append(hashlib.sha256("\0".join((*key, str(seen[key]))).encode()).hexdigest())
+    return fingerprints
+
+
+def write_junit(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    """JUnit XML: one test suite per file, one failed test case per diagnostic."""
+    suites = ET.Element("testsuites", name="fsdp2-lint", tests=str(max(1, len(diagnostics))),
+                        failures=str(len(diagnostics)), errors="0")  # fmt: skip
+    by_path: dict[str, list[Diagnostic]] = {}
+    for d in diagnostics:
+        by_path.setdefault(d.path, []).append(d)
+    for path, found in by_path.items():
+        suite = ET.SubElement(suites, "testsuite", name=path, tests=str(len(found)), failures=str(len(found)), errors="0")
+        for d in found:
+            case = ET.SubElement(suite, "testcase", name=f"fsdp2-lint.{d.code}", classname=path, file=path,
+                                 line=str(d.line), column=str(d.column))  # fmt: skip
+            failure = ET.SubElement(case, "failure", message=d.message, type=d.code)
+            failure.text = f"line {d.line}, col {d.column}, {d.message}"
+    if not diagnostics:
+        suite = ET.SubElement(suites, "testsuite", name="fsdp2-lint", tests="1", failures="0", errors="0")
+        ET.SubElement(suite, "testcase", name="No problems found", classname="fsdp2-lint")
+    ET.indent(suites)
+    stream.write('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n")
+
+
+def write_sarif(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    """SARIF 2.1.0 for GitHub code scanning: every rule in ``tool.driver``, one result per diagnostic."""
+    root = repository_root(Path.cwd())
+    rules = [_sarif_parse_error_rule()] + [_sarif_rule(rule) for rule in all_rules()]
+    index = {rule["id"]: position for position, rule in enumerate(rules)}
+    fingerprints = stable_fingerprints(diagnostics, root)
+    results = [_sarif_result(d, index[d.code], fingerprint, root) for d, fingerprint in zip(diagnostics, fingerprints)]
+    run = {
+        "tool": {"driver": {"name": "fsdp2-lint", "version": __version__, "informationUri": HOMEPAGE, "rules": rules}},
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+        "columnKind": "unicodeCodePoints",  # Diagnostic columns count characters
+        "results": results,
+    }
+    json.dump({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, stream, indent=2)
+    stream.write("\n")
+
+
+def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.docs.strip(), "markdown": rule.docs.strip()},
+        "help": {"text": rule.hint, "markdown": rule_markdown(rule)},
+        "helpUri": rule.url(),
+        "defaultConfiguration": {"level": rule.severity.value},
+        "properties": {"tags": ["fsdp2", "correctness"]},
+    }
+
+
+def _sarif_parse_error_rule() -> dict[str, object]:
+    return {
+        "id": PARSE_ERROR,
+        "name": PARSE_ERROR_NAME,
+        "shortDescription": {"text": PARSE_ERROR_SUMMARY},
+        "help": {"text": "fix the file so that Python can parse it"},
+        "defaultConfiguration": {"level": "error"},
+    }
+
+
+def _sarif_result(d: Diagnostic, rule_index: int, fingerprint: str, root: Path) -> dict[str, object]:
+    path = repository_path(d.path, root)
+    if Path(path).is_absolute():
+        location: dict[str, str] = {"uri": Path(path).as_uri()}
+    else:
+        location = {"uri": quote(path), "uriBaseId": "%SRCROOT%"}
+    region = {"startLine": d.line, "startColumn": d.column, "endLine": d.end_line, "endColumn": d.end_column}
+    return {
+        "ruleId": d.code,
+        "ruleIndex": rule_index,
+        "level": d.severity.value,
+        "message": {"text": f"{d.message}\nhelp: {d.hint}"},
+        "locations": [{"physicalLocation": {"artifactLocation": location, "region": region}}],
+        "partialFingerprints": {"fsdp2-lint/v1": fingerprint},
+    }
+
+
+def repository_root(start: Path) -> Path:
+    """The enclosing git work tree, or ``start`` outside one."""
+    return next((folder for folder in (start, *start.parents) if (folder / ".git").exists()), start)
+
+
+def repository_path(path: str, root: Path) -> str:
+    """``path`` (as displayed, relative to the working directory) relative to ``root``, with ``/``
+    separators; absolute when the file lies outside ``root``."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(root).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def rule_markdown(rule: type[Rule]) -> str:
+    """A rule's documentation: its docs, a bad and a good example from its tests, and the fix."""
+    parts = [f"# {rule.code} {rule.name} ({rule.severity.value})", rule.summary, rule.docs.strip()]
+    if rule.invalid:
+        parts.append("## Example\n```python\n" + rule.invalid[0].strip() + "\n```")
+    if rule.valid:
+        parts.append("## Use instead\n```python\n" + rule.valid[0].strip() + "\n```")
+    parts.append(f"## Fix\n{rule.hint}")
+    evidence = f"`{rule.signature.evidence}`"
+    if rule.signature.exception:
+        evidence += f": {' or '.join(rule.signature.exception)} matching `{rule.signature.message}`"
+    parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}. {rule.signature.note}".rstrip())
+    return "\n\n".join(parts) + "\n"
+
+
+_DATA_WRITERS: dict[str, Callable[[Sequence[Diagnostic], TextIO], None]] = {
+    "json": write_json,
+    "json-lines": write_json_lines,
+    "github": write_github,
+    "gitlab": write_gitlab,
+    "junit": write_junit,
+    "sarif": write_sarif,
+}

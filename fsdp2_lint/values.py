@@ -167,6 +167,14 @@ class StateDict(Value):
 
 
 @dataclass(frozen=True)
+class Loaded(Value):
+    """What ``torch.load`` / safetensors ``load_file`` read from a file (or a part of it).
+    ``per_rank``: the path varies with the rank, so each rank reads its own shard file."""
+
+    per_rank: bool
+
+
+@dataclass(frozen=True)
 class Const(Value):
     value: object
 

@@ -5,7 +5,7 @@ from typing import Iterator
 from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Obj, RankDep, Ref, StateDict, walk_contents
+from fsdp2_lint.values import RankDep, Ref, StateDict, walk_contents
 
 
 class SaveShardedStateDict(Rule):
@@ -96,20 +96,9 @@ def _sharded_owner(trace: Trace, state: StateDict, save: Event) -> str | None:
         if trace.sharded_overlap(state.owner, _at(trace, state.at)):
             return f"`{canonical(state.owner).text}`"
         return None
-    if _optimizes_sharded(trace, state.owner):
+    if trace.optimizes_sharded(state.owner):
         return "an optimizer over sharded parameters"
     return None
-
-
-def _optimizes_sharded(trace: Trace, optimizer: Obj) -> bool:
-    """Did the optimizer receive parameters after their module was sharded (DTensor states)?"""
-    if optimizer.params is None or optimizer.event is None or optimizer.event not in trace.events:
-        return False  # built by code this trace does not contain: its order is unknown
-    for source in optimizer.params.sources:
-        captured = source.captured_at if source.captured_at is not None else optimizer.event.index
-        if trace.sharded_overlap(source.ref, _at(trace, captured + 1)):
-            return True
-    return False
 
 
 def _at(trace: Trace, index: int) -> Event:

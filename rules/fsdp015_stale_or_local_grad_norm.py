@@ -106,14 +106,18 @@ def _stale_shard(trace: Trace, clip: Event) -> Event | None:
 
 
 def _local_norms(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
-    """Norms over local gradient shards that are never reduced across ranks. Only the final norm
-    is reported: a per-parameter ``.norm()`` that a later norm consumes is part of the same total."""
+    """Norms over local gradient shards that are never reduced across ranks (an all-reduce of
+    the norm, or of what it is computed from, makes it global). Only the final norm is reported:
+    a per-parameter ``.norm()`` that a later norm consumes is part of the same total."""
     norms = [event for event in trace.events if _is_norm(event) and _local(event)]
-    if not norms or any(event.kind == "call" and event.qname in REDUCTIONS for event in trace.events[norms[0].index :]):
+    if not norms:
         return
     consumed = set().union(*(step for event in norms for step in _input_steps(event)))
+    reductions = [event for event in trace.events if event.kind == "call" and event.qname in REDUCTIONS]
+    reduced = set().union(*(step for event in reductions for step in _input_steps(event)))
     for event in norms:
-        if event.index not in consumed:
+        lineage = set().union({event.index}, *_input_steps(event))
+        if event.index not in consumed and not lineage & reduced:
             yield Finding(
                 event.node,
                 "gradient norm over `to_local()` shards only: this is this rank's partial norm, not the global one",

@@ -14,6 +14,9 @@ LEAF_MODULES = frozenset(
 )
 
 
+NOT_MODULES = frozenset({"Parameter", "Buffer", "ParameterList", "ParameterDict", "Tensor"})
+
+
 class OnlyRootSharded(Rule):
     code = "FSDP034"
     name = "only-root-sharded"
@@ -125,6 +128,19 @@ def _has_submodules(trace: Trace, module: Ref) -> bool:
         return True
     return any(
         any(owner.root is obj and not owner.path for owner in refs(store.receiver))
-        and any(value.root.kind in ("new", "param") for value in refs(store.args[0]))
+        and any(_module_like(value) for value in refs(store.args[0]))
         for store in trace.of_kind("store")
     )
+
+
+def _module_like(value: Ref) -> bool:
+    """Could this stored object be a submodule? Parameters and buffers are not."""
+    obj = value.root
+    if value.path or obj.kind == "param":
+        return True  # passed in or reached through another object: assume a module
+    if obj.kind != "new":
+        return False
+    if obj.cls is not None:
+        return True
+    last = (obj.qname or "").rpartition(".")[2]
+    return last[:1].isupper() and last not in NOT_MODULES

@@ -1,0 +1,267 @@
+"""The fsdp2-lint language server (``fsdp2-lint lsp``, stdio).
+
+Each document is linted with the CLI's own code path (``SettingsResolver`` + ``check_path`` on the
+buffer's text), so the editor shows what ``fsdp2-lint check`` would print for the same text,
+``[tool.fsdp2-lint]`` and ``# noqa`` included. Lints run one at a time on a worker thread, at most
+once per document version, and every request and notification of that version shares the result.
+
+Diagnostics are pushed (``textDocument/publishDiagnostics``) on open, save and, debounced, on
+change, unless the client declared pull support: then it asks (``textDocument/diagnostic``) and
+nothing is pushed, so no editor shows a diagnostic twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Awaitable
+from urllib.parse import urlparse
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from fsdp2_lint import __version__
+from fsdp2_lint.config import ConfigError, Selection, find_config
+from fsdp2_lint.discovery import SUFFIXES
+from fsdp2_lint.engine import raise_recursion_limit
+from fsdp2_lint.lsp import features
+from fsdp2_lint.lsp.text import DocumentText
+from fsdp2_lint.runner import SettingsResolver, check_path
+
+DEBOUNCE_SECONDS = 0.2
+CONFIG_FILE = "pyproject.toml"
+WATCHER_ID = "fsdp2-lint-configuration"
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The lint of one version of a document."""
+
+    result_id: str
+    text: DocumentText
+    found: tuple[features.Finding, ...]
+    config_error: str | None = None
+
+    @property
+    def lsp_diagnostics(self) -> list[types.Diagnostic]:
+        return [finding.lsp for finding in self.found]
+
+
+@dataclass(frozen=True)
+class _Pending:
+    version: int | None
+    source: str
+    result: asyncio.Future[Analysis]
+
+
+class Fsdp2LintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("fsdp2-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.resolver = SettingsResolver(Selection())
+        self._analyses: dict[str, _Pending] = {}
+        self._debounced: dict[str, asyncio.Task[None]] = {}
+        self._linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsdp2-lint")
+        self._result_ids = itertools.count(1)
+        self._shown_config_error: str | None = None
+
+    def capability(self, field: str) -> object:
+        return get_capability(self.client_capabilities, field, None)
+
+    @property
+    def pulls(self) -> bool:
+        """Whether the client asks for diagnostics itself (LSP 3.17 pull model)."""
+        return self.capability("text_document.diagnostic") is not None
+
+    def open_python_document(self, uri: str) -> TextDocument | None:
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return None
+        is_python = document.language_id == "python" or PurePosixPath(urlparse(uri).path).suffix in SUFFIXES
+        return document if is_python else None
+
+    async def analysis(self, document: TextDocument) -> Analysis:
+        """The lint of the document's current text: started once per version, shared by every caller
+        (shielded, so a cancelled request or debounce leaves it running for the others)."""
+        pending = self._analyses.get(document.uri)
+        if pending is None or pending.version != document.version or pending.source != document.source:
+            text = DocumentText(document.source, self.workspace.position_encoding)
+            job = (document.uri, text, self.resolver, str(next(self._result_ids)))
+            pending = _Pending(document.version, document.source, asyncio.get_running_loop().run_in_executor(self._linter, analyse, *job))
+            self._analyses[document.uri] = pending
+        return await asyncio.shield(pending.result)
+
+    def schedule_publish(self, uri: str, delay: float) -> None:
+        """Publish the document's diagnostics after ``delay`` seconds without a newer schedule."""
+        previous = self._debounced.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        self._debounced[uri] = asyncio.ensure_future(self._publish_after(uri, delay))
+
+    async def _publish_after(self, uri: str, delay: float) -> None:
+        await asyncio.sleep(delay)
+        await self.reporting_failures(uri, self.publish(uri))
+
+    async def publish(self, uri: str) -> None:
+        document = self.open_python_document(uri)
+        if document is None:
+            return
+        version = document.version
+        analysis = await self.analysis(document)
+        current = self.workspace.text_documents.get(uri)
+        if current is None or current.version != version:
+            return  # closed or edited meanwhile: the newer version publishes its own
+        self.surface_config_error(analysis.config_error)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=analysis.lsp_diagnostics)
+        )
+
+    def forget(self, uri: str) -> None:
+        pending = self._debounced.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        self._analyses.pop(uri, None)
+
+    def configuration_changed(self) -> None:
+        """A pyproject.toml changed: lint every open document again with fresh settings."""
+        find_config.cache_clear()
+        self.resolver = SettingsResolver(Selection())
+        self._analyses.clear()
+        if not self.pulls:
+            for uri in list(self.workspace.text_documents):
+                self.schedule_publish(uri, 0)
+        elif self.capability("workspace.diagnostics.refresh_support"):
+            self.workspace_diagnostic_refresh(None)
+
+    def surface_config_error(self, error: str | None) -> None:
+        """Show a configuration error once (the CLI exits 2 on it; here no diagnostics are shown)."""
+        if error is not None and error != self._shown_config_error:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"fsdp2-lint: {error}"))
+        self._shown_config_error = error
+
+    async def reporting_failures(self, uri: str, work: Awaitable[None]) -> None:
+        """Run ``work`` for one document; a failure is logged and shown, and the server goes on."""
+        try:
+            await work
+        except Exception as error:  # a bug of ours must cost one document's result, not the session
+            logger.exception("fsdp2-lint failed on %s", uri)
+            message = f"fsdp2-lint failed on {uri}: {type(error).__name__}: {error}"
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
+
+
+def analyse(uri: str, text: DocumentText, resolver: SettingsResolver, result_id: str) -> Analysis:
+    """Lint one version of a document (on the worker thread): what `fsdp2-lint check` reports for it."""
+    file_path = to_fs_path(uri)
+    path = Path(file_path) if file_path else Path.cwd() / PurePosixPath(urlparse(uri).path).name
+    try:
+        settings = resolver.for_path(path, is_dir=False)
+    except ConfigError as error:
+        return Analysis(result_id, text, (), str(error))
+    diagnostics = check_path(path, settings, str(path), source=text.to_bytes())
+    return Analysis(result_id, text, features.findings(diagnostics, text))
+
+
+server = Fsdp2LintServer()
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: Fsdp2LintServer, params: types.InitializedParams) -> None:
+    if not ls.capability("workspace.did_change_watched_files.dynamic_registration"):
+        return  # the client cannot watch files for us: configuration is read again on restart
+    watcher = types.FileSystemWatcher(glob_pattern=f"**/{CONFIG_FILE}")
+    registration = types.Registration(
+        id=WATCHER_ID,
+        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=[watcher]),
+    )
+    try:
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
+    except Exception as error:  # declared but refused: we still lint, with the settings read at startup
+        logger.warning("the client refused to watch %s: %s", CONFIG_FILE, error)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: Fsdp2LintServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.forget(params.text_document.uri)
+    if not ls.pulls:
+        ls.schedule_publish(params.text_document.uri, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: Fsdp2LintServer, params: types.DidChangeTextDocumentParams) -> None:
+    if not ls.pulls:
+        ls.schedule_publish(params.text_document.uri, DEBOUNCE_SECONDS)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: Fsdp2LintServer, params: types.DidSaveTextDocumentParams) -> None:
+    if not ls.pulls:
+        ls.schedule_publish(params.text_document.uri, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: Fsdp2LintServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.forget(params.text_document.uri)
+    if not ls.pulls:
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def watched_files_changed(ls: Fsdp2LintServer, params: types.DidChangeWatchedFilesParams) -> None:
+    if any(PurePosixPath(urlparse(change.uri).path).name == CONFIG_FILE for change in params.changes):
+        ls.configuration_changed()
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_DIAGNOSTIC,
+    types.DiagnosticOptions(identifier="fsdp2-lint", inter_file_dependencies=False, workspace_diagnostics=False),
+)
+async def pull_diagnostics(ls: Fsdp2LintServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+    document = ls.open_python_document(params.text_document.uri)
+    if document is None:
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    analysis = await ls.analysis(document)
+    ls.surface_config_error(analysis.config_error)
+    if params.previous_result_id == analysis.result_id:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=analysis.result_id)
+    return types.RelatedFullDocumentDiagnosticReport(items=analysis.lsp_diagnostics, result_id=analysis.result_id)
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+async def hover(ls: Fsdp2LintServer, params: types.HoverParams) -> types.Hover | None:
+    document = ls.open_python_document(params.text_document.uri)
+    if document is None:
+        return None
+    analysis = await ls.analysis(document)
+    formats = ls.capability("text_document.hover.content_format") or [types.MarkupKind.Markdown]
+    return features.hover(features.at(analysis.found, params.position), types.MarkupKind.Markdown in formats)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[features.QUICK_FIX], resolve_provider=False),
+)
+async def code_action(ls: Fsdp2LintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    document = ls.open_python_document(params.text_document.uri)
+    if document is None or not features.wants_kind(params.context.only, features.QUICK_FIX):
+        return None
+    analysis = await ls.analysis(document)
+    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version)
+    versioned = bool(ls.capability("workspace.workspace_edit.document_changes"))
+    return features.code_actions(features.overlapping(analysis.found, params.range), analysis.text, identifier, versioned)
+
+
+def serve() -> None:
+    """Speak LSP on stdin/stdout until the client exits."""
+    raise_recursion_limit()
+    protocol_out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print() must not corrupt the protocol stream
+    server.start_io(sys.stdin.buffer, protocol_out)
