@@ -9,10 +9,10 @@ file's. An unknown key or a selector that matches no rule is a configuration err
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Sequence
 
 import pathspec
 
@@ -77,7 +77,7 @@ class Settings:
         return self.exclude.match_file(relative + "/" if is_dir else relative)
 
 
-@lru_cache(maxsize=None)
+@cache
 def find_config(directory: Path) -> Path | None:
     """The nearest ``pyproject.toml`` in or above ``directory`` with a ``[tool.fsdp2-lint]`` table."""
     pyproject = directory / "pyproject.toml"

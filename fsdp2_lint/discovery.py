@@ -4,15 +4,36 @@ skipping default excludes, the configuration's ``exclude`` and anything ``.gitig
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pathspec
 
 DEFAULT_EXCLUDES = frozenset(
-    {".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
-     "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".eggs", "site-packages",
-     ".ipynb_checkpoints", ".direnv", "_build", "buck-out", ".fsdp2-lint-cache"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "__pycache__",
+        "build",
+        "dist",
+        "node_modules",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        ".eggs",
+        "site-packages",
+        ".ipynb_checkpoints",
+        ".direnv",
+        "_build",
+        "buck-out",
+        ".fsdp2-lint-cache",
+    }
 )
 SUFFIXES = (".py", ".pyi")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import libcst as cst
 
@@ -74,7 +74,9 @@ class Diagnostic:
         return data
 
 
-def lint_file(path: Path, rules: Sequence[type[Rule]] | None = None, display_path: str | None = None) -> list[Diagnostic]:
+def lint_file(
+    path: Path, rules: Sequence[type[Rule]] | None = None, display_path: str | None = None
+) -> list[Diagnostic]:
     shown = display_path if display_path is not None else str(path)
     try:
         data = path.read_bytes()
@@ -105,9 +107,7 @@ def lint_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = Non
     diagnostics: list[Diagnostic] = []
     for rule in applicable:
         diagnostics.extend(_run_rule(rule, facts, lines))
-    return sorted(
-        (d for d in diagnostics if not _suppressed(d, lines)), key=lambda d: (d.line, d.column, d.code)
-    )
+    return sorted((d for d in diagnostics if not _suppressed(d, lines)), key=lambda d: (d.line, d.column, d.code))
 
 
 def _decode(data: bytes, module: cst.Module) -> str:
@@ -178,7 +178,7 @@ def _suppressed(diagnostic: Diagnostic, lines: list[str]) -> bool:
     for match in _NOQA.finditer(lines[diagnostic.line - 1]):
         listed = match.group("codes") or match.group("disabled")
         if listed is None:
-            return True  # a bare `# noqa` silences every code on the line
+            return True  # a bare noqa comment silences every code on the line
         if diagnostic.code in {code.upper() for code in re.split(r"[\s,]+", listed) if code}:
             return True
     return False

@@ -10,9 +10,9 @@ module sharded before this event?" instead of walking the syntax tree themselves
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Callable, Iterator
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -26,6 +26,7 @@ from fsdp2_lint.values import (
     may_be_same,
     may_contain,
     may_overlap,
+    options,
     refs,
     walk_contents,
 )
@@ -221,13 +222,20 @@ class Trace:
         return [
             event
             for event in self.events
-            if isinstance(event.result, Ref) and event.result.root.kind == "optimizer" and event.result.root.event is event
+            if isinstance(event.result, Ref)
+            and event.result.root.kind == "optimizer"
+            and event.result.root.event is event
         ]
 
     def mentions(self, obj: Obj, after: int = -1) -> Iterator[Event]:
         """Events after ``after`` that use ``obj``: as receiver, argument, stored or returned value."""
         for event in self.events[after + 1 :]:
-            values = (event.receiver, event.result if event.kind == "return" else None, *event.args, *event.kwargs.values())
+            values = (
+                event.receiver,
+                event.result if event.kind == "return" else None,
+                *event.args,
+                *event.kwargs.values(),
+            )
             if any(ref.root is obj for value in values if value is not None for ref in _refs_inside(value)):
                 yield event
 
@@ -301,6 +309,22 @@ class Trace:
         return any(may_overlap(assumed, canonical(ref)) for assumed in self.assumed_sharded)
 
 
+def fsdp2_model(trace: Trace, event: Event, value: Value | None) -> bool:
+    """Is the value a model sharded with ``fully_shard`` (at ``event``) and never an FSDP1/DDP
+    wrapper? The question FSDP1-API rules ask of the model they are given."""
+    if value is None or may_be_wrapper(value):
+        return False
+    return any(trace.sharded_overlap(ref, event) for ref in refs(value))
+
+
+def may_be_wrapper(value: Value | None) -> bool:
+    """May the value be a DDP or FSDP1 wrapper? (Those have `no_sync`, `.module`, ...; code that
+    receives either a wrapper or an FSDP2 model usually checks which one it has.)"""
+    return value is not None and any(
+        isinstance(option, Ref) and option.root.wrapped is not None and not option.path for option in options(value)
+    )
+
+
 def _touches(value: Value | None, modules: list[Ref]) -> bool:
     return value is not None and any(
         may_overlap(canonical(ref), module) for ref in _refs_inside(value) for module in modules
@@ -351,4 +375,3 @@ class FileFacts:
         for trace in self.traces:
             for event in trace.events:
                 yield trace, event
-

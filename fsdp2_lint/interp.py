@@ -13,8 +13,8 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import libcst as cst
 
@@ -58,18 +58,58 @@ BUILTIN_NAMES = frozenset(dir(builtins))
 CONSTANT_NAMES = {"True": True, "False": False, "None": None}
 # Methods of nn.Module (and of FSDP1/DDP wrappers) that return the module itself.
 SELF_RETURNING = frozenset(
-    {"to", "cuda", "cpu", "float", "half", "bfloat16", "double", "train", "eval", "requires_grad_",
-     "to_empty", "apply", "share_memory", "type", "xpu", "npu"}
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "train",
+        "eval",
+        "requires_grad_",
+        "to_empty",
+        "apply",
+        "share_memory",
+        "type",
+        "xpu",
+        "npu",
+    }
 )
 SUBMODULE_GETTERS = frozenset(
-    {"get_decoder", "get_encoder", "get_input_embeddings", "get_output_embeddings", "get_base_model",
-     "get_model", "language_model", "get_submodule_by_name"}
+    {
+        "get_decoder",
+        "get_encoder",
+        "get_input_embeddings",
+        "get_output_embeddings",
+        "get_base_model",
+        "get_model",
+        "language_model",
+        "get_submodule_by_name",
+    }
 )
 # Method names that, read as an attribute of a module, are methods rather than submodules.
 MODULE_METHODS = frozenset(
-    {"forward", "no_sync", "generate", "state_dict", "load_state_dict", "parameters", "named_parameters",
-     "unshard", "reshard", "clip_grad_norm_", "set_requires_gradient_sync", "modules", "children",
-     "named_modules", "named_children", "zero_grad", "step"}
+    {
+        "forward",
+        "no_sync",
+        "generate",
+        "state_dict",
+        "load_state_dict",
+        "parameters",
+        "named_parameters",
+        "unshard",
+        "reshard",
+        "clip_grad_norm_",
+        "set_requires_gradient_sync",
+        "modules",
+        "children",
+        "named_modules",
+        "named_children",
+        "zero_grad",
+        "step",
+    }
 )
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
 
@@ -93,6 +133,15 @@ class Env:
 
     def branch(self) -> Env:
         return Env(self.parent, dict(self.vars))
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """What an ``if`` whose one arm always exits means for the statements after it: they run in
+    the other arm (``arm``), on the ranks that arm runs on (``rank_guard``)."""
+
+    arm: tuple[int, int]
+    rank_guard: RankGuard | None
 
 
 @dataclass
@@ -211,8 +260,11 @@ class Interpreter:
                 outcome = self.exec_stmt(stmt)
                 if outcome is TERMINATED:
                     return True
-                if isinstance(outcome, RankGuard):  # `if rank != 0: return` guards the rest
-                    self.ctx = self.ctx.with_(rank_guard=outcome)
+                if isinstance(outcome, Continuation):  # after `if ...: return`, the rest is the other arm
+                    self.ctx = self.ctx.with_(
+                        branches=self.ctx.branches + (outcome.arm,),
+                        rank_guard=outcome.rank_guard or self.ctx.rank_guard,
+                    )
             return False
         finally:
             self.ctx = saved
@@ -302,9 +354,7 @@ class Interpreter:
         for arm, (guard, narrowing) in enumerate(((then_guard, then_narrowing), (else_guard, else_narrowing))):
             self.frame.env = base.branch()
             self.frame.env.vars.update(narrowing)
-            self.ctx = outer.with_(
-                branches=outer.branches + ((id(node), arm),), rank_guard=guard or outer.rank_guard
-            )
+            self.ctx = outer.with_(branches=outer.branches + ((id(node), arm),), rank_guard=guard or outer.rank_guard)
             if arm == 0:
                 done = self.exec_block(statements(node.body))
             elif isinstance(node.orelse, cst.If):
@@ -321,7 +371,8 @@ class Interpreter:
         if then_done or else_done:
             base.vars.clear()
             base.vars.update((else_env if then_done else then_env).vars)
-            return else_guard if then_done else then_guard
+            arm = 1 if then_done else 0
+            return Continuation((id(node), arm), else_guard if then_done else then_guard)
         merged = dict(else_env.vars)
         for name, value in then_env.vars.items():
             other = else_env.vars.get(name)
@@ -411,7 +462,7 @@ class Interpreter:
         elif isinstance(target, (cst.Tuple, cst.List)):
             items = [element.value for element in target.elements]
             parts = _unpack(value, len(items))
-            for item, part in zip(items, parts):
+            for item, part in zip(items, parts, strict=True):
                 self.assign(item.value if isinstance(item, cst.StarredElement) else item, part)
         elif isinstance(target, cst.Attribute):
             self.store(self.eval(target.value), target.attr.value, value, target)
@@ -993,7 +1044,7 @@ class Interpreter:
                 value = self._default(param, symbolic)
             self.bind(name, value)
         if isinstance(params.star_arg, cst.Param):
-            self.bind(params.star_arg.name.value, Tuple(tuple(args[len(positional):])))
+            self.bind(params.star_arg.name.value, Tuple(tuple(args[len(positional) :])))
         for param in params.kwonly_params:
             name = param.name.value
             self.bind(name, remaining.pop(name) if name in remaining else self._default(param, symbolic))
@@ -1026,7 +1077,9 @@ class Interpreter:
                 results.append(Tuple((UNKNOWN, param)) if option.named else param)
             elif isinstance(option, ModuleIter):
                 wildcard = self.loop_wildcard(ANY_DEPTH if option.self_included else ANY)
-                module = Ref(option.ref.root, option.ref.path + (wildcard,), option.order if option.self_included else "")
+                module = Ref(
+                    option.ref.root, option.ref.path + (wildcard,), option.order if option.self_included else ""
+                )
                 results.append(Tuple((UNKNOWN, module)) if option.named else module)
             elif isinstance(option, Ref) and option.root.kind == "container" and not option.path:
                 sequential = True
@@ -1111,7 +1164,9 @@ class Interpreter:
 
 
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-_LAYOUT_FIELDS = re.compile(r"^(whitespace|lpar|rpar|comma|semicolon|colon|equal|star|dot|lbracket|rbracket|lbrace|rbrace)")
+_LAYOUT_FIELDS = re.compile(
+    r"^(whitespace|lpar|rpar|comma|semicolon|colon|equal|star|dot|lbracket|rbracket|lbrace|rbrace)"
+)
 
 
 def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -1248,8 +1303,10 @@ def _string_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:
 def _rank_by_name(name: str, value: Value) -> Value:
     """A variable or attribute named like a rank (``local_rank``, ``is_main_process``) whose value
     is not otherwise known is taken to be one."""
-    if value is UNKNOWN or (isinstance(value, Ref) and not value.path and value.root.kind == "param") or (
-        isinstance(value, Ref) and value.path[-1:] == (name,)
+    if (
+        value is UNKNOWN
+        or (isinstance(value, Ref) and not value.path and value.root.kind == "param")
+        or (isinstance(value, Ref) and value.path[-1:] == (name,))
     ):
         kind = names.rank_kind_of_name(name)
         if kind is not None:
@@ -1258,7 +1315,9 @@ def _rank_by_name(name: str, value: Value) -> Value:
 
 
 def _derived_from(args: tuple, kwargs: dict, step: int | None = None) -> Derived | None:
-    inputs = [option for value in (*args, *kwargs.values()) for option in walk_contents(value) if isinstance(option, Derived)]
+    inputs = [
+        option for value in (*args, *kwargs.values()) for option in walk_contents(value) if isinstance(option, Derived)
+    ]
     if not inputs:
         return None
     steps = frozenset().union(*(derived.steps for derived in inputs))
@@ -1349,7 +1408,9 @@ def _enter(ctx: Context, manager: Value) -> Context:
         qname = ref.root.qname or ""
         if event is None:
             continue
-        if qname in names.GRAD_DISABLING or (qname == "torch.set_grad_enabled" and const(event.arg(0) or UNKNOWN) is False):
+        if qname in names.GRAD_DISABLING or (
+            qname == "torch.set_grad_enabled" and const(event.arg(0) or UNKNOWN) is False
+        ):
             ctx = ctx.with_(no_grad=True)
         elif qname == "torch.enable_grad":
             ctx = ctx.with_(no_grad=False)
@@ -1362,7 +1423,7 @@ def _enter(ctx: Context, manager: Value) -> Context:
 
 def _decorated(ctx: Context, decorators: tuple[Value, ...], info: FunctionInfo, depth: int) -> Context:
     """The context of a function body given its decorators (``@torch.no_grad()``, ``@rank_zero_only``)."""
-    for decorator, node in zip(decorators, info.node.decorators):
+    for decorator, node in zip(decorators, info.node.decorators, strict=True):
         for option in options(decorator):
             qname = option.qname if isinstance(option, Symbol) else ""
             if isinstance(option, Ref):

@@ -13,9 +13,10 @@ import enum
 import importlib
 import pkgutil
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar, Iterator
+from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 

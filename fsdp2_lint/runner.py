@@ -43,4 +43,3 @@ def check_path(path: Path, settings: Settings, display: str, source: bytes | Non
     if settings.reports_parse_errors(path):
         return diagnostics
     return [d for d in diagnostics if d.code != PARSE_ERROR]
-

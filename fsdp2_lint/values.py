@@ -11,9 +11,10 @@ variable then names the same element, so ``blk`` is known to be the parent of ``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -112,7 +113,6 @@ class Ref(Value):
         return "".join(parts)
 
 
-
 @dataclass(frozen=True)
 class ParamSource:
     """Parameters of ``ref`` as they were at ``captured_at`` (an event index).
@@ -135,9 +135,7 @@ class Params(Value):
 
     def materialized(self, index: int) -> Params:
         return Params(
-            frozenset(
-                ParamSource(s.ref, index if s.captured_at is None else s.captured_at) for s in self.sources
-            ),
+            frozenset(ParamSource(s.ref, index if s.captured_at is None else s.captured_at) for s in self.sources),
             self.named,
         )
 

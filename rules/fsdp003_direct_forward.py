@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
@@ -130,6 +130,8 @@ def _exempt(trace: Trace, call: Event, module) -> bool:
                 return True
     if call.ctx.no_grad:
         for unshard in trace.methods("unshard"):
-            if unshard.index < call.index and any(may_be_same(canonical(ref), module) for ref in refs(unshard.receiver)):
+            if unshard.index < call.index and any(
+                may_be_same(canonical(ref), module) for ref in refs(unshard.receiver)
+            ):
                 return True
     return False

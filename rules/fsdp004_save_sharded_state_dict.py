@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical

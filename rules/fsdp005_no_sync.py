@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint.facts import FileFacts, canonical
+from fsdp2_lint.facts import FileFacts, canonical, may_be_wrapper
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Ref, options, refs
+from fsdp2_lint.values import refs
 
 
 class NoSync(Rule):
@@ -76,7 +76,7 @@ sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP
             # `f = m.no_sync` (whose later `f()` is not reported again).
             direct_calls = [call for call in trace.methods("no_sync") if isinstance(call.node.func, cst.Attribute)]
             for use in sorted(direct_calls + trace.methods("no_sync", kind="attr"), key=lambda e: e.index):
-                if any(isinstance(o, Ref) and o.root.wrapped is not None and not o.path for o in options(use.receiver)):
+                if may_be_wrapper(use.receiver):
                     continue  # DDP / FSDP1 wrappers have no_sync()
                 for module in refs(use.receiver):
                     if trace.sharded_overlap(module, use):

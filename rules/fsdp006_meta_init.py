@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
@@ -173,4 +173,3 @@ def _initialises(event: Event, modules: list[Ref]) -> bool:
 
 def _overlaps(some: list[Ref], others: list[Ref]) -> bool:
     return any(may_overlap(a, b) for a in some for b in others)
-

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, RankGuard, Trace
@@ -12,12 +12,28 @@ from fsdp2_lint.values import Const, StateDict, refs, walk_contents
 DIST_COLLECTIVES = frozenset(
     f"torch.distributed.{name}"
     for name in (
-        "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "reduce_scatter",
-        "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "reduce", "gather", "gather_object",
-        "scatter", "scatter_object_list", "barrier", "monitored_barrier", "all_to_all", "all_to_all_single",
+        "all_reduce",
+        "all_gather",
+        "all_gather_into_tensor",
+        "all_gather_object",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "broadcast",
+        "broadcast_object_list",
+        "reduce",
+        "gather",
+        "gather_object",
+        "scatter",
+        "scatter_object_list",
+        "barrier",
+        "monitored_barrier",
+        "all_to_all",
+        "all_to_all_single",
     )
 )
-DCP_COLLECTIVES = frozenset(f"{names.DCP}.{name}" for name in ("save", "load", "async_save", "save_state_dict", "load_state_dict"))
+DCP_COLLECTIVES = frozenset(
+    f"{names.DCP}.{name}" for name in ("save", "load", "async_save", "save_state_dict", "load_state_dict")
+)
 FULL_STATE_DICT_HELPERS = frozenset({names.GET_MODEL_STATE_DICT, names.GET_OPTIMIZER_STATE_DICT, names.GET_STATE_DICT})
 DTENSOR_COLLECTIVES = frozenset({"full_tensor", "redistribute"})
 COMPLEMENT = {"zero": "nonzero", "nonzero": "zero"}
@@ -91,8 +107,19 @@ def save(model, rank):
     )
     requires = (
         ("rank", "main", "master", "chief", "primary", "zero", "process_index"),
-        ("checkpoint", "full_tensor", "redistribute", "state_dict", "reduce", "gather", "scatter", "broadcast",
-         "barrier", "all_to_all", "unshard"),
+        (
+            "checkpoint",
+            "full_tensor",
+            "redistribute",
+            "state_dict",
+            "reduce",
+            "gather",
+            "scatter",
+            "broadcast",
+            "barrier",
+            "all_to_all",
+            "unshard",
+        ),
     )
     signature = RuntimeSignature(
         evidence="hang", note="the run exceeds its timeout; the ranks' last events show rank 0 inside the collective"

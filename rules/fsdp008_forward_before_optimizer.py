@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node, strict_ancestor
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
@@ -13,7 +13,9 @@ class ForwardBeforeOptimizer(Rule):
     code = "FSDP008"
     name = "forward-before-optimizer"
     severity = Severity.ERROR
-    summary = "the sharded root ran forward before the optimizer read its parameters: the root's own parameters never train"
+    summary = (
+        "the sharded root ran forward before the optimizer read its parameters: the root's own parameters never train"
+    )
     hint = "build the optimizer before the first forward, or call `model.reshard()` before reading `model.parameters()`"
     failure = "silent: the embeddings, final norm and head (the root's own parameters) never update"
     docs = """
@@ -105,16 +107,16 @@ def _forward_before_capture(trace: Trace, optimizer: Event) -> Event | None:
 
 def _is_root(trace: Trace, module: Ref, shard: Event) -> bool:
     """Is ``module`` an FSDP root: no module around it is sharded in this trace?"""
-    return not any(
-        strict_ancestor(other, module) for other_shard in trace.shards for other in other_shard.targets
-    )
+    return not any(strict_ancestor(other, module) for other_shard in trace.shards for other in other_shard.targets)
 
 
 def _unresharded_forward(trace: Trace, root: Ref, start: int, end: int, optimizer: Event) -> Event | None:
     root = canonical(root)
     last_forward = None
     for event in trace.events[start + 1 : end + 1]:
-        if event.exclusive_with(optimizer) or not any(may_be_same(canonical(r), root) for r in refs(event.receiver or Const(None))):
+        if event.exclusive_with(optimizer) or not any(
+            may_be_same(canonical(r), root) for r in refs(event.receiver or Const(None))
+        ):
             continue
         if event.kind == "invoke" or (event.kind == "method" and event.name in FORWARDS):
             last_forward = event

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts
@@ -72,7 +72,9 @@ fully_shard(model.cuda())
         for trace in facts.traces:
             # The flow that creates the process group must be the one that shards: a group made
             # by a launcher or framework comes with the device already selected.
-            creates = [e for e in trace.events if e.kind == "call" and e.qname in (INIT_PROCESS_GROUP, INIT_DEVICE_MESH)]
+            creates = [
+                e for e in trace.events if e.kind == "call" and e.qname in (INIT_PROCESS_GROUP, INIT_DEVICE_MESH)
+            ]
             shards = trace.shards
             if creates and shards and any(_uses_cuda(event) for event in trace.events):
                 inits = [event for event in creates if event.qname == INIT_PROCESS_GROUP]

@@ -1,19 +1,34 @@
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import Derived, Params, may_overlap, walk_contents
 
 CLIPPING = frozenset(
-    {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_norm_",
-     "torch.nn.utils.clip_grad.clip_grad_value_", "torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grads_with_norm_"}
+    {
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad_value_",
+        "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_value_",
+        "torch.nn.utils.get_total_norm",
+        "torch.nn.utils.clip_grads_with_norm_",
+    }
 )
-NORM_CALLS = frozenset({"torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm", "torch.sqrt", "torch.sum", "builtins.sum"})
+NORM_CALLS = frozenset(
+    {"torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm", "torch.sqrt", "torch.sum", "builtins.sum"}
+)
 NORM_METHODS = frozenset({"norm", "sqrt"})
-REDUCTIONS = frozenset({"torch.distributed.all_reduce", "torch.distributed.reduce", "torch.distributed.all_gather",
-                        "torch.distributed.all_gather_into_tensor", "torch.distributed.nn.functional.all_reduce"})
+REDUCTIONS = frozenset(
+    {
+        "torch.distributed.all_reduce",
+        "torch.distributed.reduce",
+        "torch.distributed.all_gather",
+        "torch.distributed.all_gather_into_tensor",
+        "torch.distributed.nn.functional.all_reduce",
+    }
+)
 
 
 class StaleOrLocalGradNorm(Rule):

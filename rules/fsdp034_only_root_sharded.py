@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
@@ -9,8 +9,21 @@ from fsdp2_lint.values import Ref, is_any, is_any_depth, may_contain, may_overla
 # torch.nn modules without submodules: sharding one alone is the whole story.
 LEAF_MODULES = frozenset(
     f"torch.nn.{name}"
-    for name in ("Linear", "Embedding", "EmbeddingBag", "LayerNorm", "RMSNorm", "Conv1d", "Conv2d", "Conv3d",
-                 "Bilinear", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "Parameter")
+    for name in (
+        "Linear",
+        "Embedding",
+        "EmbeddingBag",
+        "LayerNorm",
+        "RMSNorm",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "Bilinear",
+        "GroupNorm",
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "Parameter",
+    )
 )
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from fixture_marks import FIXTURES, expected_diagnostics, fixture_files
+
 from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import all_rules
 

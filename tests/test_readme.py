@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from click.testing import CliRunner
-
 from fixture_marks import ROOT
+
 from fsdp2_lint.cli import main
 
 README = (ROOT / "README.md").read_text()

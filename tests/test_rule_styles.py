@@ -7,8 +7,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
 from fixture_marks import expected_diagnostics
+
 from fsdp2_lint.engine import lint_source
 from fsdp2_lint.rule import all_rules
 

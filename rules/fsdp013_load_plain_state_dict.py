@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, may_be_wrapper
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import Loaded, Ref, StateDict, refs, walk_contents
+
+
+class LoadPlainStateDict(Rule):
+    code = "FSDP013"
+    name = "load-plain-state-dict"
+    summary = "`load_state_dict` of a full, plain-tensor state dict into a sharded model"
+    hint = (
+        "`set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True))` (add "
+        "`broadcast_from_rank0=True` to read the file on rank 0 only)"
+    )
+    failure = (
+        "`RuntimeError: ... got mixed torch.Tensor and DTensor` (`assign=True`: `AttributeError: ... '_local_tensor'`)"
+    )
+    docs = """
+## What it does
+Flags `model.load_state_dict(state)` on a model sharded with `fully_shard` when `state` holds
+plain tensors: read with `torch.load` / safetensors `load_file` from one file, or taken from a
+module that is not sharded. Not flagged: each rank loading its own shard file (the path varies
+with the rank), or a state dict taken from a sharded module.
+
+## Why is this bad?
+FSDP2 only loads sharded (DTensor) state dicts through `load_state_dict`. Observed with torch
+2.13: `RuntimeError: Error(s) in loading state_dict for FSDPModel: While copying the parameter
+named "emb.weight" ... aten.copy_.default got mixed torch.Tensor and DTensor` (the same with
+`strict=False`); with `assign=True`, `AttributeError: 'Parameter' object has no attribute
+'_local_tensor'`. `set_model_state_dict(..., full_state_dict=True)` shards the full tensors for you.
+"""
+    valid = (
+        """
+import torch
+from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+set_model_state_dict(model, torch.load("full.pt"), options=StateDictOptions(full_state_dict=True))
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+model.load_state_dict(torch.load("full.pt"))
+fully_shard(model)
+""",
+    )
+    invalid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+checkpoint = torch.load("pretrained.pt", map_location="cpu")
+model.load_state_dict(checkpoint["model"], strict=False)  # expect: FSDP013
+""",
+    )
+    requires = (("fully_shard",), ("load_state_dict",))
+    signature = RuntimeSignature(
+        evidence="exception",
+        exception=("RuntimeError", "AttributeError"),
+        message=r"mixed torch\.Tensor and DTensor|_local_tensor",
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            for load in trace.methods("load_state_dict"):
+                state = load.arg(0, "state_dict")
+                if state is None or not _plain(trace, state):
+                    continue
+                for module in _modules(load):
+                    if trace.sharded_overlap(module, load):
+                        yield Finding(
+                            load.node,
+                            f"`{canonical(module).text}` is sharded; `load_state_dict` of a full plain-tensor state "
+                            "dict fails with 'mixed torch.Tensor and DTensor'",
+                        )
+                        break
+
+
+def _modules(load: Event) -> list[Ref]:
+    """Receivers that are modules: not optimizers (FSDP021) and not DDP/FSDP1 wrappers."""
+    if may_be_wrapper(load.receiver):
+        return []
+    return [ref for ref in refs(load.receiver) if ref.root.kind != "optimizer"]
+
+
+def _plain(trace: Trace, state) -> bool:
+    for value in walk_contents(state):
+        if isinstance(value, Loaded) and not value.per_rank:
+            return True
+        if isinstance(value, StateDict) and isinstance(value.owner, Ref):
+            if value.full is True or not trace.sharded_overlap(value.owner, trace.events[value.at]):
+                return True
+    return False

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fsdp2_lint import names
+from fsdp2_lint.facts import FileFacts, fsdp2_model
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+
+
+class Fsdp1SummonFullParams(Rule):
+    code = "FSDP016"
+    name = "fsdp1-summon-full-params"
+    summary = "`FSDP.summon_full_params` does nothing on a `fully_shard`ed model: parameters stay sharded"
+    hint = "use `model.unshard()` ... `model.reshard()` on the FSDP modules, or `p.full_tensor()` to read a parameter"
+    failure = "silent: inside the context the parameters are still DTensor shards"
+    docs = """
+## What it does
+Flags `FSDP.summon_full_params(model)` (FSDP1's `FullyShardedDataParallel.summon_full_params`)
+where `model` is sharded with `fully_shard`.
+
+## Why is this bad?
+The context manager only acts on FSDP1 instances. On an FSDP2 model it is a silent no-op: observed
+with torch 2.13, inside it a parameter is still a `DTensor` (global shape (16, 16), local (8, 16)),
+with no error and no warning, so code that reads or edits "full" parameters there works on shards.
+"""
+    valid = (
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+weight = model.layers[0].weight.full_tensor()
+""",
+    )
+    invalid = (
+        """
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+
+fully_shard(model)
+with FSDP.summon_full_params(model):  # expect: FSDP016
+    weight = model.layers[0].weight.clone()
+""",
+    )
+    requires = (("fully_shard",), ("summon_full_params",))
+    signature = RuntimeSignature(
+        evidence="still_sharded", note="inside the context the module's parameters are still DTensor shards"
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            for call in trace.calls(f"{names.FSDP1}.summon_full_params"):
+                if fsdp2_model(trace, call, call.arg(0, "module")):
+                    yield Finding(call.node)

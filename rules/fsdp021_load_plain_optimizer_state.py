@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fsdp2_lint.facts import FileFacts, Trace
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import Loaded, Obj, StateDict, refs, walk_contents
+
+
+class LoadPlainOptimizerState(Rule):
+    code = "FSDP021"
+    name = "load-plain-optimizer-state"
+    summary = (
+        "`optimizer.load_state_dict` of a single-process (plain-tensor) state into an optimizer over sharded parameters"
+    )
+    hint = (
+        "`set_optimizer_state_dict(model, optimizer, state, options=StateDictOptions(full_state_dict=True))` "
+        "with a full, FQN-keyed optimizer state (e.g. from `get_optimizer_state_dict(..., full_state_dict=True)`)"
+    )
+    failure = "the load succeeds; the first `step()` fails with `RuntimeError: ... got mixed torch.Tensor and DTensor`"
+    docs = """
+## What it does
+Flags `optimizer.load_state_dict(state)` for an optimizer built over sharded (DTensor) parameters
+when `state` is single-process state: read with `torch.load` from one file, or taken from an
+optimizer over unsharded parameters. Loading what the same sharded setup saved per rank (the
+path varies with the rank) is not flagged.
+
+## Why is this bad?
+The optimizer state of a single-process run holds plain tensors (`exp_avg`, `exp_avg_sq`), keyed
+and shaped for the unsharded parameters. `load_state_dict` accepts it without complaint; the first
+step then mixes them with the DTensor parameters. Observed with torch 2.13 (AdamW):
+`RuntimeError: aten.lerp_.Scalar got mixed torch.Tensor and DTensor` at `opt.step()`.
+"""
+    valid = (
+        """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+optimizer = torch.optim.AdamW(model.parameters())
+optimizer.load_state_dict(torch.load(f"optim_rank{dist.get_rank()}.pt"))
+""",
+    )
+    invalid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+optimizer = torch.optim.AdamW(model.parameters())
+optimizer.load_state_dict(torch.load("optim_single_gpu.pt"))  # expect: FSDP021
+""",
+    )
+    requires = (("fully_shard",), ("load_state_dict",))
+    signature = RuntimeSignature(
+        evidence="exception", exception=("RuntimeError",), message=r"mixed torch\.Tensor and DTensor"
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            for load in trace.methods("load_state_dict"):
+                state = load.arg(0, "state_dict")
+                optimizers = [ref.root for ref in refs(load.receiver) if ref.root.kind == "optimizer" and not ref.path]
+                if state is None or not any(trace.optimizes_sharded(obj) for obj in optimizers):
+                    continue
+                if _single_process(trace, state):
+                    yield Finding(load.node)
+
+
+def _single_process(trace: Trace, state) -> bool:
+    for value in walk_contents(state):
+        if isinstance(value, Loaded) and not value.per_rank:
+            return True
+        if isinstance(value, StateDict) and isinstance(value.owner, Obj) and value.owner.kind == "optimizer":
+            if not trace.optimizes_sharded(value.owner):
+                return True
+    return False

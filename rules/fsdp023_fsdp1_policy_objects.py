@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fsdp2_lint import names
+from fsdp2_lint.facts import FileFacts
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import refs
+
+# FSDP2 argument -> (FSDP1 class given to it, the FSDP2 class to use)
+POLICIES = {
+    "offload_policy": (f"{names.FSDP}.CPUOffload", "CPUOffloadPolicy()"),
+    "mp_policy": (f"{names.FSDP}.MixedPrecision", "MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)"),
+}
+
+
+class Fsdp1PolicyObjects(Rule):
+    code = "FSDP023"
+    name = "fsdp1-policy-objects"
+    summary = "an FSDP1 policy object given to an FSDP2 argument"
+    hint = "use `offload_policy=CPUOffloadPolicy()` and `mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`"
+    failure = (
+        "`CPUOffload` is silently ignored (no offloading); `MixedPrecision` fails at the first forward with "
+        "`AttributeError: ... no attribute 'output_dtype'`"
+    )
+    docs = """
+## What it does
+Flags FSDP1's `CPUOffload(...)` given as `offload_policy=` and FSDP1's `MixedPrecision(...)` given
+as `mp_policy=` to `fully_shard` (directly or through a variable). Reported at the policy object.
+
+## Why is this bad?
+FSDP2 only acts on `isinstance(offload_policy, CPUOffloadPolicy)`: an FSDP1 `CPUOffload` is
+accepted and silently ignored, so nothing is offloaded and the memory you budgeted for is not
+saved (observed with torch 2.13: the parameter group's policy is a `CPUOffload` and no offload
+happens). `MixedPrecision` is accepted by `fully_shard` and fails later, in the first forward's
+post-hook: `AttributeError: 'MixedPrecision' object has no attribute 'output_dtype'`.
+"""
+    valid = (
+        """
+import torch
+from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+
+policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+fully_shard(model, mp_policy=policy, offload_policy=CPUOffloadPolicy())
+""",
+    )
+    invalid = (
+        """
+import torch
+from torch.distributed.fsdp import CPUOffload, MixedPrecision, fully_shard
+
+mixed = MixedPrecision(param_dtype=torch.bfloat16)  # expect: FSDP023
+fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mixed)  # expect: FSDP023
+""",
+    )
+    requires = (("fully_shard",), ("CPUOffload", "MixedPrecision"))
+    signature = RuntimeSignature(
+        evidence="fsdp1_policy",
+        exception=("AttributeError",),
+        message=r"has no attribute 'output_dtype'",
+        note="or, for CPUOffload, the parameter group's offload policy is not a CPUOffloadPolicy",
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            for shard in trace.shards:
+                for argument, (fsdp1_class, replacement) in POLICIES.items():
+                    value = shard.kwargs.get(argument)
+                    for policy in refs(value) if value is not None else ():
+                        creation = policy.root.event
+                        if policy.root.qname == fsdp1_class and creation is not None:
+                            yield Finding(
+                                creation.node,
+                                f"`{fsdp1_class.rpartition('.')[2]}` is FSDP1's policy; `{argument}=` needs "
+                                f"`{replacement}`",
+                            )

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fsdp2_lint import names
+from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, fsdp2_model, may_be_wrapper
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.values import Ref, refs
+
+# FSDP1-only attributes and methods of a wrapped module, and what FSDP2 offers instead.
+MODULE_ATTRIBUTES = {
+    "module": "the model itself: `fully_shard` does not wrap it",
+    "_fsdp_wrapped_module": "the model itself: `fully_shard` does not wrap it",
+    "_handle": "the `FSDPModule` API (`unshard()`, `reshard()`, ...)",
+}
+MODULE_METHODS = {"clip_grad_norm_": "`torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`"}
+# FSDP1 static methods whose first argument is the model.
+CLASS_METHODS = {
+    "optim_state_dict": "`get_optimizer_state_dict(model, optimizer)`",
+    "full_optim_state_dict": "`get_optimizer_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True))`",
+    "shard_full_optim_state_dict": "`set_optimizer_state_dict(model, optimizer, state, options=StateDictOptions(full_state_dict=True))`",
+    "scatter_full_optim_state_dict": "`set_optimizer_state_dict(..., options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))`",
+    "optim_state_dict_to_load": "`set_optimizer_state_dict(model, optimizer, state)`",
+}
+
+
+class Fsdp1Methods(Rule):
+    code = "FSDP024"
+    name = "fsdp1-methods"
+    summary = "an FSDP1-only method or attribute used on an FSDP2 module"
+    hint = (
+        "use the FSDP2 equivalent: the model itself for `.module`, `torch.nn.utils.clip_grad_norm_(model.parameters(), "
+        "...)`, and `get_/set_optimizer_state_dict` from `torch.distributed.checkpoint.state_dict`"
+    )
+    failure = "`AttributeError: 'FSDPModel' object has no attribute 'module'` (or `clip_grad_norm_`, ...) at the access"
+    docs = """
+## What it does
+Flags FSDP1 (`FullyShardedDataParallel`) API used on a module sharded with `fully_shard`:
+`model.module`, `model._fsdp_wrapped_module`, `model._handle`, `model.clip_grad_norm_(...)`, and
+`FSDP.optim_state_dict(model, ...)`, `FSDP.full_optim_state_dict`, `FSDP.shard_full_optim_state_dict`,
+`FSDP.scatter_full_optim_state_dict`, `FSDP.optim_state_dict_to_load`. Not flagged on modules
+wrapped by `DistributedDataParallel` or `FullyShardedDataParallel`, which have them.
+
+## Why is this bad?
+`fully_shard` does not wrap the module (it changes its class in place to `FSDP<Class>`), so there
+is no `.module` and none of FSDP1's methods. Observed with torch 2.13:
+`AttributeError: 'FSDPModel' object has no attribute 'module'`, the same for `clip_grad_norm_`, and
+`AttributeError: 'NoneType' object has no attribute 'optim_state_dict_config'` from
+`FSDP.optim_state_dict(model, optimizer)`.
+"""
+    valid = (
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+fully_shard(model)
+torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+other = DDP(other_model)
+inner = other.module
+""",
+    )
+    invalid = (
+        """
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+model.clip_grad_norm_(1.0)  # expect: FSDP024
+state = model.module.state_dict()  # expect: FSDP024
+optim_state = FSDP.optim_state_dict(model, optimizer)  # expect: FSDP024
+""",
+    )
+    requires = (("fully_shard",), ("module", "_handle", "clip_grad_norm_", "optim_state_dict"))
+    signature = RuntimeSignature(evidence="exception", exception=("AttributeError",), message=r"has no attribute")
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            for name, replacement in MODULE_ATTRIBUTES.items():
+                for access in trace.methods(name, kind="attr"):
+                    module = _fsdp2_module(facts, trace, access, name)
+                    if module is not None:
+                        yield Finding(access.node, f"`{module}.{name}` does not exist with FSDP2: use {replacement}")
+            for name, replacement in MODULE_METHODS.items():
+                for call in trace.methods(name):
+                    module = _fsdp2_module(facts, trace, call, name)
+                    if module is not None:
+                        yield Finding(call.node, f"`{module}.{name}(...)` does not exist with FSDP2: use {replacement}")
+            for name, replacement in CLASS_METHODS.items():
+                for call in trace.calls(f"{names.FSDP1}.{name}"):
+                    model = call.arg(0, "model")
+                    if fsdp2_model(trace, call, model):
+                        yield Finding(call.node, f"`FSDP.{name}` only works on FSDP1 models: use {replacement}")
+
+
+def _fsdp2_module(facts: FileFacts, trace: Trace, access: Event, name: str) -> str | None:
+    """The FSDP2 module ``access`` reads ``name`` from, unless it is a DDP/FSDP1 wrapper or an
+    object the file gives an attribute of that name itself."""
+    if may_be_wrapper(access.receiver):
+        return None
+    for module in refs(access.receiver):
+        if trace.is_fsdp_module(module, access) and not _defines(facts, module, name):
+            return canonical(module).text
+    return None
+
+
+def _defines(facts: FileFacts, module: Ref, name: str) -> bool:
+    """Does the file store ``name`` on the module (``self.module = ...`` in its class)?"""
+    whole = canonical(module)
+    for _, store in facts.events():
+        if store.kind == "store" and store.name == name:
+            if any(
+                canonical(owner) == whole or owner.root.cls is module.root.cls is not None
+                for owner in refs(store.receiver)
+            ):
+                return True
+    return False
