@@ -99,7 +99,7 @@ def _check_paths(targets: list[Path], resolver: SettingsResolver, force_exclude:
 
 def _check_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool) -> list[Diagnostic]:
     settings = resolver.for_path(name, is_dir=False)
-    source = click.get_binary_stream("stdin").read()
+    source = sys.stdin.buffer.read()
     if force_exclude and _excluded(name, resolver):
         return []
     return check_path(name, settings, _display(name), source=source)

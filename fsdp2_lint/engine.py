@@ -16,6 +16,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from fsdp2_lint import fixes
 from fsdp2_lint.facts import FileFacts
 from fsdp2_lint.interp import interpret
 from fsdp2_lint.rule import Finding, Rule, RuleFix, Severity, all_rules
@@ -148,12 +149,12 @@ def _diagnostic(rule: type[Rule], finding: Finding, facts: FileFacts, lines: lis
 
 
 def _fix(fix: RuleFix, facts: FileFacts) -> Fix:
-    edits = []
-    for change in fix.changes:
-        where = facts.position(change.old)
-        content = facts.module.code_for_node(change.new)
-        edits.append(Edit(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1, content))
-    return Fix(fix.description, "safe" if fix.safe else "unsafe", tuple(edits))
+    """The fix as whole-line edits of the file: the fix alone applied to the module, diffed."""
+    fixed = fixes.apply(facts.module, [fix])
+    edits = tuple(
+        Edit(edit.start, 1, edit.end, 1, edit.text) for edit in fixes.line_edits(facts.module.code, fixed.code)
+    )
+    return Fix(fix.description, "safe" if fix.safe else "unsafe", edits)
 
 
 def _file_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:

@@ -18,6 +18,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from fsdp2_lint import names
+from fsdp2_lint.syntax import child_nodes
 from fsdp2_lint.values import (
     Obj,
     Ref,
@@ -370,6 +371,34 @@ class FileFacts:
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+    @cached_property
+    def _parents(self) -> dict[int, cst.CSTNode]:
+        parents: dict[int, cst.CSTNode] = {}
+        stack: list[cst.CSTNode] = [self.module]
+        while stack:
+            node = stack.pop()
+            for child in child_nodes(node):
+                parents[id(child)] = node
+                stack.append(child)
+        return parents
+
+    def statement_of(self, node: cst.CSTNode) -> tuple[cst.BaseStatement, cst.Module | cst.IndentedBlock] | None:
+        """The statement that contains ``node`` and the block (module or indented block) it is in."""
+        current = node
+        while id(current) in self._parents:
+            parent = self._parents[id(current)]
+            if isinstance(current, cst.BaseStatement) and isinstance(parent, (cst.Module, cst.IndentedBlock)):
+                return current, parent
+            current = parent
+        return None
+
+    def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
+        """The nearest ancestor of ``node`` of the given syntax type."""
+        current = self._parents.get(id(node))
+        while current is not None and not isinstance(current, kind):
+            current = self._parents.get(id(current))
+        return current
 
     def events(self) -> Iterator[tuple[Trace, Event]]:
         for trace in self.traces:

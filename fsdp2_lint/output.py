@@ -118,11 +118,10 @@ def write_statistics(diagnostics: Sequence[Diagnostic], output_format: str, stre
         return
     width = len(str(max(counts.values(), default=0)))
     marker = (lambda code: "[*] " if code in fixable else "[ ] ") if fixable else (lambda code: "")
-    out = console(stream)
-    for code in ranked:
-        out.print(f"{counts[code]:>{width}}\t{code}\t{marker(code)}{names[code]}")
+    for code in ranked:  # tab-separated for `cut`/`awk`: written directly, rich would expand the tabs
+        stream.write(f"{counts[code]:>{width}}\t{code}\t{marker(code)}{names[code]}\n")
     if summary:
-        out.print(_summary(diagnostics))
+        console(stream).print(_summary(diagnostics))
 
 
 # --- data ---

@@ -51,20 +51,31 @@ class RuntimeSignature:
 
 @dataclass(frozen=True)
 class Replace:
-    """Replace the syntax node ``old`` with ``new`` (libcst round-trips everything else)."""
+    """Replace the syntax node ``old`` with ``new``: a node, ``cst.FlattenSentinel`` of several
+    statements, or ``cst.RemoveFromParent()`` (libcst round-trips everything else)."""
 
     old: cst.CSTNode
-    new: cst.CSTNode
+    new: cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
+
+
+@dataclass(frozen=True)
+class NeededImport:
+    """``from module import name``, or ``import module`` when ``name`` is None."""
+
+    module: str
+    name: str | None
 
 
 @dataclass(frozen=True)
 class RuleFix:
     """A mechanical repair. ``safe`` fixes keep the program's meaning and are applied by
-    ``--fix``; unsafe ones change behaviour a reviewer should see (``--unsafe-fixes``)."""
+    ``--fix``; unsafe ones change behaviour a reviewer should see (``--unsafe-fixes``).
+    ``imports``: what the replacements need (see :func:`fsdp2_lint.fixes.reference`)."""
 
     description: str
     changes: tuple[Replace, ...]
     safe: bool = True
+    imports: tuple[NeededImport, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ class ForwardBeforeOptimizer(Rule):
 Flags an optimizer built from a sharded root's parameters after that root ran a forward pass
 (`model(x)`, an evaluation or warm-up step, `generate`, a helper that does) with no
 `model.reshard()` in between. Not flagged when the root was sharded with
-`reshard_after_forward=True`.
+`reshard_after_forward=True`, or when a backward pass followed the forward (the post-backward
+hook reshards the root).
 
 ## Why is this bad?
 After a forward, the FSDP root keeps its own parameter group unsharded (its
@@ -122,4 +123,14 @@ def _unresharded_forward(trace: Trace, root: Ref, start: int, end: int, optimize
             last_forward = event
         elif event.kind == "method" and event.name == "reshard":
             last_forward = None
+    if last_forward is not None and _backward_after(trace, last_forward, end):
+        return None  # the post-backward hook reshards the root again
     return last_forward
+
+
+def _backward_after(trace: Trace, forward: Event, end: int) -> bool:
+    return any(
+        (event.kind == "method" and event.name == "backward")
+        or (event.kind == "call" and event.qname == "torch.backward")
+        for event in trace.events[forward.index + 1 : end + 1]
+    )

@@ -6,8 +6,8 @@ buffer's text), so the editor shows what ``fsdp2-lint check`` would print for th
 once per document version, and every request and notification of that version shares the result.
 
 Diagnostics are pushed (``textDocument/publishDiagnostics``) on open, save and, debounced, on
-change, unless the client declared pull support: then it asks (``textDocument/diagnostic``) and
-nothing is pushed, so no editor shows a diagnostic twice.
+change, unless the client declared pull support: then the server offers ``textDocument/diagnostic``,
+the client asks, and nothing is pushed, so no editor shows a diagnostic twice.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Awaitable
 from urllib.parse import urlparse
 
 from lsprotocol import types
@@ -46,6 +45,7 @@ logger = logging.getLogger(__name__)
 class Analysis:
     """The lint of one version of a document."""
 
+    version: int | None
     result_id: str
     text: DocumentText
     found: tuple[features.Finding, ...]
@@ -89,15 +89,34 @@ class Fsdp2LintServer(LanguageServer):
         return document if is_python else None
 
     async def analysis(self, document: TextDocument) -> Analysis:
-        """The lint of the document's current text: started once per version, shared by every caller
-        (shielded, so a cancelled request or debounce leaves it running for the others)."""
-        pending = self._analyses.get(document.uri)
-        if pending is None or pending.version != document.version or pending.source != document.source:
-            text = DocumentText(document.source, self.workspace.position_encoding)
-            job = (document.uri, text, self.resolver, str(next(self._result_ids)))
-            pending = _Pending(document.version, document.source, asyncio.get_running_loop().run_in_executor(self._linter, analyse, *job))
-            self._analyses[document.uri] = pending
-        return await asyncio.shield(pending.result)
+        """The lint of the document's current text: run once per version and shared by every caller
+        (shielded: a cancelled request leaves it running for the others). A version edited again
+        before its turn on the worker is skipped, and its callers get the newer version's lint."""
+        while True:
+            pending = self._analyses.get(document.uri)
+            if pending is None or pending.version != document.version or pending.source != document.source:
+                pending = self._start_analysis(document)
+            result = await asyncio.shield(pending.result)
+            if result is not None:
+                return result
+            if self._analyses.get(document.uri) is pending:
+                del self._analyses[document.uri]  # skipped: never serve it again
+            document = self.workspace.text_documents.get(document.uri, document)
+
+    def _start_analysis(self, document: TextDocument) -> _Pending:
+        uri, version, resolver = document.uri, document.version, self.resolver
+        text = DocumentText(document.source, self.workspace.position_encoding)
+        result_id = str(next(self._result_ids))
+
+        def run() -> Analysis | None:
+            current = self.workspace.text_documents.get(uri)
+            if current is not None and current.version != version:
+                return None  # superseded while queued
+            return analyse(uri, version, text, resolver, result_id)
+
+        pending = _Pending(version, document.source, asyncio.get_running_loop().run_in_executor(self._linter, run))
+        self._analyses[uri] = pending
+        return pending
 
     def schedule_publish(self, uri: str, delay: float) -> None:
         """Publish the document's diagnostics after ``delay`` seconds without a newer schedule."""
@@ -108,20 +127,23 @@ class Fsdp2LintServer(LanguageServer):
 
     async def _publish_after(self, uri: str, delay: float) -> None:
         await asyncio.sleep(delay)
-        await self.reporting_failures(uri, self.publish(uri))
+        try:
+            await self.publish(uri)
+        except Exception as error:  # a bug of ours must cost one document's result, not the session
+            logger.exception("fsdp2-lint failed on %s", uri)
+            message = f"fsdp2-lint failed on {uri}: {type(error).__name__}: {error}"
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
 
     async def publish(self, uri: str) -> None:
         document = self.open_python_document(uri)
         if document is None:
             return
-        version = document.version
         analysis = await self.analysis(document)
-        current = self.workspace.text_documents.get(uri)
-        if current is None or current.version != version:
+        if self.workspace.text_documents.get(uri) is not document or document.version != analysis.version:
             return  # closed or edited meanwhile: the newer version publishes its own
         self.surface_config_error(analysis.config_error)
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=analysis.lsp_diagnostics)
+            types.PublishDiagnosticsParams(uri=uri, version=analysis.version, diagnostics=analysis.lsp_diagnostics)
         )
 
     def forget(self, uri: str) -> None:
@@ -147,29 +169,30 @@ class Fsdp2LintServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"fsdp2-lint: {error}"))
         self._shown_config_error = error
 
-    async def reporting_failures(self, uri: str, work: Awaitable[None]) -> None:
-        """Run ``work`` for one document; a failure is logged and shown, and the server goes on."""
-        try:
-            await work
-        except Exception as error:  # a bug of ours must cost one document's result, not the session
-            logger.exception("fsdp2-lint failed on %s", uri)
-            message = f"fsdp2-lint failed on {uri}: {type(error).__name__}: {error}"
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
 
-
-def analyse(uri: str, text: DocumentText, resolver: SettingsResolver, result_id: str) -> Analysis:
-    """Lint one version of a document (on the worker thread): what `fsdp2-lint check` reports for it."""
+def analyse(uri: str, version: int | None, text: DocumentText, resolver: SettingsResolver, result_id: str) -> Analysis:
+    """Lint one version of a document (on the worker thread): what `fsdp2-lint check` reports for it.
+    A document never saved has no path: its settings come from the server's working directory."""
     file_path = to_fs_path(uri)
     path = Path(file_path) if file_path else Path.cwd() / PurePosixPath(urlparse(uri).path).name
     try:
         settings = resolver.for_path(path, is_dir=False)
     except ConfigError as error:
-        return Analysis(result_id, text, (), str(error))
+        return Analysis(version, result_id, text, (), str(error))
     diagnostics = check_path(path, settings, str(path), source=text.to_bytes())
-    return Analysis(result_id, text, features.findings(diagnostics, text))
+    return Analysis(version, result_id, text, features.findings(diagnostics, text))
 
 
 server = Fsdp2LintServer()
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: Fsdp2LintServer, params: types.InitializeParams) -> None:
+    """Offer pull diagnostics only to clients that pull: one that pulled from a server it also
+    expects pushes from would show every diagnostic twice."""
+    if ls.pulls:
+        options = types.DiagnosticOptions(identifier="fsdp2-lint", inter_file_dependencies=False, workspace_diagnostics=False)
+        ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, options)(pull_diagnostics)
 
 
 @server.feature(types.INITIALIZED)
@@ -220,10 +243,6 @@ def watched_files_changed(ls: Fsdp2LintServer, params: types.DidChangeWatchedFil
         ls.configuration_changed()
 
 
-@server.feature(
-    types.TEXT_DOCUMENT_DIAGNOSTIC,
-    types.DiagnosticOptions(identifier="fsdp2-lint", inter_file_dependencies=False, workspace_diagnostics=False),
-)
 async def pull_diagnostics(ls: Fsdp2LintServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
     document = ls.open_python_document(params.text_document.uri)
     if document is None:
@@ -254,7 +273,7 @@ async def code_action(ls: Fsdp2LintServer, params: types.CodeActionParams) -> li
     if document is None or not features.wants_kind(params.context.only, features.QUICK_FIX):
         return None
     analysis = await ls.analysis(document)
-    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version)
+    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=analysis.version)
     versioned = bool(ls.capability("workspace.workspace_edit.document_changes"))
     return features.code_actions(features.overlapping(analysis.found, params.range), analysis.text, identifier, versioned)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -29,10 +30,11 @@ def torch_available() -> bool:
 
 
 def report_console():
-    """Tables are wide: give them 160 columns when not writing to a terminal (CI logs)."""
+    """Tables are wide: give them 160 columns when not writing to a terminal (CI logs) unless
+    COLUMNS says otherwise."""
     from rich.console import Console
 
-    width = None if sys.stdout.isatty() else 160
+    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
     return Console(file=sys.stdout, width=width, highlight=False, emoji=False)
 
 

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 START = "start"  # rank, world_size, pid, script, device, backend
-FULLY_SHARD = "fully_shard"  # line, module, params
+FULLY_SHARD = "fully_shard"  # line, module, params, nested (sharded submodules), owners
+TO_EMPTY = "to_empty"  # line, module, params
+MATERIALIZED = "materialized"  # at the first step: to_empty_line, compared, untouched(_count)
 OPTIMIZER = "optimizer"  # line, optimizer, params, dtensor_params, optimizer_id
 STEP = "step"  # see probes.StepProbe
 SAVE = "save"  # line, target, dtensors, tensors

@@ -51,7 +51,8 @@ def evidence_kind(name: str, expected: str | Describer, matches: Matcher | None 
 
     def register(detect: Detector) -> Detector:
         describe = expected if callable(expected) else (lambda signature: expected)
-        EVIDENCE_KINDS[name] = EvidenceKind(name, detect, matches or (lambda evidence, signature: True), describe)
+        matcher = matches or (lambda evidence, signature: evidence.kind == name)
+        EVIDENCE_KINDS[name] = EvidenceKind(name, detect, matcher, describe)
         return detect
 
     return register
@@ -64,7 +65,7 @@ def observe(run: RunRecord) -> list[Evidence]:
 
 def matches(evidence: Evidence, signature: RuntimeSignature) -> bool:
     kind = EVIDENCE_KINDS.get(signature.evidence)
-    return kind is not None and evidence.kind == kind.name and kind.matches(evidence, signature)
+    return kind is not None and kind.matches(evidence, signature)
 
 
 def describe_expected(signature: RuntimeSignature) -> str:
@@ -91,6 +92,8 @@ def _at(line: int | None) -> str:
 
 
 def _exception_matches(evidence: Evidence, signature: RuntimeSignature) -> bool:
+    if evidence.kind != "exception":
+        return False
     type_ok = not signature.exception or bool(set(signature.exception) & set(evidence.exception_types))
     message_ok = signature.message is None or re.search(signature.message, evidence.message) is not None
     return type_ok and message_ok
@@ -124,47 +127,167 @@ def detect_exceptions(run: RunRecord) -> list[Evidence]:
     return found
 
 
-# params_unchanged ---------------------------------------------------------------------------------
+# optimizer steps ---------------------------------------------------------------------------------
 
 
-def _silent_step(event: Event) -> bool:
-    """The model's parameters are DTensors, the optimizer's are not, and none of them changed."""
-    return (
-        event["model_params"] > 0
-        and event["model_dtensor"] == event["model_params"]
-        and event["optimizer_dtensor"] == 0
-        and event["compared"] > 0
-        and event["changed"] == 0
-    )
+def _steps_by_optimizer(run: RunRecord) -> dict[tuple[int, int], list[Event]]:
+    """The probed step events of each (rank, optimizer)."""
+    steps: dict[tuple[int, int], list[Event]] = defaultdict(list)
+    for rank, event in run.of_kind(events.STEP):
+        steps[(rank, event["optimizer_id"])].append(event)
+    return steps
+
+
+def _step_evidence(
+    run: RunRecord, kind: str, holds: Callable[[Event], bool], describe: Callable[[list[Event]], str]
+) -> list[Evidence]:
+    """One item per optimizer (merged across ranks) whose every probed step ``holds``."""
+    grouped: dict[tuple[str, tuple[int, ...]], list[int]] = defaultdict(list)
+    for (rank, _), steps in _steps_by_optimizer(run).items():
+        if all(holds(step) for step in steps):
+            last = steps[-1]
+            lines = tuple(line for line in (last["optimizer_line"], last.get("line")) if line is not None)
+            grouped[(describe(steps), lines)].append(rank)
+    return [
+        Evidence(kind=kind, summary=f"{summary} ({_ranks(ranks)})", ranks=tuple(ranks), lines=lines)
+        for (summary, lines), ranks in grouped.items()
+    ]
+
+
+def _optimizer(steps: list[Event]) -> str:
+    last = steps[-1]
+    return f"{last['optimizer']}{' built' + _at(last['optimizer_line']) if last['optimizer_line'] else ''}"
+
+
+def _after(steps: list[Event]) -> str:
+    return f"after {len(steps)} step(s){_at(steps[-1].get('line'))}"
+
+
+def _sharded(step: Event) -> bool:
+    return step["model_params"] > 0 and step["model_dtensor"] == step["model_params"] and step["compared"] > 0
 
 
 @evidence_kind("params_unchanged", "optimizer steps leave all (sharded) parameters unchanged")
 def detect_params_unchanged(run: RunRecord) -> list[Evidence]:
-    """An optimizer whose every probed step left the sharded model's parameters unchanged because
-    it holds the pre-shard (non-DTensor) tensors."""
-    per_optimizer: dict[tuple[int, int], list[Event]] = defaultdict(list)
-    for rank, event in run.of_kind(events.STEP):
-        per_optimizer[(rank, event["optimizer_id"])].append(event)
-    grouped: dict[tuple, list[int]] = defaultdict(list)
-    for (rank, _), steps in per_optimizer.items():
-        if all(_silent_step(step) for step in steps):
-            last = steps[-1]
-            key = (last["optimizer"], last["optimizer_line"], last.get("line"), last["model_params"], len(steps))
-            grouped[key].append(rank)
-    found = []
-    for (optimizer, optimizer_line, step_line, model_params, steps), ranks in grouped.items():
-        found.append(
-            Evidence(
-                kind="params_unchanged",
-                summary=(
-                    f"{optimizer}{' built' + _at(optimizer_line) if optimizer_line else ''} holds no DTensor; "
-                    f"after {steps} step(s){_at(step_line)} 0 of {model_params} parameters changed ({_ranks(ranks)})"
-                ),
-                ranks=tuple(ranks),
-                lines=tuple(line for line in (optimizer_line, step_line) if line is not None),
-            )
+    """The optimizer holds the pre-shard tensors (no DTensor) and no parameter of the sharded model
+    changes at any probed step (FSDP001)."""
+    return _step_evidence(
+        run,
+        "params_unchanged",
+        lambda step: _sharded(step) and step["optimizer_dtensor"] == 0 and step["changed"] == 0,
+        lambda steps: f"{_optimizer(steps)} holds no DTensor; {_after(steps)} "
+        f"0 of {steps[-1]['model_params']} parameters changed",
+    )
+
+
+@evidence_kind("partial_update", "some parameters never change: the optimizer holds plain tensors for them")
+def detect_partial_update(run: RunRecord) -> list[Evidence]:
+    """Some parameters change at every probed step, the others never do, and the optimizer does not
+    hold those: it holds plain tensors captured instead (FSDP008: the root after a forward)."""
+
+    def holds(step: Event) -> bool:
+        partial = 0 < step["changed"] < step["compared"] and step["optimizer_dtensor"] < step["optimizer_params"]
+        return partial and set(step["unchanged"]) <= set(step["not_held"])
+
+    def describe(steps: list[Event]) -> str:
+        last = steps[-1]
+        plain = last["optimizer_params"] - last["optimizer_dtensor"]
+        return (
+            f"{_optimizer(steps)} holds {plain} plain tensor(s); {_after(steps)} {last['changed']} of "
+            f"{last['compared']} parameters changed, never: {', '.join(last['unchanged'])}"
         )
-    return found
+
+    found = _step_evidence(run, "partial_update", holds, describe)
+    return [evidence for evidence in found if _same_unchanged(run, evidence)]
+
+
+def _same_unchanged(run: RunRecord, evidence: Evidence) -> bool:
+    """The same parameters stayed unchanged at every probed step ("never change")."""
+    for (rank, _), steps in _steps_by_optimizer(run).items():
+        if rank in evidence.ranks and len({tuple(step["unchanged"]) for step in steps}) > 1:
+            return False
+    return True
+
+
+@evidence_kind("grads_not_reduced", "sharded parameters the optimizer holds get no gradient and never change")
+def detect_grads_not_reduced(run: RunRecord) -> list[Evidence]:
+    """At every probed step some trainable sharded parameters held by the optimizer have no gradient
+    and do not change (FSDP014: gradient sync switched off and never back on)."""
+
+    def holds(step: Event) -> bool:
+        missing = set(step["no_grad"])
+        held = not missing & set(step["not_held"])
+        return _sharded(step) and bool(missing) and missing <= set(step["unchanged"]) and held
+
+    def describe(steps: list[Event]) -> str:
+        last = steps[-1]
+        return (
+            f"{_after(steps)} of {_optimizer(steps)}: {last['grads_missing']} of {last['model_params']} sharded "
+            f"parameters had no gradient and did not change ({', '.join(last['no_grad'])})"
+        )
+
+    return _step_evidence(run, "grads_not_reduced", holds, describe)
+
+
+# not_materialized ---------------------------------------------------------------------------------
+
+
+def _not_materialized_matches(evidence: Evidence, signature: RuntimeSignature) -> bool:
+    """Parameters to_empty() left uninitialised, or (never materialised at all) the exception the
+    signature names: FSDP refuses meta parameters at the first forward."""
+    if evidence.kind == "exception":
+        return bool(signature.exception or signature.message) and _exception_matches(evidence, signature)
+    return evidence.kind == "not_materialized"
+
+
+def _describe_not_materialized(signature: RuntimeSignature) -> str:
+    uninitialised = "parameters left uninitialised by to_empty()"
+    if signature.exception or signature.message:
+        return f"{uninitialised}, or {_describe_exception(signature)}"
+    return uninitialised
+
+
+@evidence_kind("not_materialized", _describe_not_materialized, _not_materialized_matches)
+def detect_not_materialized(run: RunRecord) -> list[Evidence]:
+    """At the first optimizer step, every parameter still holds exactly the memory ``to_empty()``
+    allocated: nothing initialised or loaded them (FSDP006)."""
+    grouped: dict[tuple, list[int]] = defaultdict(list)
+    for rank, event in run.of_kind(events.MATERIALIZED):
+        if event["compared"] and event["untouched_count"] == event["compared"]:
+            grouped[(event["to_empty_line"], event.get("line"), event["compared"])].append(rank)
+    return [
+        Evidence(
+            kind="not_materialized",
+            summary=f"to_empty(){_at(to_empty_line)} left {count} parameters uninitialised: nothing wrote them "
+            f"before the first optimizer step{_at(step_line)} ({_ranks(ranks)})",
+            ranks=tuple(ranks),
+            lines=tuple(line for line in (to_empty_line, step_line) if line is not None),
+        )
+        for (to_empty_line, step_line, count), ranks in grouped.items()
+    ]
+
+
+# single_param_group -------------------------------------------------------------------------------
+
+
+@evidence_kind("single_param_group", "one FSDP parameter group holds the parameters of several modules")
+def detect_single_param_group(run: RunRecord) -> list[Evidence]:
+    """A module sharded with no sharded submodule while several of its modules own parameters: its
+    one group holds them all, so each forward all-gathers the whole of it (FSDP034)."""
+    grouped: dict[tuple, list[int]] = defaultdict(list)
+    for rank, event in run.of_kind(events.FULLY_SHARD):
+        if event["nested"] == 0 and event["owners"] >= 2:
+            grouped[(event["module"], event.get("line"), event["params"], event["owners"])].append(rank)
+    return [
+        Evidence(
+            kind="single_param_group",
+            summary=f"fully_shard({module}){_at(line)}: one parameter group holds all {params} parameters of "
+            f"{owners} modules; no submodule has a group of its own ({_ranks(ranks)})",
+            ranks=tuple(ranks),
+            lines=(line,) if line is not None else (),
+        )
+        for (module, line, params, owners), ranks in grouped.items()
+    ]
 
 
 # dtensor_save -------------------------------------------------------------------------------------

@@ -120,6 +120,28 @@ def local_tensor(param: torch.Tensor) -> torch.Tensor:
     return param.to_local() if isinstance(param, DTensor) else param
 
 
+def group_layout(module: torch.nn.Module) -> tuple[int, int]:
+    """For a module just given to fully_shard: (submodules already sharded, i.e. groups nested in
+    it; modules that own parameters of its own group)."""
+    nested = owners = 0
+    pending = [module]
+    while pending:
+        current = pending.pop()
+        if current is not module and isinstance(current, fsdp.FSDPModule):
+            nested += 1
+            continue
+        owners += any(True for _ in current.parameters(recurse=False))
+        pending.extend(current.children())
+    return nested, owners
+
+
+def same_bits(current: torch.Tensor, before: torch.Tensor) -> bool:
+    """Bitwise equality: uninitialised memory may hold NaN, which torch.equal never finds equal."""
+    return current.shape == before.shape and torch.equal(
+        current.detach().reshape(-1).view(torch.uint8), before.reshape(-1).view(torch.uint8)
+    )
+
+
 def count_tensors(obj: object) -> tuple[int, int]:
     """(tensors, DTensors) reachable through dicts, lists, tuples and sets of ``obj``."""
     tensors = dtensors = visited = 0
@@ -159,10 +181,14 @@ class Probes:
             weakref.WeakKeyDictionary()
         )
         self.last_collective: tuple | None = None
+        # (line of the to_empty call, {name: (param, local values right after to_empty)}), until the
+        # first optimizer step compares them
+        self.materialized: list[tuple[int | None, dict[str, tuple[torch.Tensor, torch.Tensor]]]] = []
 
     def install(self) -> None:
         faulthandler.register(STACK_DUMP_SIGNAL, file=self.stack_file, all_threads=True)
         self._wrap_fully_shard()
+        self._wrap_to_empty()
         self._wrap_optimizer_init()
         register_optimizer_step_pre_hook(self._guarded("step", self._before_step))
         register_optimizer_step_post_hook(self._guarded("step", self._after_step))
@@ -199,10 +225,13 @@ class Probes:
     def _on_fully_shard(self, module: Any, frame: FrameType) -> None:
         modules = list(module) if isinstance(module, (list, tuple)) else [module]
         self.sharded.extend(weakref.ref(m) for m in modules)
+        layouts = [group_layout(m) for m in modules]
         self.log.write(
             events.FULLY_SHARD,
             module=", ".join(type(m).__name__ for m in modules),
             params=sum(1 for m in modules for _ in m.parameters()),
+            nested=sum(nested for nested, _ in layouts),
+            owners=sum(owners for _, owners in layouts),
             **self.locator.locate_stack(frame),
         )
 
@@ -219,6 +248,45 @@ class Probes:
                     seen.add(id(param))
                     named[name] = param
         return named
+
+    # to_empty -----------------------------------------------------------------------------------
+
+    def _wrap_to_empty(self) -> None:
+        original = torch.nn.Module.to_empty
+        on_call = self._guarded("to_empty", self._on_to_empty)
+
+        @functools.wraps(original)
+        def to_empty(module: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
+            result = original(module, *args, **kwargs)
+            on_call(module, sys._getframe(1))
+            return result
+
+        torch.nn.Module.to_empty = to_empty
+
+    def _on_to_empty(self, module: torch.nn.Module, frame: FrameType) -> None:
+        """Keep the uninitialised values: the first optimizer step tells whether anything wrote them."""
+        with torch.no_grad():
+            values = {name: (p, local_tensor(p).detach().clone()) for name, p in module.named_parameters()}
+        where = self.locator.locate_stack(frame)
+        self.materialized.append((where["line"], values))
+        self.log.write(events.TO_EMPTY, module=type(module).__name__, params=len(values), **where)
+
+    def _check_materialized(self, frame: FrameType) -> None:
+        """At the first optimizer step: which parameters still hold exactly what to_empty() left."""
+        where = self.locator.locate_stack(frame)
+        for to_empty_line, values in self.materialized:
+            with torch.no_grad():
+                compared = {name: (p, before) for name, (p, before) in values.items() if before.numel() > 0}
+                untouched = [name for name, (p, before) in compared.items() if same_bits(local_tensor(p), before)]
+            self.log.write(
+                events.MATERIALIZED,
+                to_empty_line=to_empty_line,
+                compared=len(compared),
+                untouched=untouched[:MAX_NAMES],
+                untouched_count=len(untouched),
+                **where,
+            )
+        self.materialized = []
 
     # optimizers ---------------------------------------------------------------------------------
 
@@ -247,25 +315,28 @@ class Probes:
         )
 
     def _before_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self.materialized:
+            self._check_materialized(sys._getframe())
         if self.probed_steps.get(optimizer, 0) >= PROBED_STEPS:
             return
         with torch.no_grad():
             self.snapshots[optimizer] = {
-                name: (param, local_tensor(param).detach().clone())
+                name: (param, local_tensor(param).detach().clone(), param.requires_grad and param.grad is None)
                 for name, param in self.model_parameters().items()
             }
 
     def _after_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        """One ``step`` event: what the optimizer holds, and what the step did to the model."""
         snapshot = self.snapshots.pop(optimizer, None)
         if snapshot is None:
             return
         step = self.probed_steps.get(optimizer, 0) + 1
         self.probed_steps[optimizer] = step
-        held = {id(p) for p in _optimizer_params(optimizer)}
-        compared = {name: pair for name, pair in snapshot.items() if pair[1].numel() > 0}
-        with torch.no_grad():
-            unchanged = [name for name, (p, before) in compared.items() if torch.equal(local_tensor(p), before)]
         optimizer_params = _optimizer_params(optimizer)
+        held = {id(p) for p in optimizer_params}
+        compared = {name: entry for name, entry in snapshot.items() if entry[1].numel() > 0}
+        with torch.no_grad():
+            unchanged = [name for name, (p, before, _) in compared.items() if same_bits(local_tensor(p), before)]
         self.log.write(
             events.STEP,
             optimizer=type(optimizer).__name__,
@@ -275,8 +346,11 @@ class Probes:
             optimizer_params=len(optimizer_params),
             optimizer_dtensor=sum(isinstance(p, DTensor) for p in optimizer_params),
             model_params=len(snapshot),
-            model_dtensor=sum(isinstance(p, DTensor) for p, _ in snapshot.values()),
-            held_by_optimizer=sum(id(p) in held for p, _ in snapshot.values()),
+            model_dtensor=sum(isinstance(p, DTensor) for p, _, _ in snapshot.values()),
+            grads_missing=sum(no_grad for _, _, no_grad in snapshot.values()),
+            no_grad=[name for name, (_, _, no_grad) in snapshot.items() if no_grad][:MAX_NAMES],
+            held_by_optimizer=sum(id(p) in held for p, _, _ in snapshot.values()),
+            not_held=[name for name, (p, _, _) in snapshot.items() if id(p) not in held][:MAX_NAMES],
             compared=len(compared),
             changed=len(compared) - len(unchanged),
             unchanged=unchanged[:MAX_NAMES],

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
 from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.device import CPU, CUDA, Device
+from fsdp2_lint.runtime.device import CPU, CUDA, Device, choose_device
 from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect
 from fsdp2_lint.runtime.signals import STACK_GRACE_SECONDS, dump_stacks, signal_group
 
@@ -30,6 +30,8 @@ class TorchrunLauncher:
         self._visible_gpus: int | None = None
 
     def __enter__(self) -> TorchrunLauncher:
+        if self.device_request == "cuda":  # refuse before any launch rather than in every rank
+            choose_device("cuda", self.nproc, self.visible_gpus())
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -48,7 +50,13 @@ class TorchrunLauncher:
     def run_all(self, specs: Iterable[RunSpec]) -> Iterator[RunRecord]:
         """Run the specs, ``jobs`` launches at a time; records come in the order of ``specs``."""
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            yield from pool.map(self.run, specs)
+            futures = [pool.submit(self.run, spec) for spec in specs]
+            try:
+                for future in futures:
+                    yield future.result()
+            finally:
+                for future in futures:
+                    future.cancel()  # those not started yet, when the caller stops early
 
     def run(self, spec: RunSpec) -> RunRecord:
         spec.run_dir.mkdir(parents=True, exist_ok=True)
