@@ -1,0 +1,306 @@
+"""Each probe detects its symptom in a tiny script run under the rank pool and stays quiet on a
+correct one. The scripts run for real (2 ranks, CPU, gloo); nothing here is labelled."""
+
+from __future__ import annotations
+
+from runtime_helpers import line_of, script_source
+
+from fsdp2_lint.rule import RuntimeSignature
+from fsdp2_lint.runtime import events
+from fsdp2_lint.runtime.evidence import matches, observe
+
+
+def kinds(record) -> list[str]:
+    return sorted(evidence.kind for evidence in observe(record))
+
+
+OPTIMIZER_BEFORE_SHARD = """
+model = make_model()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)  # <opt>
+train(shard(model), optimizer)  # <train>
+"""
+OPTIMIZER_AFTER_SHARD = """
+model = shard(make_model())
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+train(model, optimizer)
+"""
+# The optimizer holds the DTensors but lr=0 changes nothing: not the FSDP001 symptom.
+ZERO_LR_AFTER_SHARD = """
+model = shard(make_model())
+optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+train(model, optimizer)
+"""
+
+
+def test_step_probe_sees_an_optimizer_that_updates_nothing(run_scripts):
+    bad, good, zero_lr = run_scripts(OPTIMIZER_BEFORE_SHARD, OPTIMIZER_AFTER_SHARD, ZERO_LR_AFTER_SHARD)
+
+    [evidence] = observe(bad)
+    assert evidence.kind == "params_unchanged"
+    assert evidence.ranks == (0, 1)
+    source = script_source(OPTIMIZER_BEFORE_SHARD)
+    assert line_of(source, "# <opt>") in evidence.lines
+    steps = [event for _, event in bad.of_kind(events.STEP)]
+    assert len(steps) == 4  # 2 probed steps on each rank
+    assert all(step["changed"] == 0 and step["model_dtensor"] == step["model_params"] == 4 for step in steps)
+    assert all(step["optimizer_dtensor"] == 0 and step["held_by_optimizer"] == 0 for step in steps)
+
+    for record in (good, zero_lr):
+        assert record.completed()
+        assert observe(record) == []
+    assert all(event["changed"] == 4 for _, event in good.of_kind(events.STEP))
+    assert all(event["changed"] == 0 and event["optimizer_dtensor"] == 4 for _, event in zero_lr.of_kind(events.STEP))
+
+
+FORWARD_BEFORE_OPTIMIZER = """
+model = make_model()
+fully_shard(model[0])
+fully_shard(model)  # the root's own group holds model[2]
+with torch.no_grad():
+    model(torch.randn(4, 8))  # the root stays unsharded after its forward
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)  # <opt>
+train(model, optimizer)
+"""
+SYNC_NEVER_ENABLED = """
+model = shard(make_model())
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+model.set_requires_gradient_sync(False)
+train(model, optimizer)
+"""
+FROZEN_LAYER = """
+model = shard(make_model())
+model[0].requires_grad_(False)  # fine-tuning: frozen params get no gradient, on purpose
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+train(model, optimizer)
+"""
+
+
+def test_step_probe_sees_parameters_that_never_train(run_scripts):
+    frozen_root, no_sync, frozen_layer = run_scripts(FORWARD_BEFORE_OPTIMIZER, SYNC_NEVER_ENABLED, FROZEN_LAYER)
+
+    [evidence] = observe(frozen_root)
+    assert evidence.kind == "partial_update" and evidence.ranks == (0, 1)
+    assert line_of(script_source(FORWARD_BEFORE_OPTIMIZER), "# <opt>") in evidence.lines
+    assert "holds 2 plain tensor(s)" in evidence.summary
+    assert "2 of 4 parameters changed, never: 2.weight, 2.bias" in evidence.summary
+
+    [evidence] = observe(no_sync)
+    assert evidence.kind == "grads_not_reduced"
+    assert "4 of 4 sharded parameters had no gradient and did not change" in evidence.summary
+
+    assert frozen_layer.completed() and observe(frozen_layer) == []
+    assert all(event["changed"] == 2 for _, event in frozen_layer.of_kind(events.STEP))
+
+
+META_INIT_NO_INIT = """
+with torch.device("meta"):
+    model = make_model()
+model = shard(model)
+model.to_empty(device="cpu")  # <to_empty>
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+META_INIT_RESET = """
+with torch.device("meta"):
+    model = make_model()
+model = shard(model)
+model.to_empty(device="cpu")
+for module in model.modules():
+    if hasattr(module, "reset_parameters"):
+        module.reset_parameters()
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+ROOT_ONLY = """
+model = make_model()
+fully_shard(model)  # <root>
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+ONE_MODULE = """
+model = nn.Linear(8, 4)
+fully_shard(model)
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+
+
+def test_to_empty_and_fully_shard_probes_see_uninitialised_memory_and_root_only_sharding(run_scripts):
+    no_init, reset, root_only, one_module = run_scripts(META_INIT_NO_INIT, META_INIT_RESET, ROOT_ONLY, ONE_MODULE)
+
+    [evidence] = observe(no_init)
+    assert evidence.kind == "not_materialized" and evidence.ranks == (0, 1)
+    assert evidence.lines[0] == line_of(script_source(META_INIT_NO_INIT), "# <to_empty>")
+    assert "left 4 parameters uninitialised" in evidence.summary
+
+    [evidence] = observe(root_only)
+    assert evidence.kind == "single_param_group"
+    assert evidence.lines == (line_of(script_source(ROOT_ONLY), "# <root>"),)
+    assert "holds all 4 parameters of 2 modules" in evidence.summary
+
+    for record in (reset, one_module):
+        assert record.completed() and observe(record) == []
+
+
+RANK0_SAVES_SHARDS = """
+model = shard(make_model())
+if rank == 0:
+    torch.save({"model": model.state_dict()}, "ckpt.pt")  # <save>
+dist.barrier()
+"""
+CORRECT_SAVES = """
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+model = shard(make_model())
+full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+if rank == 0:
+    torch.save(full, "full.pt")  # plain tensors
+torch.save(model.state_dict(), f"shard-{rank}.pt")  # deliberate per-rank shard files
+dcp.save({"model": model.state_dict()}, checkpoint_id="dcp")  # torch.save inside DCP is not user code
+"""
+
+
+def test_save_probe_sees_dtensors_written_to_one_file(run_scripts):
+    bad, good = run_scripts(RANK0_SAVES_SHARDS, CORRECT_SAVES)
+
+    [evidence] = observe(bad)
+    assert evidence.kind == "dtensor_save"
+    assert evidence.ranks == (0,)
+    assert evidence.lines == (line_of(script_source(RANK0_SAVES_SHARDS), "# <save>"),)
+    assert "4 DTensors" in evidence.summary and "ckpt.pt" in evidence.summary
+
+    assert good.completed()
+    assert observe(good) == []
+    saves = [event for _, event in good.of_kind(events.SAVE)]
+    assert sorted((event["dtensors"] > 0, event["target"].rsplit("/", 1)[-1]) for event in saves) == [
+        (False, "full.pt"),
+        (True, "shard-0.pt"),
+        (True, "shard-1.pt"),
+    ]
+
+
+NO_SYNC = """
+model = shard(make_model())
+
+
+def accumulate(model):
+    with model.no_sync():  # <raise>
+        model(torch.randn(4, 8)).sum().backward()
+
+
+accumulate(model)  # <call>
+"""
+
+
+BACKEND_ERROR = """
+raise dist.DistBackendError("boom")
+"""
+
+
+def test_exception_probe_records_type_message_and_script_lines(run_scripts):
+    record, backend_error = run_scripts(NO_SYNC, BACKEND_ERROR)
+
+    [evidence] = observe(record)
+    source = script_source(NO_SYNC)
+    assert evidence.kind == "exception"
+    assert evidence.ranks == (0, 1)
+    assert evidence.lines == (line_of(source, "# <raise>"), line_of(source, "# <call>"))
+    assert "AttributeError" in evidence.exception_types
+    no_sync = RuntimeSignature("exception", ("AttributeError",), r"has no attribute 'no_sync'")
+    assert matches(evidence, no_sync)
+    assert not matches(evidence, RuntimeSignature("exception", ("RuntimeError",), r"has no attribute 'no_sync'"))
+    assert not matches(evidence, RuntimeSignature("exception", ("AttributeError",), r"mixed torch\.Tensor"))
+    assert not record.completed()
+
+    [evidence] = observe(backend_error)  # types by name and qualified name, bases included
+    assert {"DistBackendError", "torch.distributed.DistBackendError", "RuntimeError"} <= set(evidence.exception_types)
+    assert "builtins.RuntimeError" not in evidence.exception_types
+    assert matches(evidence, RuntimeSignature("exception", ("torch.distributed.DistBackendError",), "boom"))
+
+
+DEADLOCK = """
+buffer = torch.zeros(1)
+dist.recv(buffer, src=1 - rank)  # <recv> both ranks wait for the other to send
+"""
+
+
+def test_a_deadlock_is_a_hang_with_each_ranks_last_event_and_stack(run_scripts):
+    hang, after = run_scripts(DEADLOCK, OPTIMIZER_AFTER_SHARD, timeout=6.0)
+
+    assert hang.timed_out == (0, 1)
+    [evidence] = observe(hang)
+    recv_line = line_of(script_source(DEADLOCK), "# <recv>")
+    assert evidence.kind == "hang"
+    assert evidence.lines == (recv_line,)
+    assert f"rank 0 last reached recv at line {recv_line}; stuck at line {recv_line}" in evidence.summary
+    assert f"rank 1 last reached recv at line {recv_line}; stuck at line {recv_line}" in evidence.summary
+    assert 6.0 <= hang.seconds < 15.0
+    # the hung run was killed with its process group; the run next to it was unaffected
+    assert after.completed() and observe(after) == []
+
+
+RANK1_DIES = """
+import signal
+
+model = shard(make_model())
+if rank == 1:
+    os.kill(os.getpid(), signal.SIGKILL)
+dist.barrier()  # <wait> rank 0 waits for a rank that is gone
+"""
+
+
+def test_a_rank_killed_by_a_signal_is_a_crash_and_its_peer_is_stopped(run_scripts):
+    [record] = run_scripts(RANK1_DIES)
+
+    assert record.returncodes[1] == -9
+    crashes = [evidence for evidence in observe(record) if evidence.kind == "crash"]
+    assert [evidence.ranks for evidence in crashes] == [(1,)]
+    assert "exit status -9" in crashes[0].summary
+    # rank 0 either fails on the broken connection or is stopped: never a hang
+    assert record.timed_out == ()
+    assert "hang" not in kinds(record)
+    assert 0 in record.stopped or record.final_event(0) is not None
+
+
+EXIT_EARLY = """
+import torch.distributed._composable.fsdp as composable
+
+model = nn.Linear(8, 8)
+composable.fully_shard(model)  # <alias>
+total = torch.ones(1)
+for _ in range(3):
+    dist.all_reduce(total)  # <reduce>
+assert total.item() == 8.0
+os._exit(0)
+"""
+
+
+def test_fully_shard_alias_collectives_and_os_exit_are_recorded(run_scripts):
+    [record] = run_scripts(EXIT_EARLY)
+
+    source = script_source(EXIT_EARLY)
+    assert record.completed()
+    assert observe(record) == []
+    for rank in (0, 1):
+        rank_events = record.events[rank]
+        sharded = [event for event in rank_events if event["kind"] == events.FULLY_SHARD]
+        assert [(event["module"], event["line"]) for event in sharded] == [("FSDPLinear", line_of(source, "# <alias>"))]
+        reduces = [event for event in rank_events if event["kind"] == events.COLLECTIVE and event["op"] == "all_reduce"]
+        assert [event["line"] for event in reduces] == [line_of(source, "# <reduce>")]  # 3 calls, one event
+        assert rank_events[-1] == {**rank_events[-1], "kind": events.EXIT, "code": 0}
+
+
+FORKS_A_WORKER = """
+worker = os.fork()
+if worker == 0:
+    torch.save({"w": torch.ones(1)}, os.devnull)
+    os._exit(0)  # a forked worker's exit is not the rank's
+os.waitpid(worker, 0)
+raise RuntimeError("the rank fails after its worker exited")  # <raise>
+"""
+
+
+def test_events_of_processes_forked_by_the_script_are_not_the_ranks(run_scripts):
+    [record] = run_scripts(FORKS_A_WORKER)
+
+    for rank in (0, 1):
+        assert record.final_event(rank)["kind"] == events.EXCEPTION
+        assert [event["kind"] for event in record.events[rank]] == [events.START, events.EXCEPTION]
+    assert [e.kind for e in observe(record)] == ["exception"]
