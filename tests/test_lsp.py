@@ -1,0 +1,297 @@
+"""`fsdp2-lint lsp` driven over stdio by a real LSP client (pytest-lsp), as editors drive it.
+
+Each client announces the capabilities of a real editor release: VS Code 1.65 (push diagnostics,
+UTF-16 columns, versioned edits, file watching), Neovim 0.11 (pull diagnostics, UTF-8 columns)
+and Emacs 29 (push, UTF-32 columns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Sequence
+
+import pytest
+import pytest_lsp
+from click.testing import CliRunner
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from fsdp2_lint.cli import main
+
+# `fsdp2-lint lsp` with torch unimportable: the editor install (`fsdp2-lint[lsp]`) has no torch
+BLOCKED = "import sys; sys.modules[{!r}] = None; from fsdp2_lint.cli import main; main()"
+SERVER = [sys.executable, "-c", BLOCKED.format("torch"), "lsp"]
+WAIT_SECONDS = 30  # a generous bound for a busy 2-core CI machine; events end the waits long before
+
+BAD = textwrap.dedent(
+    """\
+    import torch
+    from torch.distributed.fsdp import fully_shard
+
+    model = Net()
+    opt = torch.optim.AdamW(model.parameters())
+    for block in model.blocks:
+        fully_shard(block)
+    fully_shard(model)
+    out = model.forward(batch)
+    opt.step()
+    """
+)
+GOOD = BAD.replace("opt = torch.optim.AdamW(model.parameters())\n", "").replace(
+    "out = model.forward(batch)", "opt = torch.optim.AdamW(model.parameters())\nout = model(batch)"
+)
+FORWARD_LINE = "out = model.forward(batch)"
+VSCODE = "visual-studio-code@v1.65.2"  # pushes, UTF-16 columns, versioned edits, watches files
+NEOVIM = "neovim@v0.11.0"  # pulls, UTF-8 columns
+EMACS = "emacs@v29.1"  # pushes, UTF-32 columns
+ASYNC = pytest.mark.asyncio(loop_scope="module")
+
+
+def editors(*names: str):
+    """Run the test against a server initialized as each of these editors."""
+    return pytest.mark.parametrize("client", names, indirect=True)
+
+
+# One server per editor for the whole module (each test uses its own files): starting one costs
+# seconds on a busy CI machine.
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER), scope="module", params=[VSCODE])
+async def client(lsp_client: LanguageClient, request, tmp_path_factory):
+    lsp_client.registered = asyncio.Queue()
+    lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: lsp_client.registered.put_nowait(params))
+    root = tmp_path_factory.mktemp("workspace").as_uri()
+    params = types.InitializeParams(capabilities=client_capabilities(request.param), root_uri=root)
+    lsp_client.server_capabilities = (await lsp_client.initialize_session(params)).capabilities
+    yield
+    await lsp_client.shutdown_session()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def open_document(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
+    uri = path.as_uri()
+    item = types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+    return uri
+
+
+def change_document(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+async def published(client: LanguageClient, uri: str, until=bool, replacing=None) -> Sequence[types.Diagnostic]:
+    """The diagnostics pushed for ``uri`` once ``until(their codes)`` holds; with ``replacing``
+    (an earlier result), only those of a later publication."""
+
+    def current():
+        return client.diagnostics.get(uri, replacing)
+
+    async def wait() -> Sequence[types.Diagnostic]:
+        while current() is replacing or not until(codes(current())):
+            await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        return current()
+
+    return await asyncio.wait_for(wait(), WAIT_SECONDS)
+
+
+def codes(diagnostics) -> list[str]:
+    return [d.code for d in diagnostics]
+
+
+def cli_json(path: Path, text: str) -> list[dict]:
+    """What `fsdp2-lint check` reports for ``text`` as the file ``path``."""
+    result = CliRunner().invoke(main, ["check", "--output-format", "json", "--stdin-filename", str(path)], input=text)
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.output)
+
+
+def span(d: types.Diagnostic) -> tuple[int, int, int, int]:
+    return d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character
+
+
+def apply_edit(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
+    """Apply a workspace edit to ``text`` as an editor does (UTF-16 columns, edits in reverse)."""
+    edits = [e for change in edit.document_changes or () for e in change.edits] or edit.changes[uri]
+    lines = text.splitlines(keepends=True)
+
+    def offset(position: types.Position) -> int:
+        line = lines[position.line].encode("utf-16-le")[: 2 * position.character].decode("utf-16-le")
+        return sum(len(previous) for previous in lines[: position.line]) + len(line)
+
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[: offset(e.range.start)] + e.new_text + text[offset(e.range.end) :]
+    return text
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_push_on_open_change_and_save_matches_the_cli_with_project_config(client: LanguageClient, tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.fsdp2-lint]\nper-file-ignores = { "scripts/*" = ["FSDP003"] }\n')
+    path = write(tmp_path / "train.py", GOOD)  # on disk: clean; the editor's buffer is what counts
+    uri = open_document(client, path, BAD)
+    found = await published(client, uri)
+    expected = [(d["code"], d["line"] - 1, d["column"] - 1, d["end_line"] - 1, d["end_column"] - 1) for d in cli_json(path, BAD)]
+    assert [(d.code, *span(d)) for d in found] == expected
+    assert codes(found) == ["FSDP001", "FSDP003"]
+    assert found[0].source == "fsdp2-lint" and found[0].severity == types.DiagnosticSeverity.Error
+    assert found[0].code_description.href.endswith("rules/fsdp001_optimizer_before_shard.py")
+    assert client.server_capabilities.diagnostic_provider is None  # VS Code 1.65 cannot pull
+
+    change_document(client, uri, BAD.replace("model.parameters())", "model.parameters())  # noqa: FSDP001"), 2)
+    await published(client, uri, lambda found: found == ["FSDP003"])
+    change_document(client, uri, GOOD, 3)
+    await published(client, uri, lambda found: found == [])
+
+    scripted = write(tmp_path / "scripts" / "train.py", BAD)  # per-file-ignores: FSDP003 is off here
+    scripted_uri = open_document(client, scripted, BAD)
+    before_save = await published(client, scripted_uri)
+    assert codes(before_save) == ["FSDP001"]
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=scripted_uri)))
+    assert codes(await published(client, scripted_uri, replacing=before_save)) == ["FSDP001"]
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_code_actions_fix_and_noqa_applied_by_the_client_clear_the_diagnostics(client: LanguageClient, tmp_path):
+    uri = open_document(client, tmp_path / "train.py", BAD)
+    forward = (await published(client, uri))[1]
+    actions = await request_actions(client, uri, forward)
+    titles = [action.title for action in actions]
+    assert titles == ["Fix FSDP003: call the module instead of `.forward`", "Suppress FSDP003 on this line (# noqa: FSDP003)"]
+    fix, noqa = actions
+    assert fix.kind == types.CodeActionKind.QuickFix and fix.is_preferred and list(fix.diagnostics) == [forward]
+    assert fix.edit.document_changes[0].text_document.version == 1  # VS Code takes versioned edits
+
+    assert apply_edit(BAD, noqa.edit, uri).splitlines()[8] == FORWARD_LINE + "  # noqa: FSDP003"
+    fixed = apply_edit(BAD, fix.edit, uri)
+    assert fixed.splitlines()[8] == "out = model(batch)"
+    change_document(client, uri, fixed, 2)
+    (optimizer,) = await published(client, uri, lambda found: found == ["FSDP001"])
+
+    (noqa,) = await request_actions(client, uri, optimizer, only=[types.CodeActionKind.QuickFix])  # FSDP001 has no fix
+    assert await request_actions(client, uri, optimizer, only=[types.CodeActionKind.Refactor]) is None
+    change_document(client, uri, apply_edit(fixed, noqa.edit, uri), 3)
+    await published(client, uri, lambda found: found == [])
+
+
+async def request_actions(client: LanguageClient, uri: str, diagnostic: types.Diagnostic, only=None):
+    context = types.CodeActionContext(diagnostics=[diagnostic], only=only)
+    identifier = types.TextDocumentIdentifier(uri=uri)
+    return await client.text_document_code_action_async(types.CodeActionParams(text_document=identifier, range=diagnostic.range, context=context))
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_noqa_extends_an_existing_list_and_skips_lines_that_cannot_take_a_comment(client: LanguageClient, tmp_path):
+    text = BAD.replace(FORWARD_LINE, FORWARD_LINE + "  # noqa: E501").replace(
+        "opt = torch.optim.AdamW(model.parameters())", "opt = torch.optim.AdamW(model.parameters()) \\\n    if True else None"
+    )
+    uri = open_document(client, tmp_path / "train.py", text)
+    optimizer, forward = await published(client, uri)
+    assert list(await request_actions(client, uri, optimizer)) == []  # a comment after the backslash would end the code
+    noqa = (await request_actions(client, uri, forward))[-1]
+    assert apply_edit(text, noqa.edit, uri).splitlines()[9] == FORWARD_LINE + "  # noqa: E501, FSDP003"
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_hover_on_a_diagnostic_shows_its_rule_summary(client: LanguageClient, tmp_path):
+    document = types.TextDocumentIdentifier(uri=open_document(client, tmp_path / "train.py", BAD))
+    optimizer, _ = await published(client, document.uri)
+    shown = await client.text_document_hover_async(types.HoverParams(text_document=document, position=optimizer.range.end))
+    assert shown.contents.kind == types.MarkupKind.Markdown
+    assert shown.contents.value.startswith("**FSDP001** `optimizer-before-shard` (error): optimizer built from parameters")
+    assert "help: build the optimizer after the last `fully_shard`" in shown.contents.value
+    assert shown.range == optimizer.range
+    elsewhere = types.HoverParams(text_document=document, position=types.Position(line=0, character=0))
+    assert await client.text_document_hover_async(elsewhere) is None
+
+
+@ASYNC
+@editors(VSCODE, NEOVIM, EMACS)
+async def test_columns_follow_the_negotiated_position_encoding(client: LanguageClient, tmp_path):
+    prefix = 'label = "π😀"; out = '
+    document = types.TextDocumentIdentifier(uri=open_document(client, tmp_path / "train.py", BAD.replace(FORWARD_LINE, prefix + "model.forward(batch)")))
+    if client.capabilities.text_document.diagnostic:
+        found = (await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))).items
+    else:
+        found = await published(client, document.uri)
+    encoding = (client.capabilities.general.position_encodings or ["utf-16"])[0]
+    units = {"utf-8": len(prefix.encode()), "utf-16": len(prefix.encode("utf-16-le")) // 2, "utf-32": len(prefix)}[encoding]
+    assert span(found[1]) == (8, units, 8, units + len("model.forward(batch)"))
+
+
+@ASYNC
+@editors(NEOVIM)
+async def test_pull_client_gets_reports_and_no_pushes(client: LanguageClient, tmp_path):
+    assert client.server_capabilities.diagnostic_provider.identifier == "fsdp2-lint"
+    document = types.TextDocumentIdentifier(uri=open_document(client, tmp_path / "train.py", BAD))
+    report = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
+    assert report.kind == "full" and codes(report.items) == ["FSDP001", "FSDP003"]
+    again = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=document, previous_result_id=report.result_id)
+    )
+    assert again.kind == "unchanged" and again.result_id == report.result_id
+    change_document(client, document.uri, GOOD, 2)
+    changed = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=document, previous_result_id=report.result_id)
+    )
+    assert changed.kind == "full" and list(changed.items) == []
+    assert client.diagnostics == {}  # a pull client is never pushed to: no diagnostic shows twice
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_configuration_changes_are_picked_up_from_the_watched_pyproject(client: LanguageClient, tmp_path):
+    registration = await asyncio.wait_for(client.registered.get(), WAIT_SECONDS)
+    assert [r.method for r in registration.registrations] == [types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    config = write(tmp_path / "pyproject.toml", '[tool.fsdp2-lint]\nignore = ["FSDP001"]\n')
+    uri = open_document(client, tmp_path / "train.py", BAD)
+    assert codes(await published(client, uri)) == ["FSDP003"]
+
+    write(config, '[tool.fsdp2-lint]\nignore = ["FSDP00"]\nselct = 1\n')
+    changed = types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)])
+    client.workspace_did_change_watched_files(changed)
+    await published(client, uri, lambda found: found == [])
+    (message,) = [m for m in client.messages if "selct" in m.message]  # shown before the (empty) publication
+    assert message.type == types.MessageType.Error and "unknown key(s) in [tool.fsdp2-lint]: selct" in message.message
+
+    write(config, '[tool.fsdp2-lint]\nignore = ["FSDP003"]\n')
+    client.workspace_did_change_watched_files(changed)
+    assert codes(await published(client, uri, lambda found: found == ["FSDP001"])) == ["FSDP001"]
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_unparsable_document_gives_one_fsdp000_and_the_server_goes_on(client: LanguageClient, tmp_path):
+    broken = open_document(client, tmp_path / "broken.py", "from torch.distributed.fsdp import fully_shard\ndef f(:\n")
+    (parse_error,) = await published(client, broken)
+    assert parse_error.code == "FSDP000" and parse_error.message.startswith("syntax error")
+    assert parse_error.range.start.line == 1
+    assert list(await request_actions(client, broken, parse_error)) == []  # `# noqa` cannot silence FSDP000
+    beyond = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=broken), position=types.Position(line=99, character=99))
+    assert await client.text_document_hover_async(beyond) is None
+
+    untitled = "untitled:Untitled-1"  # never saved: no path, settings from the server's directory
+    item = types.TextDocumentItem(uri=untitled, language_id="python", version=1, text=BAD)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+    assert codes(await published(client, untitled)) == ["FSDP001", "FSDP003"]
+
+
+def test_without_pygls_lsp_says_how_to_install_it():
+    command = [sys.executable, "-c", BLOCKED.format("pygls"), "lsp"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 2 and "pip install 'fsdp2-lint[lsp]'" in result.stderr
