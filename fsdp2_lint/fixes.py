@@ -11,11 +11,15 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from fsdp2_lint.rule import NeededImport, RuleFix
+from fsdp2_lint.rule import NeededImport, Replace, RuleFix
 from fsdp2_lint.syntax import dotted
+
+if TYPE_CHECKING:
+    from fsdp2_lint.facts import FileFacts
 
 # Submodules that `import torch` itself loads, so `torch.nn.utils.clip_grad_norm_` needs no import.
 LOADED_BY_TORCH = frozenset({"torch", "torch.nn", "torch.nn.utils", "torch.nn.functional", "torch.cuda", "torch.optim"})
@@ -49,6 +53,37 @@ def apply(module: cst.Module, fixes: Iterable[RuleFix]) -> cst.Module:
     fixed = module.visit(_Replace(replacements))
     needed = list(dict.fromkeys(needed for fix in fixes for needed in fix.imports))
     return _add_imports(fixed, needed) if needed else fixed
+
+
+def insert_before(facts: FileFacts, node: cst.CSTNode, code: str) -> Replace | None:
+    """Insert the statements in ``code`` before the statement that contains ``node`` (the comments
+    above that statement stay above the inserted code)."""
+    found = facts.statement_of(node)
+    if found is None:
+        return None
+    statement, _ = found
+    inserted = list(cst.parse_module(code).body)
+    inserted[0] = inserted[0].with_changes(leading_lines=statement.leading_lines)
+    return Replace(statement, cst.FlattenSentinel([*inserted, statement.with_changes(leading_lines=())]))
+
+
+def move_after(facts: FileFacts, moved: cst.CSTNode, anchor: cst.CSTNode) -> Replace | None:
+    """Move the statement holding ``moved`` to just after the statement holding ``anchor``, when both
+    are in the same block and ``moved`` comes first."""
+    first, second = facts.statement_of(moved), facts.statement_of(anchor)
+    if first is None or second is None or first[1] is not second[1]:
+        return None
+    block = first[1]
+    body = list(block.body)
+    source, target = body.index(first[0]), body.index(second[0])
+    if source >= target:
+        return None
+    body.insert(target + 1, body.pop(source))
+    return Replace(block, block.with_changes(body=body))
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.facts import FileFacts, canonical, may_be_wrapper
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.fixes import code_of
+from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
 from fsdp2_lint.values import refs
 
 
@@ -83,5 +84,27 @@ sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP
                         yield Finding(
                             use.node,
                             f"`{canonical(module).text}` is sharded with `fully_shard`, which has no `no_sync()`",
+                            fix=_sync_off_inside(facts, use.node),
                         )
                         break
+
+
+def _sync_off_inside(facts: FileFacts, call: cst.CSTNode) -> RuleFix | None:
+    """``with X.no_sync(): body`` -> ``X.set_requires_gradient_sync(False)`` / ``try: body`` /
+    ``finally: X.set_requires_gradient_sync(True)``: exactly FSDP1's semantics, sync off only
+    inside the block. The body is kept as it is, comments and formatting included."""
+    statement = facts.enclosing(call, cst.With)
+    if not isinstance(statement, cst.With) or statement.asynchronous or len(statement.items) != 1:
+        return None
+    item = statement.items[0]
+    if item.item is not call or item.asname is not None or not isinstance(call.func, cst.Attribute):
+        return None
+    module = code_of(call.func.value)
+    disable, enable = (
+        cst.parse_statement(f"{module}.set_requires_gradient_sync({flag})\n") for flag in ("False", "True")
+    )
+    guarded = cst.Try(body=statement.body, finalbody=cst.Finally(body=cst.IndentedBlock([enable])))
+    replacement = cst.FlattenSentinel([disable.with_changes(leading_lines=statement.leading_lines), guarded])
+    return RuleFix(
+        "use set_requires_gradient_sync(False) ... (True) around the block", (Replace(statement, replacement),)
+    )
