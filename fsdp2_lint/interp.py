@@ -1004,7 +1004,7 @@ class Interpreter:
             fn.bound,
             info.cls,
         )
-        self.ctx = _decorated(outer_ctx, self.decorators.get(info, ()), info, len(self.frame.stack))
+        self.ctx = _decorated(outer_ctx, self._decorators(info), info, len(self.frame.stack))
         try:
             self.bind_parameters(fn, args, kwargs, symbolic)
             self.exec_block(statements(info.node.body))
@@ -1043,6 +1043,11 @@ class Interpreter:
         if symbolic:
             return _rank_by_name(param.name.value, Ref(Obj("param", param.name.value)))
         return self.eval(param.default) if param.default is not None else UNKNOWN
+
+    def _decorators(self, info: FunctionInfo) -> tuple[Value, ...]:
+        """The decorators' values; unknown for a function whose ``def`` never ran (nested in a
+        function analysed as an entry point), which still leaves their names to match."""
+        return self.decorators.get(info) or (UNKNOWN,) * len(info.node.decorators)
 
     def _is_static(self, info: FunctionInfo) -> bool:
         return any(

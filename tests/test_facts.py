@@ -295,3 +295,19 @@ def test_lazy_parameters_are_captured_when_consumed():
     assert lazy_source.captured_at == first.index
     assert eager_source.captured_at < first.index
     assert may_be_same(lazy_source.ref, eager_source.ref)
+
+
+def test_functions_whose_def_never_ran_keep_their_decorator_names():
+    facts = facts_of(
+        """
+        import torch.distributed as dist
+        def outer():
+            return
+            @rank_zero_only
+            @functools.wraps(outer)
+            def save():
+                dist.barrier()
+        """
+    )
+    (barrier,) = next(trace for trace in facts.traces if trace.entry == "save").calls("torch.distributed.barrier")
+    assert barrier.ctx.rank_guard is not None and barrier.ctx.rank_guard.ranks == "zero"
