@@ -8,6 +8,7 @@ rule and never hides the other rules' findings.
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -29,6 +30,11 @@ _NOQA = re.compile(
     re.IGNORECASE,
 )
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_SYNTAX_HINT = "fix the syntax error: fsdp2-lint checked nothing else in this file"
+_DECODE_HINT = "save the file as UTF-8, or declare its encoding (PEP 263): fsdp2-lint checked nothing else in it"
+_READ_HINT = "check the path and its permissions"
+_INTERNAL_HINT = "a bug in fsdp2-lint: please report it with the file; the other files were checked"
+
 _RULE_INSTANCES: dict[type[Rule], Rule] = {}
 
 
@@ -82,7 +88,7 @@ def lint_file(
     try:
         data = path.read_bytes()
     except OSError as error:
-        return [_file_error(shown, f"cannot read file: {error.strerror or error}")]
+        return [_file_error(shown, f"cannot read file: {error.strerror or error}", hint=_READ_HINT)]
     return lint_source(data, shown, rules)
 
 
@@ -95,16 +101,17 @@ def lint_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = Non
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
-        return [_file_error(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)]
+        return [_syntax_error(data, path, error)]
     except (UnicodeDecodeError, LookupError, SyntaxError) as error:
-        return [_file_error(path, f"cannot decode file: {error}")]
+        return [_file_error(path, f"cannot decode file: {error}", hint=_DECODE_HINT)]
     lines = _NEWLINE.split(_decode(data, module))
     try:
         facts = FileFacts(path, data, module, interpret(module, data))
     except RecursionError:
-        return [_file_error(path, "file is nested too deeply to analyse")]
+        return [_file_error(path, "file is nested too deeply to analyse", hint=_INTERNAL_HINT)]
     except Exception as error:  # a bug of ours must not cost the user the other files
-        return [_file_error(path, f"internal error while analysing the file: {type(error).__name__}: {error}")]
+        message = f"internal error while analysing the file: {type(error).__name__}: {error}"
+        return [_file_error(path, message, hint=_INTERNAL_HINT)]
     diagnostics: list[Diagnostic] = []
     for rule in applicable:
         diagnostics.extend(_run_rule(rule, facts, lines))
@@ -126,7 +133,8 @@ def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[
                 seen.add(id(finding.node))
                 found.append(_diagnostic(rule, finding, facts, lines))
     except Exception as error:  # one broken rule must not hide the others
-        return [_file_error(facts.path, f"internal error in rule {rule.code}: {type(error).__name__}: {error}")]
+        message = f"internal error in rule {rule.code}: {type(error).__name__}: {error}"
+        return [_file_error(facts.path, message, hint=_INTERNAL_HINT)]
     return found
 
 
@@ -157,12 +165,25 @@ def _fix(fix: RuleFix, facts: FileFacts) -> Fix:
     return Fix(fix.description, "safe" if fix.safe else "unsafe", edits)
 
 
-def _file_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+def _syntax_error(data: bytes, path: str, error: cst.ParserSyntaxError) -> Diagnostic:
+    """CPython's own message and position where it rejects the file too: libcst's parser reports
+    the token it expected (\"expected one of ), *, **, NAME\") at the start of the line."""
+    try:
+        compile(data, path, "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError as python:
+        if python.lineno is not None:
+            return _file_error(path, f"syntax error: {python.msg}", python.lineno, python.offset or 1)
+    except (ValueError, UnicodeDecodeError):  # null bytes, undecodable text: libcst's account stands
+        pass
+    return _file_error(path, f"syntax error: {error.message.removeprefix('parser error: ')}", error.editor_line)
+
+
+def _file_error(path: str, message: str, line: int = 1, column: int = 1, hint: str = _SYNTAX_HINT) -> Diagnostic:
     return Diagnostic(
         code=PARSE_ERROR,
         name=PARSE_ERROR_NAME,
         message=message,
-        hint="fix the file so that Python can parse it; fsdp2-lint checked nothing else in it",
+        hint=hint,
         severity=Severity.ERROR,
         path=path,
         line=line,

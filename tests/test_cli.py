@@ -121,9 +121,32 @@ def test_unparsable_and_unreadable_files_are_fsdp000_and_others_still_linted(pro
         ("missing.py", "FSDP000"),
         ("bad.py", "FSDP001"),
     }
-    messages = {d["path"]: d["message"] for d in json.loads(output)}
-    assert messages["broken.py"].startswith("syntax error")
-    assert "No such file" in messages["missing.py"]
+    by_path = {d["path"]: d for d in json.loads(output)}
+    broken = by_path["broken.py"]
+    assert (broken["message"], broken["line"], broken["column"]) == ("syntax error: invalid syntax", 2, 7)
+    assert "No such file" in by_path["missing.py"]["message"]
+    assert "permissions" in by_path["missing.py"]["hint"]
+    assert "encoding" in by_path["undecodable.py"]["hint"]
+
+
+@pytest.mark.parametrize(
+    "source, message, line, column",
+    [
+        ("x = (1,\n", "'(' was never closed", 1, 5),
+        ("if x\n    pass\n", "expected ':'", 1, 5),
+        ("a = 1\n  b = 2\n", "unexpected indent", 2, 2),
+    ],
+)
+def test_syntax_errors_carry_pythons_message_and_position(project, source, message, line, column):
+    write(project / "broken.py", "from torch.distributed.fsdp import fully_shard\n" + source)
+    code, output = run("check", "--output-format", "json", "broken.py")
+    (diagnostic,) = json.loads(output)
+    assert code == 1
+    assert (diagnostic["message"], diagnostic["line"], diagnostic["column"]) == (
+        f"syntax error: {message}",
+        line + 1,
+        column,
+    )
 
 
 @pytest.mark.parametrize(
@@ -139,7 +162,9 @@ def test_unparsable_and_unreadable_files_are_fsdp000_and_others_still_linted(pro
     ],
 )
 def test_suppression_comments(project, comment, suppressed):
-    source = BAD.replace("opt = torch.optim.AdamW(model.parameters())", "opt = torch.optim.AdamW(model.parameters())" + comment)
+    source = BAD.replace(
+        "opt = torch.optim.AdamW(model.parameters())", "opt = torch.optim.AdamW(model.parameters())" + comment
+    )
     write(project / "bad.py", source)
     assert run("check", "bad.py")[0] == (0 if suppressed else 1)
 
