@@ -20,6 +20,7 @@ import libcst as cst
 from fsdp2_lint import fixes
 from fsdp2_lint.facts import FileFacts
 from fsdp2_lint.interp import interpret
+from fsdp2_lint.prefilter import applicable_rules
 from fsdp2_lint.rule import Finding, Rule, RuleFix, Severity, all_rules
 
 PARSE_ERROR = "FSDP000"
@@ -95,7 +96,7 @@ def lint_file(
 def lint_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None) -> list[Diagnostic]:
     """Diagnostics for one file's bytes, sorted by position, suppressions applied."""
     selected = all_rules() if rules is None else rules
-    applicable = [rule for rule in selected if rule.applies_to(data)]
+    applicable = applicable_rules(selected, data)
     if not applicable:
         return []
     try:

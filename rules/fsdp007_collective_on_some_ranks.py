@@ -105,21 +105,18 @@ def save(model, rank):
     torch.save(gather(model), "model.pt")  # expect: FSDP007
 """,
     )
+    # A rank guard: a rank-named variable or call (`local_rank`, `is_main_process`, `get_rank`,
+    # `trainer.is_global_zero`), a rank environment variable or a rank-0 decorator. A collective:
+    # a torch.distributed one (`distributed` and its name, DCP's `checkpoint` with save/load or the
+    # full-state-dict helpers), a DTensor method, or `unshard`.
     requires = (
-        ("rank", "main", "master", "chief", "primary", "zero", "process_index"),
-        (
-            "checkpoint",
-            "full_tensor",
-            "redistribute",
-            "state_dict",
-            "reduce",
-            "gather",
-            "scatter",
-            "broadcast",
-            "barrier",
-            "all_to_all",
-            "unshard",
-        ),
+        ("distributed", "full_tensor", "redistribute", "unshard"),
+        ("reduce", "gather", "scatter", "broadcast", "barrier", "all_to_all", "checkpoint")
+        + ("full_tensor", "redistribute", "unshard"),
+        ("reduce", "gather", "scatter", "broadcast", "barrier", "all_to_all", "save", "load", "full_state_dict")
+        + ("full_tensor", "redistribute", "unshard"),
+        ("rank", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "process_index", "global_zero", "local_zero")
+        + ("main", "master", "chief", "primary"),
     )
     signature = RuntimeSignature(
         evidence="hang", note="the run exceeds its timeout; the ranks' last events show rank 0 inside the collective"

@@ -87,7 +87,8 @@ import torch
 grad_norm = torch.sqrt(sum(p.grad.to_local().pow(2).sum() for p in model.parameters()))  # expect: FSDP015
 """,
     )
-    requires = (("clip_grad", "get_total_norm", "to_local"),)
+    # clipping over a list captured before a `fully_shard`, or a norm of `to_local()` shards
+    requires = (("clip_grad", "get_total_norm", "to_local"), ("fully_shard", "to_local"))
     signature = RuntimeSignature(
         evidence="wrong_grad_norm", note="the norm the script computes differs from the true global gradient norm"
     )

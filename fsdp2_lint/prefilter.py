@@ -1,0 +1,84 @@
+"""Which selected rules can fire on a file, decided from its bytes before anything is parsed.
+
+Each rule declares, in conjunctive normal form, the tokens a file must contain for the rule to
+fire (``Rule.requires``). Parsing with libcst costs tens of milliseconds a file, so a file whose
+bytes cannot satisfy any selected rule is never parsed. Two stages, both exact:
+
+1. the raw bytes, each token searched at most once per file (rules share tokens);
+2. for files that pass, the same check on the code without its comments: license headers and
+   comments mention "distributed", "checkpoint" or "rank" far more often than code calls them,
+   and comments never change what the interpreter sees.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from fsdp2_lint.rule import Rule
+
+# A string literal (any quotes; prefixes are identifier characters and need no matching) or a
+# comment. Scanning left to right, a `#` inside a string is consumed by the string first.
+_STRING_OR_COMMENT = re.compile(
+    rb'"""(?:\\[\s\S]|[^\\])*?"""'
+    rb"|'''(?:\\[\s\S]|[^\\])*?'''"
+    rb'|"(?:\\[\s\S]|[^"\\\r\n])*"'
+    rb"|'(?:\\[\s\S]|[^'\\\r\n])*'"
+    rb"|#[^\r\n]*"
+)
+_FSTRING_PREFIX = re.compile(rb"[fF][rR]?$|[rR][fF]$")
+
+
+class _Tokens:
+    """Token presence in one text, each token searched for at most once."""
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+        self.found: dict[str, bool] = {}
+
+    def has(self, token: str) -> bool:
+        present = self.found.get(token)
+        if present is None:
+            present = self.found[token] = token.encode() in self.text
+        return present
+
+    def satisfies(self, rule: type[Rule]) -> bool:
+        return all(any(self.has(token) for token in group) for group in rule.requires)
+
+
+def applicable_rules(rules: Sequence[type[Rule]], data: bytes) -> list[type[Rule]]:
+    """The rules among ``rules`` that can report something in a file with these bytes."""
+    raw = _Tokens(data)
+    passing = [rule for rule in rules if raw.satisfies(rule)]
+    if not passing:
+        return passing
+    code = without_comments(data)
+    if code is data:
+        return passing
+    stripped = _Tokens(code)
+    return [rule for rule in passing if stripped.satisfies(rule)]
+
+
+def without_comments(data: bytes) -> bytes:
+    """The bytes with every comment removed (string literals kept whole). Returns ``data`` itself
+    when a string cannot be delimited with certainty: an f-string whose replacement field reuses
+    its own quote (Python 3.12+) would make the scan mistake code for a comment."""
+    pieces: list[bytes] = []
+    start = 0
+    for match in _STRING_OR_COMMENT.finditer(data):
+        literal = match.group()
+        if literal[:1] == b"#":
+            pieces.append(data[start : match.start()])
+            start = match.end()
+        elif _FSTRING_PREFIX.search(data, max(0, match.start() - 2), match.start()) and _open_field(literal):
+            return data
+    if not pieces:
+        return data
+    pieces.append(data[start:])
+    return b"".join(pieces)
+
+
+def _open_field(literal: bytes) -> bool:
+    """Does an f-string literal end inside a replacement field (``f"{d["`` of ``f"{d["k"]}"``)?"""
+    text = literal.replace(b"{{", b"").replace(b"}}", b"")
+    return text.count(b"{") > text.count(b"}")
