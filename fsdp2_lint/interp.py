@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -36,12 +36,14 @@ from fsdp2_lint.values import (
     Obj,
     Params,
     ParamSource,
+    Partial,
     RankDep,
     Ref,
     StateDict,
     Super,
     Symbol,
     Tuple,
+    Uniform,
     Value,
     choice,
     is_any_depth,
@@ -110,6 +112,12 @@ MODULE_METHODS = frozenset(
         "step",
     }
 )
+# Methods of a state dict and of its tensors whose result holds the same (sharded or full) data.
+STATE_PRESERVING = frozenset(
+    {"copy", "get", "pop", "cpu", "cuda", "to", "detach", "clone", "contiguous", "float", "half", "bfloat16"}
+)
+# Attributes only DDP and FSDP1 wrappers have: `hasattr(model, "no_sync")` rules out FSDP2.
+WRAPPER_ONLY = frozenset({"no_sync", "module"})
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
 
 
@@ -207,6 +215,8 @@ class Interpreter:
         init = info.cls.method("__init__") if info.cls else None
         if instance is not None and init is not None and init is not info:
             self.call_function(Function(init, self.module_env, instance), (), {}, None, symbolic=True)
+        if instance is not None and info.name in ("forward", "__call__"):  # runs through `module(...)`
+            self.ctx = self.ctx.with_(forward_of=(instance,))
         self.call_function(Function(info, self.module_env, instance), (), {}, None, symbolic=True)
         return Trace(info.qualname, self.events, instance=instance)
 
@@ -359,6 +369,8 @@ class Interpreter:
             base.vars.update((else_env if then_done else then_env).vars)
             arm = 1 if then_done else 0
             return Continuation((id(node), arm), else_guard if then_done else then_guard)
+        for env, narrowing in ((then_env, then_narrowing), (else_env, else_narrowing)):
+            _undo_narrowing(env, narrowing, base)  # what the test said holds only inside the arm
         merged = dict(else_env.vars)
         for name, value in then_env.vars.items():
             other = else_env.vars.get(name)
@@ -568,7 +580,9 @@ class Interpreter:
                 results.append(option.items[key])
             elif isinstance(option, Symbol) and option.qname == "os.environ" and key in names.RANK_ENV_VARS:
                 results.append(RankDep("rank"))
-            elif isinstance(option, (Params, Loaded)):
+            elif isinstance(option, Symbol) and option.qname == "os.environ" and key in names.WORLD_SIZE_ENV_VARS:
+                results.append(Uniform("size"))
+            elif isinstance(option, (Params, Loaded, StateDict)):
                 results.append(option)
             elif isinstance(option, RankDep):
                 results.append(RankDep("mixed"))
@@ -662,22 +676,39 @@ class Interpreter:
             return derived
         if isinstance(node.operator, cst.Add):
             left_items, right_items = _container_items(left), _container_items(right)
+            if (left_items is None) != (right_items is None):  # [model] + list(model.layers)
+                left_items = left_items if left_items is not None else self._iterated(left)
+                right_items = right_items if right_items is not None else self._iterated(right)
             if left_items is not None and right_items is not None:
                 container = Obj("container", None, node=node)
                 container.items = left_items + right_items
                 return Ref(container)
         return UNKNOWN
 
+    def _iterated(self, value: Value) -> list[tuple[object, Value]] | None:
+        """The elements of an iterable that is not a literal container, as container items."""
+        if not any(isinstance(option, (ModuleIter, Params)) for option in options(value)):
+            return None
+        return [(None, self.element_of(value, lazy=False))]
+
     def eval_unary(self, node: cst.UnaryOperation) -> Value:
         value = self.eval(node.expression)
         if isinstance(node.operator, cst.Not):
+            if isinstance(value, Uniform) and value.kind != "size":
+                return Uniform("single" if value.kind == "dist" else "dist")
             return _negate_rank(value)
         if isinstance(node.operator, cst.Minus) and isinstance(const(value), (int, float)):
             return Const(-const(value))
         return UNKNOWN
 
     def eval_boolean(self, node: cst.BooleanOperation) -> Value:
-        kinds = {_rank_kind(self.eval(node.left)), _rank_kind(self.eval(node.right))} - {None}
+        conjunction = isinstance(node.operator, cst.And)
+        # In a distributed run `dist.is_initialized() and X` is X, and so is `not ... or X`.
+        neutral = Uniform("dist" if conjunction else "single")
+        sides = [value for value in (self.eval(node.left), self.eval(node.right)) if value != neutral]
+        if len(sides) < 2:
+            return sides[0] if sides else neutral
+        kinds = {_rank_kind(side) for side in sides} - {None}
         if not kinds:
             return UNKNOWN
         if isinstance(node.operator, cst.And):
@@ -690,12 +721,19 @@ class Interpreter:
         for index, target in enumerate(node.comparisons):
             right = self.eval(target.comparator)
             if index == 0:
-                result = _compare_rank(left, target.operator, right)
+                operator = target.operator
+                result = _compare_world_size(left, operator, right) or _compare_rank(left, operator, right)
         return result
 
     def eval_if_exp(self, node: cst.IfExp) -> Value:
         self.eval(node.test)
-        return choice([self.eval(node.body), self.eval(node.orelse)])
+        results = []
+        base = self.frame.env
+        for narrowing, arm in zip(self.narrowing(node.test), (node.body, node.orelse), strict=True):
+            self.frame.env = Env(base, dict(narrowing)) if narrowing else base
+            results.append(self.eval(arm))
+            self.frame.env = base
+        return choice(results)
 
     def eval_named(self, node: cst.NamedExpr) -> Value:
         value = self.eval(node.value)
@@ -744,6 +782,13 @@ class Interpreter:
             return self.call_method(callee.receiver, callee.name, args, kwargs, node, attribute_read=True)
         if isinstance(callee, Ref):
             return self.invoke(callee, args, kwargs, node)
+        if isinstance(callee, Partial):
+            return choice(
+                [
+                    self.call_value(option, callee.args + args, {**dict(callee.kwargs), **kwargs}, node)
+                    for option in options(callee.func)
+                ]
+            )
         if isinstance(callee, Lambda):
             return UNKNOWN
         event = self.record("call", node, name=dotted(node.func) or None, args=args, kwargs=kwargs)
@@ -784,6 +829,10 @@ class Interpreter:
         kind = names.rank_kind_of_call(qname)
         if kind is not None:
             event.result = RankDep(kind)
+            return event.result
+        uniform = names.uniform_kind_of_call(qname)
+        if uniform is not None:
+            event.result = Uniform(uniform)
             return event.result
         if _rank_dependent(args, kwargs):  # os.path.join(root, f"rank{rank}.pt")
             event.result = RankDep("mixed")
@@ -828,7 +877,7 @@ class Interpreter:
         if name == "super":
             frame = self.frame
             return Super(frame.self_ref, frame.cls) if frame.self_ref and frame.cls else UNKNOWN
-        if name == "int" and isinstance(first, RankDep):
+        if name == "int" and isinstance(first, (RankDep, Uniform)):
             return first
         return None
 
@@ -906,7 +955,7 @@ class Interpreter:
                 return UNKNOWN
             return self.call_function(Function(method, self.module_env), args, kwargs, node) or UNKNOWN
         if isinstance(receiver, StateDict):
-            return receiver if name == "copy" else Iter("items", (UNKNOWN,)) if name == "items" else UNKNOWN
+            return _state_dict_method(receiver, name)
         if isinstance(receiver, Params) and name in ("copy", "values"):
             return receiver
         if isinstance(receiver, Derived):
@@ -947,11 +996,15 @@ class Interpreter:
             return ref
         if name == "get_submodule" and args and isinstance(const(args[0]), str):
             return Ref(ref.root, ref.path + tuple(const(args[0]).split(".")))
+        if name == "get_submodule" and args:  # a computed name: some module below this one
+            return Ref(ref.root, ref.path + (ANY, ANY_DEPTH))
         if name in SUBMODULE_GETTERS:
             return Ref(ref.root, ref.path + (ANY, ANY_DEPTH))
         kind = names.rank_kind_of_call(name)
         if kind is not None:
             return RankDep(kind)
+        if names.uniform_kind_of_call(name) == "size":  # group.get_world_size()
+            return Uniform("size")
         return self.new_object(event, None) if event.result is None else event.result
 
     def invoke(self, ref: Ref, args: tuple, kwargs: dict, node: cst.Call) -> Value:
@@ -1096,6 +1149,8 @@ class Interpreter:
         if value.kind == "zip":
             return Tuple(tuple(self.element_of(part, lazy) for part in value.parts))
         container = value.parts[0]
+        if isinstance(container, StateDict):  # its tensors: the state dict's values
+            return container if value.kind == "values" else Tuple((UNKNOWN, container))
         if isinstance(container, Ref) and container.root.kind == "container":
             return choice([Tuple((Const(key), item)) for key, item in container.root.items])
         return Tuple((UNKNOWN, UNKNOWN))
@@ -1103,10 +1158,42 @@ class Interpreter:
     def narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
         """Variables a condition restricts, for the true and the false arm.
 
-        Only one narrowing matters to rules: a loop variable over ``m.modules()`` (which
-        includes ``m`` itself) that is filtered by a condition no longer includes the root,
-        unless the condition is a type check that the root's own class passes.
+        Two narrowings matter to rules: a loop variable over ``m.modules()`` (which includes
+        ``m`` itself) that is filtered by a condition no longer includes the root, unless the
+        condition is a type check that the root's own class passes; and a model tested for
+        being a DDP/FSDP1 wrapper (``hasattr(model, "no_sync")``, ``isinstance(model, DDP)``)
+        or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in the arm that rules
+        that out, not an FSDP2 module.
         """
+        wrapper_true, wrapper_false = self._wrapper_narrowing(test)
+        loop_true, loop_false = self._loop_narrowing(test)
+        return {**wrapper_true, **loop_true}, {**wrapper_false, **loop_false}
+
+    def _wrapper_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            true, false = self._wrapper_narrowing(test.expression)
+            return false, true
+        if isinstance(test, cst.BooleanOperation):
+            (left_true, left_false), (right_true, right_false) = map(self._wrapper_narrowing, (test.left, test.right))
+            if isinstance(test.operator, cst.And):
+                return {**left_true, **right_true}, {}
+            return {}, {**left_false, **right_false}
+        if not (isinstance(test, cst.Call) and len(test.args) >= 2 and isinstance(test.args[0].value, cst.Name)):
+            return {}, {}
+        name = test.args[0].value.value
+        function, kind = dotted(test.func), test.args[1].value
+        if function == "hasattr" and isinstance(kind, cst.SimpleString) and kind.evaluated_value in WRAPPER_ONLY:
+            return {name: _unknown_wrapper(name)}, {}
+        if function != "isinstance":
+            return {}, {}
+        types = {option.qname for option in walk_contents(self._peek(kind)) if isinstance(option, Symbol)}
+        if names.FSDP_MODULE in types:
+            return {}, {name: UNKNOWN}
+        if types & {names.DDP, names.FSDP1}:
+            return {name: _unknown_wrapper(name)}, {}
+        return {}, {}
+
+    def _loop_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
         loop_modules = {
             name: value
             for name, value in self.frame.env.vars.items()
@@ -1211,6 +1298,23 @@ def _owned_by(slot: Ref, obj: Obj) -> bool:
     return False
 
 
+def _undo_narrowing(env: Env, narrowing: dict[str, Value], base: Env) -> None:
+    for name, value in narrowing.items():
+        if env.vars.get(name) is not value:
+            continue  # reassigned in the arm
+        if name in base.vars:
+            env.vars[name] = base.vars[name]
+        else:
+            del env.vars[name]
+
+
+def _unknown_wrapper(label: str) -> Ref:
+    """A DDP or FSDP1 wrapper around a module we do not know."""
+    obj = Obj("wrapper", label)
+    obj.wrapped = UNKNOWN
+    return Ref(obj)
+
+
 def _reversed(value: Value) -> Value:
     if isinstance(value, ModuleIter):
         return ModuleIter(value.ref, value.self_included, value.named, "rev" if value.order == "pre" else "pre")
@@ -1280,7 +1384,19 @@ def _rank_by_name(name: str, value: Value) -> Value:
         kind = names.rank_kind_of_name(name)
         if kind is not None:
             return RankDep(kind)
+        if names.is_world_size_name(name):
+            return Uniform("size")
     return value
+
+
+def _state_dict_method(state: StateDict, name: str) -> Value:
+    """A state dict stands for its tensors too: copies and moves keep what they hold, and
+    ``.full_tensor()`` gathers the full value."""
+    if name in ("items", "values"):
+        return Iter(name, (state,))
+    if name == "full_tensor":
+        return replace(state, full=True)
+    return state if name in STATE_PRESERVING else UNKNOWN
 
 
 def _derived_from(args: tuple, kwargs: dict, step: int | None = None) -> Derived | None:
@@ -1314,6 +1430,25 @@ def _negate_rank(value: Value) -> Value:
     kind = _rank_kind(value)
     negated = {"zero": "nonzero", "nonzero": "zero", "rank": "zero", "mixed": "mixed"}.get(kind or "")
     return RankDep(negated) if negated else UNKNOWN
+
+
+def _compare_world_size(left: Value, operator: cst.BaseCompOp, right: Value) -> Uniform | None:
+    """``world_size > 1`` and the like: is the job distributed?"""
+    if right == Uniform("size") and left != Uniform("size"):
+        left, right = right, left
+        operator = _MIRRORED.get(type(operator), operator)
+    number = const(right)
+    if left != Uniform("size") or not isinstance(number, int) or number not in (1, 2):
+        return None
+    distributed = {
+        (cst.GreaterThan, 1): True,
+        (cst.NotEqual, 1): True,
+        (cst.GreaterThanEqual, 2): True,
+        (cst.Equal, 1): False,
+        (cst.LessThanEqual, 1): False,
+        (cst.LessThan, 2): False,
+    }.get((type(operator), number))
+    return None if distributed is None else Uniform("dist" if distributed else "single")
 
 
 def _compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
@@ -1477,7 +1612,9 @@ def _loaded(interp: Interpreter, event: Event) -> Value:
 
 def _environ_get(interp: Interpreter, event: Event) -> Value:
     key = const(event.arg(0) or UNKNOWN)
-    return RankDep("rank") if key in names.RANK_ENV_VARS else interp.new_object(event, event.qname)
+    if key in names.RANK_ENV_VARS:
+        return RankDep("rank")
+    return Uniform("size") if key in names.WORLD_SIZE_ENV_VARS else interp.new_object(event, event.qname)
 
 
 def _copy(interp: Interpreter, event: Event) -> Value:
@@ -1490,6 +1627,12 @@ def _copy(interp: Interpreter, event: Event) -> Value:
     return Ref(obj)
 
 
+def _partial(interp: Interpreter, event: Event) -> Value:
+    if not event.args:
+        return UNKNOWN
+    return Partial(event.args[0], event.args[1:], tuple(event.kwargs.items()))
+
+
 def _symbol_returns_second(interp: Interpreter, event: Event) -> Value:
     return event.arg(1, "val") or UNKNOWN
 
@@ -1499,6 +1642,7 @@ _SYMBOL_CALLS = {
     "torch.compile": _symbol_returns_first,
     "typing.cast": _symbol_returns_second,
     "copy.deepcopy": _copy,
+    "functools.partial": _partial,
     names.DDP: _wrapper("ddp"),
     names.FSDP1: _wrapper("fsdp1"),
     names.GET_MODEL_STATE_DICT: _state_dict_of(0, "model"),

@@ -15,6 +15,7 @@ FSDP = "torch.distributed.fsdp"
 FULLY_SHARD = f"{FSDP}.fully_shard"
 REGISTER_FORWARD_METHOD = f"{FSDP}.register_fsdp_forward_method"
 FSDP1 = f"{FSDP}.FullyShardedDataParallel"
+FSDP_MODULE = f"{FSDP}.FSDPModule"
 LOADERS = frozenset(
     {"torch.load", "safetensors.torch.load_file", "safetensors.torch.load", "torch.hub.load_state_dict_from_url"}
 )
@@ -159,6 +160,10 @@ _RANK_ZERO_NAME = re.compile(
 )
 _RANK_FUNCTION = re.compile(r"(^|\.)(get_(global_|local_|node_local_)?rank|get_process_index)$")
 _RANK_ZERO_FUNCTION = re.compile(r"(^|\.)(is_(local_|global_)?(main_process|master|rank_zero|rank0|primary))$")
+_DISTRIBUTED_CHECK = re.compile(r"^torch\.distributed\.(is_initialized|is_available)$")
+_WORLD_SIZE_FUNCTION = re.compile(r"(^|\.)get_world_size$")
+_WORLD_SIZE_NAME = re.compile(r"^_?(world_size|num_processes|num_ranks)$")
+WORLD_SIZE_ENV_VARS = frozenset({"WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS"})
 RANK_ENV_VARS = frozenset({"RANK", "LOCAL_RANK", "GLOBAL_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID"})
 
 
@@ -177,3 +182,16 @@ def rank_kind_of_call(qname: str) -> str | None:
     if _RANK_ZERO_FUNCTION.search(qname):
         return "zero"
     return None
+
+
+def uniform_kind_of_call(qname: str) -> str | None:
+    """``"dist"`` for checks that the job is distributed, ``"size"`` for the world size."""
+    if _DISTRIBUTED_CHECK.match(qname):
+        return "dist"
+    if _WORLD_SIZE_FUNCTION.search(qname):
+        return "size"
+    return None
+
+
+def is_world_size_name(name: str) -> bool:
+    return bool(_WORLD_SIZE_NAME.match(name))

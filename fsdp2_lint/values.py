@@ -189,6 +189,15 @@ class RankDep(Value):
 
 
 @dataclass(frozen=True)
+class Uniform(Value):
+    """A value every rank agrees on that tells a distributed run from a single process:
+    ``"dist"`` (true when distributed: ``dist.is_initialized()``, ``world_size > 1``),
+    ``"single"`` (its negation), ``"size"`` (the world size itself)."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
 class Derived(Value):
     """A tensor computed from parameters' gradients. ``tags``: ``"grad"`` always; ``"local"``
     once ``.to_local()`` reduced it to this rank's shard. ``steps``: the indexes of the events
@@ -237,6 +246,15 @@ class BoundMethod(Value):
 
     receiver: Value
     name: str
+
+
+@dataclass(frozen=True)
+class Partial(Value):
+    """``functools.partial(func, *args, **kwargs)``: calling it calls ``func`` with these first."""
+
+    func: Value
+    args: tuple[Value, ...]
+    kwargs: tuple[tuple[str, Value], ...]
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
+from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
 from fsdp2_lint.values import Const, Ref, may_overlap, refs, walk_contents
 
@@ -122,7 +122,7 @@ def _never_materialised(trace: Trace) -> Iterator[Finding]:
                 if trace.handed_off([target], creation.index) is not None:
                     continue  # e.g. returned to a framework that materialises meta modules itself
                 yield Finding(
-                    creation.node,
+                    report_node(creation, shard),  # a helper that builds on meta is fine by itself
                     "built on the meta device and sharded, but never materialised with `to_empty()`: the first "
                     "forward fails with 'FSDP parameters should be materialized from meta device'",
                 )

@@ -3,12 +3,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import Event, FileFacts
+from fsdp2_lint.facts import Event, FileFacts, Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Const, walk_contents
+from fsdp2_lint.values import Const, Symbol, options, walk_contents
 
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
+# torch.cuda functions that do not create the CUDA context (so a device mesh still selects the device).
+CUDA_WITHOUT_CONTEXT = frozenset(
+    {"is_available", "device_count", "manual_seed", "manual_seed_all", "is_initialized", "empty_cache"}
+)
 DEVICE_SELECTION = frozenset(
     {"torch.cuda.set_device", "torch.accelerator.set_device_index", "torch.cuda.device", "torch.xpu.set_device"}
 )
@@ -76,7 +80,12 @@ fully_shard(model.cuda())
                 e for e in trace.events if e.kind == "call" and e.qname in (INIT_PROCESS_GROUP, INIT_DEVICE_MESH)
             ]
             shards = trace.shards
-            if creates and shards and any(_uses_cuda(event) for event in trace.events):
+            if (
+                creates
+                and shards
+                and any(_uses_cuda(event) for event in trace.events)
+                and not _mesh_selects_device(trace)
+            ):
                 inits = [event for event in creates if event.qname == INIT_PROCESS_GROUP]
                 yield Finding((inits[0] if inits else shards[0]).node)
 
@@ -89,6 +98,52 @@ def _selects_device(event: Event) -> bool:
     if event.kind != "call":
         return False
     return event.qname in DEVICE_SELECTION or (event.qname == INIT_PROCESS_GROUP and "device_id" in event.kwargs)
+
+
+def _mesh_selects_device(trace: Trace) -> bool:
+    """Creating a CUDA device mesh (``init_device_mesh("cuda", ...)``, or the default mesh of a
+    ``fully_shard`` without ``mesh=``) selects the device from LOCAL_RANK itself, as long as
+    nothing has initialised CUDA before: torch's ``DeviceMesh`` sets it when the current device
+    is not initialised yet."""
+    for event in trace.events:
+        if _creates_mesh(event):
+            return True
+        if _initialises_cuda(event):
+            return False
+    return False
+
+
+def _creates_mesh(event: Event) -> bool:
+    if event.kind != "call":
+        return False
+    if event.qname == names.FULLY_SHARD:
+        return "mesh" not in event.kwargs
+    return event.qname == INIT_DEVICE_MESH and not _only(event.arg(0, "device_type"), "cpu")
+
+
+def _initialises_cuda(event: Event) -> bool:
+    """Does the event create or move tensors on a device other than the CPU (or may it)?"""
+    if event.kind == "method":
+        return event.name == "cuda" or (event.name == "to" and not all(_only(arg, "cpu") for arg in event.args))
+    if event.kind != "call":
+        return False
+    if (event.qname or "").startswith("torch.cuda.") and event.name not in CUDA_WITHOUT_CONTEXT:
+        return True
+    device = event.kwargs.get("device")
+    return device is not None and not _only(device, "cpu", "meta")
+
+
+def _only(value, *devices: str) -> bool:
+    """Is the value certainly one of these device names (or a dtype, for ``.to``)?"""
+    if value is None:
+        return False
+    for option in options(value):
+        if isinstance(option, Const) and isinstance(option.value, str):
+            if option.value.split(":")[0] not in devices:
+                return False
+        elif not (isinstance(option, Symbol) and option.qname.startswith("torch.") and "float" in option.qname):
+            return False
+    return True
 
 
 def _uses_cuda(event: Event) -> bool:

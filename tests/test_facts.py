@@ -8,9 +8,9 @@ import libcst as cst
 import pytest
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts, canonical, report_node
+from fsdp2_lint.facts import FileFacts, canonical, may_be_wrapper, report_node
 from fsdp2_lint.interp import interpret
-from fsdp2_lint.values import RankDep, may_be_same
+from fsdp2_lint.values import Const, RankDep, StateDict, may_be_same, walk_contents
 
 
 def facts_of(source: str) -> FileFacts:
@@ -256,6 +256,11 @@ def test_methods_see_modules_sharded_by_other_methods_of_their_class():
         ("rank == 0 and step % 100 == 0", "zero_subset"),
         ("dist.get_rank() % 2 == 0", "mixed"),
         ("step % 100 == 0", None),
+        ("not dist.is_initialized() or dist.get_rank() == 0", "zero"),
+        ("dist.is_initialized() and dist.get_rank() != 0", "nonzero"),
+        ("dist.get_world_size() > 1 and rank == 0", "zero"),
+        ("int(os.environ['WORLD_SIZE']) == 1 or rank == 0", "zero"),
+        ("args.verbose or rank == 0", None),
     ],
 )
 def test_rank_conditions(condition, ranks):
@@ -311,3 +316,62 @@ def test_functions_whose_def_never_ran_keep_their_decorator_names():
     )
     (barrier,) = next(trace for trace in facts.traces if trace.entry == "save").calls("torch.distributed.barrier")
     assert barrier.ctx.rank_guard is not None and barrier.ctx.rank_guard.ranks == "zero"
+
+
+def test_wrapper_checks_narrow_the_model_inside_their_arm_only():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        if hasattr(model, "no_sync"):
+            inside = model.no_sync()
+        after = model.no_sync()
+        """
+    )
+    inside, after = facts.traces[0].methods("no_sync")
+    assert may_be_wrapper(inside.receiver) and not may_be_wrapper(after.receiver)
+    assert facts.traces[0].sharded_overlap(after.receiver, after)
+
+
+def test_partial_calls_its_function_with_the_bound_arguments():
+    facts = facts_of(
+        """
+        import functools
+        import torch
+        make = functools.partial(torch.optim.SGD, lr=0.1)
+        optimizer = make(model.parameters())
+        """
+    )
+    (optimizer,) = facts.traces[0].optimizers
+    assert optimizer.qname == "torch.optim.SGD" and optimizer.kwargs["lr"] == Const(0.1)
+    assert optimizer.result.root.params is not None
+
+
+def test_state_dict_values_keep_what_they_hold():
+    facts = facts_of(
+        """
+        import torch
+        copied = {k: v.cpu() for k, v in model.state_dict().items()}
+        gathered = {k: v.full_tensor() for k, v in model.state_dict().items()}
+        torch.save(copied, "a.pt")
+        torch.save(gathered, "b.pt")
+        """
+    )
+    saved = [save.args[0] for save in facts.traces[0].calls(names.TORCH_SAVE)]
+    states = [[v for v in walk_contents(value) if isinstance(v, StateDict)] for value in saved]
+    assert [[state.full for state in found] for found in states] == [[False], [True]]
+
+
+def test_a_forward_analysed_on_its_own_runs_inside_its_module():
+    facts = facts_of(
+        """
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return torch.relu(x)
+        """
+    )
+    trace = next(trace for trace in facts.traces if trace.entry == "Net.forward")
+    (relu,) = trace.calls("torch.relu")
+    assert relu.ctx.forward_of == (trace.instance,)

@@ -83,6 +83,26 @@ CASES = {
         if __name__ == "__main__":
             main()
     """,
+    "fsdp001-functools-partial-factory": """
+        import functools
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        make_optimizer = functools.partial(torch.optim.AdamW, lr=1e-3, weight_decay=0.01)
+        model = Net()
+        optimizer = make_optimizer(model.parameters())  # expect: FSDP001
+        fully_shard(model)
+        optimizer.step()
+    """,
+    "fsdp001-good-partial-after-sharding": """
+        from functools import partial
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        make_optimizer = partial(torch.optim.AdamW, lr=1e-3)
+        model = Net()
+        fully_shard(model)
+        optimizer = make_optimizer(model.parameters())
+        optimizer.step()
+    """,
     "fsdp001-good-helpers-in-right-order": """
         import torch
         from torch.distributed.fsdp import fully_shard
@@ -165,6 +185,23 @@ CASES = {
         from torch.distributed.fsdp import fully_shard
         for module in [model, model.encoder]:
             fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp002-root-listed-before-its-blocks": """
+        from torch.distributed.fsdp import fully_shard
+        modules_to_shard = [model] + list(model.layers)
+        for m in modules_to_shard:
+            fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-blocks-listed-before-root": """
+        from torch.distributed.fsdp import fully_shard
+        for m in list(model.layers) + [model]:
+            fully_shard(m)
+    """,
+    "fsdp002-computed-submodule-name-after-root": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for i in range(n_layers):
+            fully_shard(model.get_submodule(f"layers.{i}"))  # expect: FSDP002
     """,
     "fsdp002-good-class-name-filter": """
         from torch.distributed.fsdp import fully_shard
@@ -260,6 +297,28 @@ CASES = {
         fully_shard(model)
         y = model(x)
     """,
+    "fsdp003-good-own-child-in-forward-of-sharded-lightning-module": """
+        import lightning as L
+        from torch.distributed.fsdp import fully_shard
+        class Lit(L.LightningModule):
+            def configure_model(self):
+                for layer in self.model.layers:
+                    fully_shard(layer)
+                fully_shard(self)
+            def forward(self, x):
+                return self.model.forward(x)
+            def training_step(self, batch):
+                return self(batch).sum()
+    """,
+    "fsdp003-sharded-child-in-forward-of-lightning-module": """
+        import lightning as L
+        from torch.distributed.fsdp import fully_shard
+        class Lit(L.LightningModule):
+            def configure_model(self):
+                fully_shard(self.model)
+            def forward(self, x):
+                return self.model.forward(x)  # expect: FSDP003
+    """,
     "fsdp003-good-before-sharding": """
         from torch.distributed.fsdp import fully_shard
         reference = model.forward(x)
@@ -310,6 +369,32 @@ CASES = {
                 fully_shard(self.model)
             def save(self, path):
                 torch.save(self.model.state_dict(), path)  # expect: FSDP004
+    """,
+    "fsdp004-cpu-copy-comprehension": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        cpu_state = {k: v.cpu() for k, v in model.state_dict().items()}
+        if rank == 0:
+            torch.save(cpu_state, "final.pt")  # expect: FSDP004
+    """,
+    "fsdp004-filtered-values-copied-in-loop": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        adapter = {}
+        for name, tensor in model.state_dict().items():
+            if "lora" in name:
+                adapter[name] = tensor.detach().clone()
+        torch.save(adapter, "adapter.pt")  # expect: FSDP004
+    """,
+    "fsdp004-good-full-tensor-then-cpu": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        full = {k: v.full_tensor().cpu() for k, v in model.state_dict().items()}
+        if rank == 0:
+            torch.save(full, "model.pt")
     """,
     "fsdp004-good-options-variable": """
         import torch
@@ -373,6 +458,40 @@ CASES = {
                 with self.model.no_sync():  # expect: FSDP005
                     self.model(batch).sum().backward()
     """,
+    "fsdp005-good-hasattr-guard": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        def maybe_no_sync(model, sync):
+            if not sync and hasattr(model, "no_sync"):
+                return model.no_sync()
+            return contextlib.nullcontext()
+        fully_shard(model)
+        with maybe_no_sync(model, False):
+            loss.backward()
+    """,
+    "fsdp005-good-no-sync-only-when-not-fsdp2": """
+        import contextlib
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def accumulate(model, batch):
+            if isinstance(model, FSDPModule):
+                model.set_requires_gradient_sync(False)
+                ctx = contextlib.nullcontext()
+            else:
+                ctx = model.no_sync()
+            with ctx:
+                model(batch).sum().backward()
+        fully_shard(model)
+        accumulate(model, batch)
+    """,
+    "fsdp005-after-a-guarded-branch": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        if hasattr(model, "no_sync"):
+            print("wrapper")
+        with model.no_sync():  # expect: FSDP005
+            loss.backward()
+    """,
     "fsdp005-good-fsdp1-wrapper": """
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         model = FSDP(model)
@@ -418,6 +537,17 @@ CASES = {
                     self.model = Net()
                 fully_shard(self.model)
                 self.model.to_empty(device="cpu")  # expect: FSDP006
+    """,
+    "fsdp006-meta-helper-reported-at-caller": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def build():
+            with torch.device("meta"):
+                return Transformer(args)
+        def main():
+            model = build()  # expect: FSDP006
+            fully_shard(model)
+            model(tokens).sum().backward()
     """,
     "fsdp006-good-init-in-helper": """
         import torch
@@ -485,6 +615,29 @@ CASES = {
             train_step()
             if rank == 0 and step % 100 == 0:
                 checkpoint(model, step)  # expect: FSDP007
+    """,
+    "fsdp007-single-process-or-rank-zero-helper": """
+        import torch.distributed as dist
+        import torch.distributed.checkpoint as dcp
+        def is_main_process():
+            return not dist.is_initialized() or dist.get_rank() == 0
+        def save(model, step):
+            if is_main_process():
+                dcp.save({"model": model.state_dict()}, checkpoint_id=f"ckpt/{step}")  # expect: FSDP007
+    """,
+    "fsdp007-initialized-and-nonzero-early-return": """
+        import torch.distributed as dist
+        def finish():
+            if dist.is_initialized() and dist.get_rank() != 0:
+                return
+            dist.barrier()  # expect: FSDP007
+    """,
+    "fsdp007-good-world-size-guard": """
+        import os
+        import torch.distributed as dist
+        world_size = int(os.environ["WORLD_SIZE"])
+        if world_size > 1:
+            dist.barrier()
     """,
     "fsdp007-good-point-to-point": """
         import torch.distributed as dist
@@ -584,12 +737,30 @@ CASES = {
         fully_shard(model)
     """,
     # --- FSDP011 -----------------------------------------------------------------------------
-    "fsdp011-device-mesh-cuda": """
+    "fsdp011-cuda-used-before-device-mesh": """
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        def main():
+            model = Net().cuda()
+            mesh = init_device_mesh("cuda", (8,))
+            fully_shard(model, mesh=mesh)  # expect: FSDP011
+    """,
+    "fsdp011-good-device-mesh-selects-device": """
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
         def main():
             mesh = init_device_mesh("cuda", (8,))
-            fully_shard(model.cuda(), mesh=mesh)  # expect: FSDP011
+            fully_shard(model.cuda(), mesh=mesh)
+    """,
+    "fsdp011-good-default-mesh-selects-device": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        dist.init_process_group("nccl")
+        model = Net()
+        for block in model.layers:
+            fully_shard(block)
+        fully_shard(model)
+        batch = batch.cuda()
     """,
     "fsdp011-good-device-id": """
         import os
