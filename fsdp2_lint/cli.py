@@ -6,17 +6,21 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import click
 from rich.markdown import Markdown
 from rich.table import Table
 
 from fsdp2_lint import __version__
+from fsdp2_lint.autofix import FileFix, fix_file, fix_source_of, write_fix_summary
 from fsdp2_lint.config import ConfigError, Selection
 from fsdp2_lint.discovery import discover
 from fsdp2_lint.engine import Diagnostic, raise_recursion_limit
-from fsdp2_lint.output import FORMATS, console, rule_markdown, write_report, write_statistics
+from fsdp2_lint.output import FORMATS, Fixing, console, rule_markdown, write_report, write_statistics
 from fsdp2_lint.rule import Rule, all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path
 
@@ -48,6 +52,13 @@ def main() -> None:
               help="Apply the configured `exclude` to files named explicitly too (what the pre-commit hook uses).")  # fmt: skip
 @click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="pyproject.toml to use.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.option("--fix", is_flag=True,
+              help="Apply the safe fixes in place (with --stdin-filename: print the fixed source).")  # fmt: skip
+@click.option("--unsafe-fixes", is_flag=True,
+              help="Treat fixes that change behaviour as applicable too (review them).")  # fmt: skip
+@click.option("--diff", is_flag=True,
+              help="Print a unified diff of what --fix would change and write nothing (exit 1 when there is one).")  # fmt: skip
+@click.option("--show-fixes", is_flag=True, help="Summarise what --fix fixed (or --diff would fix).")
 def check(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -61,10 +72,15 @@ def check(
     force_exclude: bool,
     config: Path | None,
     isolated: bool,
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    show_fixes: bool,
 ) -> None:
     """Lint PATHS (files or directories; default: the current directory; `-`: standard input).
 
-    Exit status: 0 when clean, 1 when anything is reported, 2 on usage or configuration errors.
+    Exit status: 0 when clean, 1 when anything is reported (after --fix: anything left; with
+    --diff: a change to show), 2 on usage or configuration errors.
     """
     raise_recursion_limit()
     selection = Selection(_codes(select) or None, _codes(ignore), _codes(extend_select))
@@ -72,6 +88,16 @@ def check(
     reads_stdin = paths == (Path("-"),) or (stdin_filename is not None and not paths)
     if stdin_filename is not None and not reads_stdin:
         raise click.UsageError("--stdin-filename names standard input: pass no PATHS (or `-`) with it")
+    if fix or diff:
+        mode = _FixMode(unsafe_fixes, diff, show_fixes, output_format, statistics, quiet)
+        try:
+            if reads_stdin:
+                status = _fix_stdin(Path(stdin_filename or "-"), resolver, force_exclude, mode)
+            else:
+                status = _fix_paths(list(paths) or [Path(".")], resolver, force_exclude, mode)
+        except ConfigError as error:
+            raise click.UsageError(str(error)) from None
+        sys.exit(0 if exit_zero else status)
     try:
         if reads_stdin:
             diagnostics = _check_stdin(Path(stdin_filename or "-"), resolver, force_exclude)
@@ -79,22 +105,93 @@ def check(
             diagnostics = _check_paths(list(paths) or [Path(".")], resolver, force_exclude)
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
+    fixing = Fixing(unsafe=unsafe_fixes)
     if statistics:
-        write_statistics(diagnostics, output_format, sys.stdout, summary=not quiet)
+        write_statistics(diagnostics, output_format, sys.stdout, summary=not quiet, fixing=fixing)
     else:
-        write_report(diagnostics, output_format, sys.stdout, summary=not quiet)
+        write_report(diagnostics, output_format, sys.stdout, summary=not quiet, fixing=fixing)
     sys.exit(1 if diagnostics and not exit_zero else 0)
 
 
 def _check_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> list[Diagnostic]:
+    diagnostics = []
+    for path in _files(targets, resolver, force_exclude):
+        diagnostics.extend(check_path(path, resolver.for_path(path), _display(path)))
+    return diagnostics
+
+
+def _files(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> Iterable[Path]:
     for target in targets:
         resolver.for_path(target)  # report configuration errors before any output
     if force_exclude:
         targets = [target for target in targets if not _excluded(target, resolver)]
-    diagnostics = []
-    for path in discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir)):
-        diagnostics.extend(check_path(path, resolver.for_path(path), _display(path)))
-    return diagnostics
+    return discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir))
+
+
+@dataclass(frozen=True)
+class _FixMode:
+    unsafe: bool
+    diff: bool  # show what would change, write nothing
+    show_fixes: bool
+    output_format: str
+    statistics: bool
+    quiet: bool
+
+
+def _fix_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: bool, mode: _FixMode) -> int:
+    files = [
+        fix_file(path, resolver.for_path(path), _display(path), mode.unsafe, write=not mode.diff)
+        for path in _files(targets, resolver, force_exclude)
+    ]
+    for file in files:
+        if file.problem:
+            click.echo(f"error: {file.display}: {file.problem}", err=True)
+    if mode.diff:
+        return _report_diff(files, mode)
+    _report_fixed(files, mode, sys.stdout)
+    return 1 if any(file.result.remaining for file in files) else 0
+
+
+def _fix_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool, mode: _FixMode) -> int:
+    """The fixed source goes to standard output (the diagnostics left, to standard error)."""
+    settings = resolver.for_path(name, is_dir=False)
+    source = sys.stdin.buffer.read()
+    if force_exclude and _excluded(name, resolver):
+        if not mode.diff:
+            sys.stdout.buffer.write(source)
+        return 0
+    file = fix_source_of(name, settings, _display(name), source, mode.unsafe)
+    if mode.diff:
+        return _report_diff([file], mode)
+    sys.stdout.buffer.write(file.result.source)
+    sys.stdout.flush()
+    _report_fixed([file], mode, sys.stderr)
+    return 1 if file.result.remaining else 0
+
+
+def _report_diff(files: list[FileFix], mode: _FixMode) -> int:
+    """Ruff's `--diff`: the diffs on standard output, the count on standard error."""
+    changed = [file for file in files if file.changed]
+    for file in changed:
+        sys.stdout.write(file.diff())
+    if mode.show_fixes:
+        write_fix_summary(files, sys.stderr, would=True)
+    elif not mode.quiet:
+        count = sum(len(file.result.fixed) for file in changed)
+        message = f"Would fix {count} problem{'' if count == 1 else 's'}." if count else "No fixes to apply."
+        click.echo(message, err=True)
+    return 1 if changed else 0
+
+
+def _report_fixed(files: list[FileFix], mode: _FixMode, stream: TextIO) -> None:
+    remaining = [d for file in files for d in file.result.remaining]
+    fixing = Fixing(unsafe=mode.unsafe, applied=sum(len(file.result.fixed) for file in files))
+    if mode.statistics:
+        write_statistics(remaining, mode.output_format, stream, summary=not mode.quiet, fixing=fixing)
+    else:
+        write_report(remaining, mode.output_format, stream, summary=not mode.quiet, fixing=fixing)
+    if mode.show_fixes:
+        write_fix_summary(files, stream if mode.output_format in ("text", "concise") else sys.stderr, would=False)
 
 
 def _check_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool) -> list[Diagnostic]:

@@ -95,28 +95,49 @@ def lint_file(
 
 def lint_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None) -> list[Diagnostic]:
     """Diagnostics for one file's bytes, sorted by position, suppressions applied."""
+    return _lint(data, path, rules).diagnostics
+
+
+@dataclass
+class _Linted:
+    """One lint of a file's bytes: the diagnostics, each with the rule's fix it came with, and the
+    facts they were computed from (None when the file was not analysed)."""
+
+    findings: list[tuple[Diagnostic, RuleFix | None]]
+    facts: FileFacts | None = None
+    broken: bool = False  # the file could not be parsed or analysed
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [diagnostic for diagnostic, _ in self.findings]
+
+
+def _lint(data: bytes, path: str, rules: Sequence[type[Rule]] | None) -> _Linted:
     selected = all_rules() if rules is None else rules
     applicable = applicable_rules(selected, data)
     if not applicable:
-        return []
+        return _Linted([])
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(data, path, error)]
+        return _Linted([(_syntax_error(data, path, error), None)], broken=True)
     except (UnicodeDecodeError, LookupError, SyntaxError) as error:
-        return [_file_error(path, f"cannot decode file: {error}", hint=_DECODE_HINT)]
+        return _Linted([(_file_error(path, f"cannot decode file: {error}", hint=_DECODE_HINT), None)], broken=True)
     lines = _NEWLINE.split(_decode(data, module))
     try:
         facts = FileFacts(path, data, module, interpret(module, data))
     except RecursionError:
-        return [_file_error(path, "file is nested too deeply to analyse", hint=_INTERNAL_HINT)]
+        return _Linted(
+            [(_file_error(path, "file is nested too deeply to analyse", hint=_INTERNAL_HINT), None)], broken=True
+        )
     except Exception as error:  # a bug of ours must not cost the user the other files
         message = f"internal error while analysing the file: {type(error).__name__}: {error}"
-        return [_file_error(path, message, hint=_INTERNAL_HINT)]
-    diagnostics: list[Diagnostic] = []
+        return _Linted([(_file_error(path, message, hint=_INTERNAL_HINT), None)], broken=True)
+    findings: list[tuple[Diagnostic, RuleFix | None]] = []
     for rule in applicable:
-        diagnostics.extend(_run_rule(rule, facts, lines))
-    return sorted((d for d in diagnostics if not _suppressed(d, lines)), key=lambda d: (d.line, d.column, d.code))
+        findings.extend(_run_rule(rule, facts, lines))
+    kept = (pair for pair in findings if not _suppressed(pair[0], lines))
+    return _Linted(sorted(kept, key=lambda pair: (pair[0].line, pair[0].column, pair[0].code)), facts)
 
 
 def _decode(data: bytes, module: cst.Module) -> str:
@@ -124,18 +145,18 @@ def _decode(data: bytes, module: cst.Module) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[Diagnostic]:
+def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[tuple[Diagnostic, RuleFix | None]]:
     instance = _RULE_INSTANCES.get(rule) or _RULE_INSTANCES.setdefault(rule, rule())
     seen: set[int] = set()
-    found: list[Diagnostic] = []
+    found: list[tuple[Diagnostic, RuleFix | None]] = []
     try:
         for finding in instance.check(facts):
             if id(finding.node) not in seen:
                 seen.add(id(finding.node))
-                found.append(_diagnostic(rule, finding, facts, lines))
+                found.append((_diagnostic(rule, finding, facts, lines), finding.fix))
     except Exception as error:  # one broken rule must not hide the others
         message = f"internal error in rule {rule.code}: {type(error).__name__}: {error}"
-        return [_file_error(facts.path, message, hint=_INTERNAL_HINT)]
+        return [(_file_error(facts.path, message, hint=_INTERNAL_HINT), None)]
     return found
 
 
@@ -164,6 +185,74 @@ def _fix(fix: RuleFix, facts: FileFacts) -> Fix:
         Edit(edit.start, 1, edit.end, 1, edit.text) for edit in fixes.line_edits(facts.module.code, fixed.code)
     )
     return Fix(fix.description, "safe" if fix.safe else "unsafe", edits)
+
+
+@dataclass(frozen=True)
+class FixResult:
+    """What fixing one file's bytes produced: the fixed bytes (the input itself when nothing was
+    fixed), the diagnostics whose fixes were applied (as reported in the round that fixed them),
+    and the diagnostics of the fixed bytes."""
+
+    source: bytes
+    fixed: tuple[Diagnostic, ...]
+    remaining: tuple[Diagnostic, ...]
+
+
+MAX_FIX_ROUNDS = 10
+
+
+def fix_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None, unsafe: bool = False) -> FixResult:
+    """Apply the fixes of the diagnostics :func:`lint_source` reports (safe ones; unsafe ones too
+    with ``unsafe``), round after round until none is left, since a fix can expose another. Each
+    round re-parses the file and applies every fix that does not overlap an earlier one in one libcst
+    transformation. A round whose result does not parse or cannot be analysed is dropped: a faulty
+    fix must never break the user's file."""
+    linted = _lint(data, path, rules)
+    fixed: list[Diagnostic] = []
+    for _ in range(MAX_FIX_ROUNDS):
+        if linted.facts is None:
+            break
+        chosen = _compatible_fixes(linted.findings, linted.facts, unsafe)
+        if not chosen:
+            break
+        candidate = fixes.apply(linted.facts.module, [fix for _, fix in chosen]).bytes
+        after = _lint(candidate, path, rules)
+        if candidate == data or after.broken or (after.facts is None and not _parses(candidate)):
+            break
+        data, linted = candidate, after
+        fixed.extend(diagnostic for diagnostic, _ in chosen)
+    return FixResult(data, tuple(fixed), tuple(linted.diagnostics))
+
+
+def _compatible_fixes(
+    findings: list[tuple[Diagnostic, RuleFix | None]], facts: FileFacts, unsafe: bool
+) -> list[tuple[Diagnostic, RuleFix]]:
+    """The fixes to apply in one round: in file order, each one unless it replaces code that an
+    earlier one replaces too (it is applied in a later round, on the re-parsed file, if still due)."""
+    chosen: list[tuple[Diagnostic, RuleFix]] = []
+    taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    for diagnostic, fix in findings:
+        if fix is None or not (fix.safe or unsafe):
+            continue
+        spans = [_span(facts, change.old) for change in fix.changes]
+        if any(start < end_taken and start_taken < end for start, end in spans for start_taken, end_taken in taken):
+            continue
+        chosen.append((diagnostic, fix))
+        taken.extend(spans)
+    return chosen
+
+
+def _span(facts: FileFacts, node: cst.CSTNode) -> tuple[tuple[int, int], tuple[int, int]]:
+    where = facts.position(node)
+    return (where.start.line, where.start.column), (where.end.line, where.end.column)
+
+
+def _parses(data: bytes) -> bool:
+    try:
+        cst.parse_module(data)
+    except (cst.ParserSyntaxError, UnicodeDecodeError, LookupError, SyntaxError):
+        return False
+    return True
 
 
 def _syntax_error(data: bytes, path: str, error: cst.ParserSyntaxError) -> Diagnostic:

@@ -8,9 +8,17 @@ after ``import torch.distributed.fsdp as fsdp``) and which import, if any, must 
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import io
+import os
+import re
+import stat
+import tempfile
+import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -67,19 +75,196 @@ def insert_before(facts: FileFacts, node: cst.CSTNode, code: str) -> Replace | N
     return Replace(statement, cst.FlattenSentinel([*inserted, statement.with_changes(leading_lines=())]))
 
 
-def move_after(facts: FileFacts, moved: cst.CSTNode, anchor: cst.CSTNode) -> Replace | None:
-    """Move the statement holding ``moved`` to just after the statement holding ``anchor``, when both
-    are in the same block and ``moved`` comes first."""
-    first, second = facts.statement_of(moved), facts.statement_of(anchor)
-    if first is None or second is None or first[1] is not second[1]:
+@dataclass(frozen=True)
+class Move:
+    """A statement moved down its block: the ``changes`` that do it, and the statements it now
+    follows (``passed``: those it jumps over, the anchor's statement last)."""
+
+    changes: tuple[Replace, ...]
+    statement: cst.BaseStatement
+    passed: tuple[cst.BaseStatement, ...]
+
+
+def move_after(facts: FileFacts, moved: cst.CSTNode, anchor: cst.CSTNode) -> Move | None:
+    """Move the statement holding ``moved`` to just after the statement of the same block that
+    holds ``anchor`` (directly, or in a nested block), when ``moved`` comes first. The comments
+    above the moved statement go with it; a line with several statements is not split."""
+    found = facts.statement_of(moved)
+    if found is None:
         return None
-    block = first[1]
+    statement, block = found
+    target = statement_in(facts, anchor, block)
+    if target is None or (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) != 1):
+        return None
     body = list(block.body)
-    source, target = body.index(first[0]), body.index(second[0])
-    if source >= target:
+    source, destination = body.index(statement), body.index(target)
+    if source >= destination:
         return None
-    body.insert(target + 1, body.pop(source))
-    return Replace(block, block.with_changes(body=body))
+    changes = (Replace(statement, cst.RemoveFromParent()), Replace(target, cst.FlattenSentinel([target, statement])))
+    return Move(changes, statement, tuple(body[source + 1 : destination + 1]))
+
+
+def statement_in(
+    facts: FileFacts, node: cst.CSTNode, block: cst.Module | cst.IndentedBlock
+) -> cst.BaseStatement | None:
+    """The statement of ``block`` that runs ``node``, if any (not one whose body merely defines a
+    function or class holding it)."""
+    found = facts.statement_of(node)
+    while found is not None and found[1] is not block:
+        found = facts.statement_of(found[1])
+        if found is not None and isinstance(found[0], (cst.FunctionDef, cst.ClassDef)):
+            return None
+    return found[0] if found is not None else None
+
+
+def bound_names(statement: cst.CSTNode) -> set[str]:
+    """The names and attribute paths a simple statement assigns (``opt``, ``self.optimizer``)."""
+    targets: list[cst.BaseExpression] = []
+    for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+        if isinstance(small, cst.Assign):
+            targets.extend(target.target for target in small.targets)
+        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+            targets.append(small.target)
+    names: set[str] = set()
+    while targets:
+        target = targets.pop()
+        if isinstance(target, (cst.Tuple, cst.List)):
+            targets.extend(element.value for element in target.elements)
+        elif dotted(target):
+            names.add(dotted(target))
+    return names
+
+
+def mentioned_names(nodes: Iterable[cst.CSTNode]) -> set[str]:
+    """Every name and attribute path the nodes mention, prefixes included (``self.opt.step``
+    mentions ``self``, ``self.opt`` and ``self.opt.step``)."""
+    collector = _Names()
+    for node in nodes:
+        node.visit(collector)
+    return collector.names
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if dotted(node):
+            self.names.add(dotted(node))
+
+
+def bindings(scope: cst.Module | cst.FunctionDef, name: str) -> list[cst.CSTNode]:
+    """Where ``name`` is bound in ``scope`` (a module, or a function with its parameters), not
+    counting the functions, classes, lambdas and comprehensions nested in it: the assignments,
+    loops, imports, ``with ... as``, ``except ... as``, definitions and parameters. A ``global`` or
+    ``nonlocal`` declaration counts too (the name may be bound anywhere)."""
+    finder = _Bindings(scope, name)
+    scope.visit(finder)
+    return finder.found
+
+
+class _Bindings(cst.CSTVisitor):
+    def __init__(self, scope: cst.CSTNode, name: str) -> None:
+        super().__init__()
+        self.scope, self.name = scope, name
+        self.found: list[cst.CSTNode] = []
+
+    def _bind(self, node: cst.CSTNode, target: cst.CSTNode | None) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind(node, element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(node, target.value)
+        elif isinstance(target, cst.Name) and target.value == self.name:
+            self.found.append(node)
+
+    def _nested(self, node: cst.CSTNode, name: cst.Name | None = None) -> bool:
+        if node is self.scope:
+            return True
+        self._bind(node, name)
+        return False  # its body is another scope
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return self._nested(node, node.name)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return self._nested(node, node.name)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ListComp(self, node: cst.ListComp) -> bool:
+        return False
+
+    def visit_SetComp(self, node: cst.SetComp) -> bool:
+        return False
+
+    def visit_DictComp(self, node: cst.DictComp) -> bool:
+        return False
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
+        return False
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._bind(node, node.name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(node, target.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node, node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node, node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node, node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node, node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self._bind(node, node.asname.name if node.asname else None)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._bind(node, node.name.name if node.name else None)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        local = node.asname.name if node.asname else cst.Name(dotted(node.name).split(".")[0])
+        self._bind(node, local)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self._bind(node, item.name)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        for item in node.names:
+            self._bind(node, item.name)
+
+
+def without_arguments(call: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
+    """``args`` (the call's arguments, some dropped or rewritten) laid out to end the call as its
+    original last argument did: its trailing comma or none, its line break before ``)``. The line
+    comment of the argument that becomes last stays; a dropped argument's goes with it."""
+    last = call.args[-1] if call.args else None
+    if not args or last is None or args[-1] is last:
+        return args
+    kept = args[-1]
+    own, closing, after = kept.comma, last.comma, last.whitespace_after_arg
+    if isinstance(own, cst.Comma) and isinstance(own.whitespace_after, cst.ParenthesizedWhitespace):
+        if isinstance(closing, cst.Comma) and isinstance(closing.whitespace_after, cst.ParenthesizedWhitespace):
+            line_end = closing.whitespace_after.last_line
+            closing = own.with_changes(whitespace_after=own.whitespace_after.with_changes(last_line=line_end))
+        elif own.whitespace_after.first_line.comment is not None:  # keep the comment: end with a comma
+            line_end = after.last_line if isinstance(after, cst.ParenthesizedWhitespace) else cst.SimpleWhitespace("")
+            closing = own.with_changes(whitespace_after=own.whitespace_after.with_changes(last_line=line_end))
+            after = cst.SimpleWhitespace("")
+    return [*args[:-1], kept.with_changes(comma=closing, whitespace_after_arg=after)]
 
 
 def code_of(node: cst.CSTNode) -> str:
@@ -97,13 +282,57 @@ class LineEdit:
 
 def line_edits(old: str, new: str) -> list[LineEdit]:
     """The smallest set of whole-line replacements that turns ``old`` into ``new``."""
-    before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    before, after = source_lines(old), source_lines(new)
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     return [
         LineEdit(i1 + 1, i2 + 1, "".join(after[j1:j2]))
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()
         if tag != "equal"
     ]
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines as Python and editors count them (ends kept): only \\n, \\r\\n and \\r end a line,
+    not the form feeds and other separators ``str.splitlines`` also breaks at."""
+    return _LINE.findall(text)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def unified_diff(path: str, old: bytes, new: bytes) -> str:
+    """What fixing changes, as a unified diff (empty when nothing does)."""
+    encoding = tokenize.detect_encoding(io.BytesIO(old).readline)[0]
+    before = source_lines(old.decode(encoding, errors="replace"))
+    after = source_lines(new.decode(encoding, errors="replace"))
+    lines = difflib.unified_diff(before, after, fromfile=path, tofile=path)
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def write_fixed(path: Path, original: bytes, fixed: bytes) -> bool:
+    """Write the fixed file atomically: a temporary file in the same folder, with the file's
+    permissions, renamed over it (through a symbolic link, to the file it names). Nothing is
+    written, and False returned, when the file no longer holds ``original`` (changed on disk since
+    it was read)."""
+    target = Path(os.path.realpath(path))
+    if target.read_bytes() != original:
+        return False
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".fsdp2-lint")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(fixed)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
+        if target.read_bytes() != original:
+            os.unlink(temporary)
+            return False
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return True
 
 
 class _Replace(cst.CSTTransformer):
@@ -136,12 +365,32 @@ def _extend_from_import(body: list[cst.CSTNode], item: NeededImport) -> bool:
         if isinstance(small, cst.ImportFrom) and not small.relative and dotted(small.module) == item.module:
             if isinstance(small.names, cst.ImportStar):
                 return True  # already in scope
-            names = list(small.names)
-            names[-1] = names[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            names.append(cst.ImportAlias(cst.Name(item.name)))
-            body[index] = stmt.with_changes(body=[small.with_changes(names=names)])
+            body[index] = stmt.with_changes(body=[small.with_changes(names=_with_name(list(small.names), item.name))])
             return True
     return False
+
+
+def _with_name(names: list[cst.ImportAlias], name: str) -> list[cst.ImportAlias]:
+    """The imported names with ``name`` added: where isort and Ruff would put it when the names are
+    in their order (constants, classes, then functions), else last; separators in the line's style."""
+    keys = [_import_order(dotted(alias.name)) for alias in names]
+    position = len(names)
+    if keys == sorted(keys):
+        position = next((i for i, key in enumerate(keys) if key > _import_order(name)), len(names))
+    separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if position < len(names):  # a comma follows the new name: the one after its predecessor
+        before = names[position - 1].comma if position else names[0].comma
+        added = cst.ImportAlias(cst.Name(name), comma=before if isinstance(before, cst.Comma) else separator)
+        return [*names[:position], added, *names[position:]]
+    last, between = names[-1], names[-2].comma if len(names) > 1 else separator
+    between = between if isinstance(between, cst.Comma) else separator
+    return [*names[:-1], last.with_changes(comma=between), cst.ImportAlias(cst.Name(name), comma=last.comma)]
+
+
+def _import_order(name: str) -> tuple[int, str]:
+    """isort's and Ruff's default order of imported names: CONSTANTS, Classes, functions."""
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return kind, name
 
 
 def _import_position(body: list[cst.CSTNode]) -> int:

@@ -13,6 +13,7 @@ import json
 import os
 import xml.etree.ElementTree as ET
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence, TextIO
 from urllib.parse import quote
@@ -36,13 +37,31 @@ def console(stream: TextIO) -> Console:
     return Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
 
 
-def write_report(diagnostics: Sequence[Diagnostic], output_format: str, stream: TextIO, summary: bool = True) -> None:
-    """Write ``diagnostics`` in ``output_format``; ``summary`` adds the closing count line to
-    ``text`` and ``concise`` (``--quiet`` turns it off)."""
+@dataclass(frozen=True)
+class Fixing:
+    """What the report says about fixes: ``unsafe`` when unsafe fixes are enabled (they count as
+    applicable), ``applied`` how many diagnostics ``--fix`` fixed (None when not fixing)."""
+
+    unsafe: bool = False
+    applied: int | None = None
+
+    def applicable(self, diagnostic: Diagnostic) -> bool:
+        return diagnostic.fix is not None and (self.unsafe or diagnostic.fix.applicability == "safe")
+
+
+def write_report(
+    diagnostics: Sequence[Diagnostic],
+    output_format: str,
+    stream: TextIO,
+    summary: bool = True,
+    fixing: Fixing = Fixing(),
+) -> None:
+    """Write ``diagnostics`` in ``output_format``; ``summary`` adds the closing count lines to
+    ``text`` and ``concise`` (``--quiet`` turns it off), which mark applicable fixes with ``[*]``."""
     if output_format == "text":
-        write_text(diagnostics, console(stream), summary)
+        write_text(diagnostics, console(stream), summary, fixing)
     elif output_format == "concise":
-        write_concise(diagnostics, console(stream), summary)
+        write_concise(diagnostics, console(stream), summary, fixing)
     else:
         _DATA_WRITERS[output_format](diagnostics, stream)
 
@@ -50,15 +69,17 @@ def write_report(diagnostics: Sequence[Diagnostic], output_format: str, stream: 
 # --- for people ---
 
 
-def write_text(diagnostics: Sequence[Diagnostic], out: Console, summary: bool = True) -> None:
+def write_text(
+    diagnostics: Sequence[Diagnostic], out: Console, summary: bool = True, fixing: Fixing = Fixing()
+) -> None:
     for diagnostic in diagnostics:
-        out.print(_diagnostic_text(diagnostic))
+        out.print(_diagnostic_text(diagnostic, fixing))
     if summary:
-        out.print(_summary(diagnostics))
+        _print_summary(diagnostics, out, fixing)
 
 
-def _diagnostic_text(d: Diagnostic) -> Text:
-    text = _location_and_code(d)
+def _diagnostic_text(d: Diagnostic, fixing: Fixing = Fixing()) -> Text:
+    text = _location_and_code(d, fixing)
     text.append(f" {d.message}\n")
     if d.source_line:
         gutter = " " * len(str(d.line))
@@ -79,37 +100,72 @@ def _diagnostic_text(d: Diagnostic) -> Text:
     return text
 
 
-def write_concise(diagnostics: Sequence[Diagnostic], out: Console, summary: bool = True) -> None:
-    """One line per diagnostic: ``path:line:column: CODE message``."""
+def write_concise(
+    diagnostics: Sequence[Diagnostic], out: Console, summary: bool = True, fixing: Fixing = Fixing()
+) -> None:
+    """One line per diagnostic: ``path:line:column: CODE [*] message``."""
     for diagnostic in diagnostics:
-        out.print(_location_and_code(diagnostic).append(f" {diagnostic.message}"))
+        out.print(_location_and_code(diagnostic, fixing).append(f" {diagnostic.message}"))
     if summary:
-        out.print(_summary(diagnostics))
+        _print_summary(diagnostics, out, fixing)
 
 
-def _location_and_code(d: Diagnostic) -> Text:
+def _location_and_code(d: Diagnostic, fixing: Fixing = Fixing()) -> Text:
     text = Text()
     text.append(f"{d.path}:{d.line}:{d.column}:", style="bold")
     text.append(" ")
     text.append(d.code, style=STYLES[d.severity])
+    if fixing.applicable(d):
+        text.append(" [*]", style="bold cyan")
     return text
 
 
-def _summary(diagnostics: Sequence[Diagnostic]) -> Text:
+def _print_summary(diagnostics: Sequence[Diagnostic], out: Console, fixing: Fixing) -> None:
+    out.print(_summary(diagnostics, fixing))
+    available = _fixes_available(diagnostics, fixing)
+    if available:
+        out.print(available, markup=False)
+
+
+def _summary(diagnostics: Sequence[Diagnostic], fixing: Fixing = Fixing()) -> Text:
+    if fixing.applied:
+        total = len(diagnostics) + fixing.applied
+        counts = f"{fixing.applied} fixed, {len(diagnostics)} remaining"
+        return Text(f"Found {_count(total, 'problem')} ({counts}).", style="bold")
     if not diagnostics:
         return Text("All checks passed!", style="bold green")
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
     warnings = len(diagnostics) - errors
-    noun = "problem" if len(diagnostics) == 1 else "problems"
-    parts = [f"{count} {word}{'' if count == 1 else 's'}" for count, word in ((errors, "error"), (warnings, "warning")) if count]
-    return Text(f"Found {len(diagnostics)} {noun} ({', '.join(parts)}).", style="bold")
+    parts = [_count(count, word) for count, word in ((errors, "error"), (warnings, "warning")) if count]
+    return Text(f"Found {_count(len(diagnostics), 'problem')} ({', '.join(parts)}).", style="bold")
 
 
-def write_statistics(diagnostics: Sequence[Diagnostic], output_format: str, stream: TextIO, summary: bool = True) -> None:
-    """``--statistics``: how often each code was reported, most frequent first (Ruff's layout)."""
+def _fixes_available(diagnostics: Sequence[Diagnostic], fixing: Fixing) -> str:
+    """Ruff's line about the fixes left: how many ``--fix`` applies, how many need ``--unsafe-fixes``."""
+    applicable = sum(fixing.applicable(d) for d in diagnostics)
+    hidden = sum(d.fix is not None for d in diagnostics) - applicable
+    note = f"{_count(hidden, 'hidden fix', 'hidden fixes')} can be enabled with the `--unsafe-fixes` option"
+    if applicable:
+        return f"[*] {applicable} fixable with the `--fix` option" + (f" ({note})." if hidden else ".")
+    return f"No fixes available ({note})." if hidden else ""
+
+
+def _count(count: int, singular: str, plural: str | None = None) -> str:
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"
+
+
+def write_statistics(
+    diagnostics: Sequence[Diagnostic],
+    output_format: str,
+    stream: TextIO,
+    summary: bool = True,
+    fixing: Fixing = Fixing(),
+) -> None:
+    """``--statistics``: how often each code was reported, most frequent first (Ruff's layout);
+    ``[*]`` marks codes with a fix ``--fix`` applies."""
     counts = Counter(d.code for d in diagnostics)
     names = {d.code: d.name for d in diagnostics}
-    fixable = {d.code for d in diagnostics if d.fix is not None}
+    fixable = {d.code for d in diagnostics if fixing.applicable(d)}
     ranked = sorted(counts, key=lambda code: (-counts[code], code))
     if output_format == "json":
         rows = [{"code": c, "name": names[c], "count": counts[c], "fixable": c in fixable} for c in ranked]
@@ -121,7 +177,7 @@ def write_statistics(diagnostics: Sequence[Diagnostic], output_format: str, stre
     for code in ranked:  # tab-separated for `cut`/`awk`: written directly, rich would expand the tabs
         stream.write(f"{counts[code]:>{width}}\t{code}\t{marker(code)}{names[code]}\n")
     if summary:
-        console(stream).print(_summary(diagnostics))
+        console(stream).print(_summary(diagnostics, fixing))
 
 
 # --- data ---

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from fsdp2_lint.config import Selection, Settings, find_config, load_settings
-from fsdp2_lint.engine import PARSE_ERROR, Diagnostic, lint_file, lint_source
+from fsdp2_lint.engine import PARSE_ERROR, Diagnostic, FixResult, fix_source, lint_file, lint_source
 
 
 class SettingsResolver:
@@ -43,3 +44,11 @@ def check_path(path: Path, settings: Settings, display: str, source: bytes | Non
     if settings.reports_parse_errors(path):
         return diagnostics
     return [d for d in diagnostics if d.code != PARSE_ERROR]
+
+
+def fix_path(path: Path, settings: Settings, display: str, source: bytes, unsafe: bool) -> FixResult:
+    """:func:`fix_source` for one file's bytes, with its settings (as :func:`check_path` lints it)."""
+    result = fix_source(source, display, settings.rules_for(path), unsafe)
+    if settings.reports_parse_errors(path):
+        return result
+    return replace(result, remaining=tuple(d for d in result.remaining if d.code != PARSE_ERROR))

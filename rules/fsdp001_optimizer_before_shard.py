@@ -2,8 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from fsdp2_lint import fixes
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
 from fsdp2_lint.values import Obj, may_overlap, refs
 
 
@@ -100,6 +103,7 @@ def main():
                         f"optimizer built from parameters of `{module}` captured before "
                         f"`fully_shard` (line {line}): its step() updates the old, non-DTensor tensors "
                         "and training silently does nothing",
+                        fix=_build_after_sharding(facts, trace, optimizer, shard),
                     )
 
     @staticmethod
@@ -114,6 +118,48 @@ def main():
                 if may_overlap(target, canonical(source.ref)) and _used_after(trace, obj, shard):
                     return shard, canonical(source.ref).text
         return None
+
+
+def _build_after_sharding(facts: FileFacts, trace: Trace, optimizer: Event, shard: Event) -> RuleFix | None:
+    """Move the assignment that builds the optimizer to just after the statement holding the last
+    `fully_shard` of its parameters' modules, when both are in one block, the statement reads the
+    parameters itself (not a list captured earlier) and nothing it jumps over uses what it binds.
+    Unsafe: the statements it jumps over now run before it."""
+    obj = optimizer.result.root  # type: ignore[union-attr]
+    sources = obj.params.sources if obj.params is not None else ()
+    last = max(
+        (
+            later
+            for later, target in trace.shards_between(shard.index - 1, len(trace.events), optimizer)
+            if any(may_overlap(target, canonical(source.ref)) for source in sources)
+        ),
+        key=lambda event: event.index,
+        default=shard,
+    )
+    move = fixes.move_after(facts, report_node(optimizer, shard), report_node(last, optimizer))
+    if move is None or not _assigns_once(move.statement):
+        return None
+    block = facts.statement_of(move.statement)[1]  # type: ignore[index]
+    for source in sources:
+        captured = trace.events[source.captured_at if source.captured_at is not None else optimizer.index]
+        if not any(fixes.statement_in(facts, frame, block) is move.statement for frame in captured.frames()):
+            return None  # built from parameters captured by an earlier statement: moving does not help
+    if fixes.bound_names(move.statement) & fixes.mentioned_names(move.passed):
+        return None
+    return RuleFix(
+        "build the optimizer after the last `fully_shard` (check that the statements it now follows do not need it)",
+        move.changes,
+        safe=False,
+    )
+
+
+def _assigns_once(statement: cst.BaseStatement) -> bool:
+    """``opt = ...`` (one assignment: the optimizer, or whatever holds it, gets a name)."""
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and isinstance(statement.body[0], (cst.Assign, cst.AnnAssign))
+        and bool(fixes.bound_names(statement))
+    )
 
 
 def _used_after(trace: Trace, optimizer: Obj, shard: Event) -> bool:

@@ -2,8 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from fsdp2_lint import fixes
 from fsdp2_lint.facts import Event, FileFacts, canonical, report_node, strict_ancestor
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
 from fsdp2_lint.values import Choice, Ref, is_any_depth
 
 
@@ -76,12 +79,43 @@ for module in model.modules():
                             report_node(late, early),
                             f"`fully_shard` on a submodule of `{ancestor}`, which was already sharded "
                             f"at line {line}: shard submodules before their ancestors",
+                            fix=_shard_ancestor_last(facts, early, late),
                         )
                         break
                 else:
                     why = _top_down_within(late)
                     if why:
                         yield Finding(late.node, why)
+
+
+def _shard_ancestor_last(facts: FileFacts, early: Event, late: Event) -> RuleFix | None:
+    """Move the statement that shards the ancestor to just after the one that shards its
+    descendants, when both are in one block and nothing in between uses what the moved statement
+    binds (`model = fully_shard(model)` binds the same module again, which does not count).
+    Unsafe: the statements in between now run before the ancestor is sharded."""
+    move = fixes.move_after(facts, report_node(early, late), report_node(late, early))
+    if move is None:
+        return None
+    rebound = _rebound_to_itself(move.statement, early.node)
+    if (fixes.bound_names(move.statement) - rebound) & fixes.mentioned_names(move.passed):
+        return None
+    return RuleFix(
+        "shard bottom-up: move the ancestor's `fully_shard` after its submodules' (check the code in between "
+        "does not need the ancestor sharded)",
+        move.changes,
+        safe=False,
+    )
+
+
+def _rebound_to_itself(statement: cst.BaseStatement, shard: cst.CSTNode) -> set[str]:
+    """``x = fully_shard(x, ...)``: ``fully_shard`` returns the module it was given."""
+    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1 or small.value is not shard:
+        return set()
+    target, args = small.targets[0].target, shard.args  # type: ignore[attr-defined]
+    if args and args[0].keyword is None and fixes.code_of(args[0].value) == fixes.code_of(target):
+        return {fixes.code_of(target)}
+    return set()
 
 
 def _ancestor_of_any(earlier: tuple, later: tuple) -> str | None:

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
+from fsdp2_lint import fixes, names
 from fsdp2_lint.facts import Event, FileFacts, Trace
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
 from fsdp2_lint.values import Const, Symbol, options, walk_contents
 
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
+SPAWNING = ("torch.multiprocessing.", "multiprocessing.")
 # torch.cuda functions that do not create the CUDA context (so a device mesh still selects the device).
 CUDA_WITHOUT_CONTEXT = frozenset(
     {"is_available", "device_count", "manual_seed", "manual_seed_all", "is_initialized", "empty_cache"}
@@ -87,7 +88,40 @@ fully_shard(model.cuda())
                 and not _mesh_selects_device(trace)
             ):
                 inits = [event for event in creates if event.qname == INIT_PROCESS_GROUP]
-                yield Finding((inits[0] if inits else shards[0]).node)
+                yield Finding((inits[0] if inits else shards[0]).node, fix=_set_device_first(facts, creates[0]))
+
+
+def _set_device_first(facts: FileFacts, creation: Event) -> RuleFix | None:
+    """Insert ``torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))`` before the statement that
+    creates the process group (or the mesh): torchrun sets LOCAL_RANK for every rank. Guarded by
+    ``torch.cuda.is_available()`` unless the backend is always NCCL, so a CPU run still works. No
+    fix for scripts that start their own processes, where LOCAL_RANK may not be set."""
+    if any(event.kind == "call" and (event.qname or "").startswith(SPAWNING) for _, event in facts.events()):
+        return None
+    set_device, set_device_import = fixes.reference(facts.module, "torch.cuda.set_device")
+    os_module, os_import = fixes.reference(facts.module, "os")
+    code = f'{fixes.code_of(set_device)}(int({fixes.code_of(os_module)}.environ["LOCAL_RANK"]))\n'
+    needed = [set_device_import, os_import]
+    if not _always_nccl(creation):
+        is_available, is_available_import = fixes.reference(facts.module, "torch.cuda.is_available")
+        code = f"if {fixes.code_of(is_available)}():\n    {code}"
+        needed.append(is_available_import)
+    insertion = fixes.insert_before(facts, creation.node, code)
+    if insertion is None:
+        return None
+    return RuleFix(
+        "select the rank's GPU from LOCAL_RANK (set by torchrun) before creating the process group",
+        (insertion,),
+        imports=tuple(needed_import for needed_import in needed if needed_import is not None),
+    )
+
+
+def _always_nccl(creation: Event) -> bool:
+    backend = creation.arg(0, "backend") if creation.qname == INIT_PROCESS_GROUP else None
+    return backend is not None and all(
+        isinstance(option, Const) and isinstance(option.value, str) and "nccl" in option.value
+        for option in options(backend)
+    )
 
 
 def _is_shard(event: Event) -> bool:

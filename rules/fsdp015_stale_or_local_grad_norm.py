@@ -2,8 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from fsdp2_lint import fixes
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.syntax import dotted
 from fsdp2_lint.values import Derived, Params, may_overlap, walk_contents
 
 CLIPPING = frozenset(
@@ -103,8 +107,66 @@ grad_norm = torch.sqrt(sum(p.grad.to_local().pow(2).sum() for p in model.paramet
                         clip.node,
                         f"clips parameters captured before `fully_shard` (line {line}): they never receive "
                         "gradients, so the norm is 0 and nothing is clipped",
+                        fix=_current_parameters(facts, trace, clip),
                     )
             yield from _local_norms(facts, trace)
+
+
+def _current_parameters(facts: FileFacts, trace: Trace, clip: Event) -> RuleFix | None:
+    """``clip_grad_norm_(params, ...)`` where ``params = list(E.parameters())`` was captured before
+    sharding -> ``clip_grad_norm_(E.parameters(), ...)``: the same module's parameters, read when
+    clipping. Only when ``E`` names the same module at the clip: ``self.<...>`` in two methods of
+    one class, or a name bound once in the function (or module) holding both."""
+    call = clip.node
+    params = clip.arg(0, "parameters")
+    stale = [option for option in walk_contents(params) if isinstance(option, Params)] if params is not None else []
+    if not isinstance(call, cst.Call) or len(stale) != 1 or stale[0].named or len(stale[0].sources) != 1:
+        return None
+    (source,) = stale[0].sources
+    capture = trace.events[source.captured_at] if source.captured_at is not None else None
+    if capture is None or capture.kind != "method" or capture.name != "parameters" or capture.node.args:
+        return None
+    module = capture.node.func.value
+    if not dotted(module) or not _same_module_at(facts, module, capture.node, call):
+        return None
+    argument = next((arg for arg in call.args if arg.keyword is None or arg.keyword.value == "parameters"), None)
+    if argument is None or argument.star:
+        return None
+    current = cst.Call(cst.Attribute(module, cst.Name("parameters")))
+    return RuleFix(
+        "clip the module's current (sharded) parameters",
+        (Replace(argument.value, current),),
+    )
+
+
+def _same_module_at(facts: FileFacts, module: cst.BaseExpression, capture: cst.CSTNode, clip: cst.CSTNode) -> bool:
+    root = dotted(module).split(".")[0]
+    if root == "self":
+        cls = facts.enclosing(capture, cst.ClassDef)
+        return (
+            cls is not None
+            and cls is facts.enclosing(clip, cst.ClassDef)
+            and all(_first_parameter(facts.enclosing(node, cst.FunctionDef)) == "self" for node in (capture, clip))
+        )
+    scope = facts.enclosing(capture, cst.FunctionDef) or facts.module
+    if scope is not (facts.enclosing(clip, cst.FunctionDef) or facts.module):
+        return False
+    rebound = [node for node in fixes.bindings(scope, root) if not _wraps_itself(node, root)]
+    return len(rebound) <= 1
+
+
+def _wraps_itself(node: cst.CSTNode, name: str) -> bool:
+    """``model = wrap(model, ...)``: the same parameters under the same name."""
+    if not (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and node.value.args):
+        return False
+    first = node.value.args[0]
+    return first.keyword is None and isinstance(first.value, cst.Name) and first.value.value == name
+
+
+def _first_parameter(function: cst.CSTNode | None) -> str | None:
+    if not isinstance(function, cst.FunctionDef) or not function.params.params:
+        return None
+    return function.params.params[0].name.value
 
 
 def _stale_shard(trace: Trace, clip: Event) -> Event | None:

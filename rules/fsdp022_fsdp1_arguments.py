@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
+import libcst as cst
+
+from fsdp2_lint import fixes, names
 from fsdp2_lint.facts import Event, FileFacts
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Symbol, options
+from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.values import Const, Symbol, Value, options
 
 # FSDP1 keyword -> what to write with fully_shard instead.
 REPLACEMENTS = {
@@ -25,6 +27,24 @@ REPLACEMENTS = {
     "ignored_modules": "`ignored_params=`",
 }
 SHARDING_STRATEGY = f"{names.FSDP}.ShardingStrategy."
+# The strategies `reshard_after_forward` expresses: FULL_SHARD frees the parameters after forward.
+RESHARD_AFTER_FORWARD = {"FULL_SHARD": "True", "SHARD_GRAD_OP": "False"}
+# FSDP1 keywords the fix drops: (the value that makes dropping a no-op, or None when dropping
+# never changes anything; what dropping any other value changes).
+DROPPED = {
+    "limit_all_gathers": (None, ""),
+    "use_orig_params": (True, "FSDP2 always uses the original parameters, which `use_orig_params=False` did not"),
+    "device_id": (
+        (),  # never a no-op: FSDP2 takes the device from the mesh and the current CUDA device
+        "FSDP2 puts the parameters on the mesh's device type at the *current* device: select the rank's device "
+        "(`torch.cuda.set_device`) first",
+    ),
+    "sync_module_states": (
+        False,
+        "FSDP2 does not broadcast rank 0's weights: load them on every rank, or use "
+        "`set_model_state_dict(..., broadcast_from_rank0=True)`",
+    ),
+}
 
 
 class Fsdp1Arguments(Rule):
@@ -90,7 +110,11 @@ fully_shard(model.head, reshard_after_forward=ShardingStrategy.SHARD_GRAD_OP)  #
             for shard in trace.shards:
                 problems = _problems(shard)
                 if problems:
-                    yield Finding(shard.node, "FSDP1 arguments to `fully_shard`: " + "; ".join(problems))
+                    yield Finding(
+                        shard.node,
+                        "FSDP1 arguments to `fully_shard`: " + "; ".join(problems),
+                        fix=_fsdp2_arguments(shard),
+                    )
 
 
 def _problems(shard: Event) -> list[str]:
@@ -103,3 +127,64 @@ def _problems(shard: Event) -> list[str]:
     ):
         problems.append("a `ShardingStrategy` as `reshard_after_forward` -> `True` or `False`")
     return problems
+
+
+def _fsdp2_arguments(shard: Event) -> RuleFix | None:
+    """Rewrite the call's FSDP1 arguments when each has a mechanical FSDP2 form: a strategy as
+    `reshard_after_forward`, a positional mesh as `mesh=`, and the keywords FSDP2 does without
+    dropped. Unsafe when dropping one changes behaviour (the description says how)."""
+    call = shard.node
+    if not isinstance(call, cst.Call):
+        return None
+    notes, unsafe_notes, args = [], [], []
+    positional = [arg for arg in call.args if arg.keyword is None]
+    for arg in call.args:
+        name = arg.keyword.value if arg.keyword is not None else None
+        value = shard.kwargs.get(name) if name else None
+        if (
+            name is None
+            and len(positional) == 2
+            and arg is positional[1]
+            and not arg.star
+            and "mesh" not in shard.kwargs
+        ):
+            no_space = cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+            )
+            args.append(arg.with_changes(keyword=cst.Name("mesh"), equal=no_space))
+            notes.append("the mesh as `mesh=`")
+        elif name in DROPPED:
+            no_op, change = DROPPED[name]
+            if no_op is None or value == Const(no_op):
+                notes.append(f"drop `{name}`")
+            else:
+                unsafe_notes.append(f"drop `{name}`: {change}")
+        elif name in ("sharding_strategy", "reshard_after_forward") and _strategy(value) is not None:
+            if name == "sharding_strategy" and "reshard_after_forward" in shard.kwargs:
+                return None
+            flag = RESHARD_AFTER_FORWARD[_strategy(value)]  # type: ignore[index]
+            args.append(arg.with_changes(keyword=cst.Name("reshard_after_forward"), value=cst.Name(flag)))
+            notes.append(f"`{name}={_strategy(value)}` as `reshard_after_forward={flag}`")
+        elif name in REPLACEMENTS or name == "sharding_strategy" or (name is None and arg is not call.args[0]):
+            return None  # no mechanical FSDP2 form
+        else:
+            args.append(arg)
+    if not notes and not unsafe_notes:
+        return None
+    return RuleFix(
+        "FSDP2 arguments: " + "; ".join(notes + unsafe_notes),
+        (Replace(call, call.with_changes(args=fixes.without_arguments(call, args))),),
+        safe=not unsafe_notes,
+    )
+
+
+def _strategy(value: Value | None) -> str | None:
+    """FULL_SHARD or SHARD_GRAD_OP, when the value is certainly that strategy."""
+    if value is None:
+        return None
+    found = {
+        option.qname.removeprefix(SHARDING_STRATEGY) if isinstance(option, Symbol) else None
+        for option in options(value)
+    }
+    strategy = found.pop() if len(found) == 1 else None
+    return strategy if strategy in RESHARD_AFTER_FORWARD else None

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import refs
+import libcst as cst
+
+from fsdp2_lint import fixes, names
+from fsdp2_lint.facts import FileFacts, Trace
+from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.values import Const, Obj, refs
 
 # FSDP2 argument -> (FSDP1 class given to it, the FSDP2 class to use)
 POLICIES = {
@@ -73,4 +75,45 @@ fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mix
                                 creation.node,
                                 f"`{fsdp1_class.rpartition('.')[2]}` is FSDP1's policy; `{argument}=` needs "
                                 f"`{replacement}`",
+                                fix=_fsdp2_policy(facts, trace, policy.root),
                             )
+
+
+# FSDP1 MixedPrecision fields that mean the same in MixedPrecisionPolicy, in positional order.
+SHARED_PRECISION_FIELDS = ("param_dtype", "reduce_dtype")
+
+
+def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None:
+    """``CPUOffload(offload_params=True)`` -> ``CPUOffloadPolicy()``; ``MixedPrecision(param_dtype=a,
+    reduce_dtype=b)`` -> ``MixedPrecisionPolicy(param_dtype=a, reduce_dtype=b)``. Only for a policy
+    that nothing but `fully_shard` uses (an FSDP1 wrapper given the same object needs it as it is),
+    and, for MixedPrecision, without the FSDP1-only fields (`buffer_dtype`, `keep_low_precision_grads`,
+    ...), which have no FSDP2 equivalent."""
+    creation, call = policy.event, policy.event.node if policy.event is not None else None
+    if creation is None or not isinstance(call, cst.Call) or any(arg.star for arg in call.args):
+        return None
+    if any(not (use.kind == "call" and use.qname == names.FULLY_SHARD) for use in trace.mentions(policy)):
+        return None
+    if policy.qname == f"{names.FSDP}.CPUOffload":
+        if len(call.args) != 1 or creation.arg(0, "offload_params") != Const(True):
+            return None  # no offloading asked for: nothing to translate
+        new_class, args = "CPUOffloadPolicy", []
+    elif _shared_precision_fields_only(call):
+        new_class, args = "MixedPrecisionPolicy", list(call.args)
+    else:
+        return None
+    expression, needed = fixes.reference(facts.module, f"{names.FSDP}.{new_class}")
+    return RuleFix(
+        f"use FSDP2's `{new_class}`",
+        (Replace(call, call.with_changes(func=expression, args=args)),),
+        imports=(needed,) if needed else (),
+    )
+
+
+def _shared_precision_fields_only(call: cst.Call) -> bool:
+    return all(
+        arg.keyword.value in SHARED_PRECISION_FIELDS
+        if arg.keyword is not None
+        else index < len(SHARED_PRECISION_FIELDS)
+        for index, arg in enumerate(call.args)
+    )

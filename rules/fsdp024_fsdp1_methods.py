@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
+import libcst as cst
+
+from fsdp2_lint import fixes, names
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, fsdp2_model, may_be_wrapper
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
 from fsdp2_lint.values import Ref, refs
 
 # FSDP1-only attributes and methods of a wrapped module, and what FSDP2 offers instead.
@@ -80,17 +82,51 @@ optim_state = FSDP.optim_state_dict(model, optimizer)  # expect: FSDP024
                 for access in trace.methods(name, kind="attr"):
                     module = _fsdp2_module(facts, trace, access, name)
                     if module is not None:
-                        yield Finding(access.node, f"`{module}.{name}` does not exist with FSDP2: use {replacement}")
+                        yield Finding(
+                            access.node,
+                            f"`{module}.{name}` does not exist with FSDP2: use {replacement}",
+                            fix=_the_module_itself(access.node) if name in UNWRAPPED else None,
+                        )
             for name, replacement in MODULE_METHODS.items():
                 for call in trace.methods(name):
                     module = _fsdp2_module(facts, trace, call, name)
                     if module is not None:
-                        yield Finding(call.node, f"`{module}.{name}(...)` does not exist with FSDP2: use {replacement}")
+                        yield Finding(
+                            call.node,
+                            f"`{module}.{name}(...)` does not exist with FSDP2: use {replacement}",
+                            fix=_clip_parameters(facts, call.node),
+                        )
             for name, replacement in CLASS_METHODS.items():
                 for call in trace.calls(f"{names.FSDP1}.{name}"):
                     model = call.arg(0, "model")
                     if fsdp2_model(trace, call, model):
                         yield Finding(call.node, f"`FSDP.{name}` only works on FSDP1 models: use {replacement}")
+
+
+# The wrapped module of an FSDP1 wrapper, which after `fully_shard` is the module itself.
+UNWRAPPED = ("module", "_fsdp_wrapped_module")
+
+
+def _the_module_itself(node: cst.CSTNode) -> RuleFix | None:
+    """``X.module`` -> ``X``: `fully_shard` does not wrap the module."""
+    if not isinstance(node, cst.Attribute):
+        return None
+    return RuleFix("use the module itself: `fully_shard` does not wrap it", (Replace(node, node.value),))
+
+
+def _clip_parameters(facts: FileFacts, node: cst.CSTNode) -> RuleFix | None:
+    """``X.clip_grad_norm_(a, ...)`` -> ``torch.nn.utils.clip_grad_norm_(X.parameters(), a, ...)``:
+    the same norm over the same parameters, computed across ranks on the DTensor gradients."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args):
+        return None
+    clip, needed = fixes.reference(facts.module, "torch.nn.utils.clip_grad_norm_")
+    parameters = cst.Call(cst.Attribute(node.func.value, cst.Name("parameters")))
+    first = cst.Arg(parameters, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return RuleFix(
+        "use `torch.nn.utils.clip_grad_norm_` over the module's parameters",
+        (Replace(node, node.with_changes(func=clip, args=[first, *node.args])),),
+        imports=(needed,) if needed else (),
+    )
 
 
 def _fsdp2_module(facts: FileFacts, trace: Trace, access: Event, name: str) -> str | None:

@@ -67,7 +67,10 @@ def test_text_output_shows_location_source_caret_and_hint(project):
     assert lines[2] == "5 | opt = torch.optim.AdamW(model.parameters())"
     assert lines[3] == "  |       " + "^" * len("torch.optim.AdamW(model.parameters())")
     assert lines[4].startswith("  = help: build the optimizer after the last `fully_shard` call")
-    assert lines[-1] == "Found 1 problem (1 error)."
+    assert lines[-2:] == [
+        "Found 1 problem (1 error).",
+        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
+    ]
     assert "\x1b[" not in output  # plain when not a terminal
 
 
@@ -98,7 +101,14 @@ def test_json_output(project):
         "column": 7,
         "end_line": 5,
         "end_column": 7 + len("torch.optim.AdamW(model.parameters())"),
-        "fix": None,
+        "fix": {  # moved after the last fully_shard: lines 5-8 become lines 6-8 and 5
+            "description": diagnostic["fix"]["description"],
+            "applicability": "unsafe",
+            "edits": [
+                {"line": 5, "column": 1, "end_line": 6, "end_column": 1, "content": ""},
+                {"line": 9, "column": 1, "end_line": 9, "end_column": 1, "content": "opt = torch.optim.AdamW(model.parameters())\n"},
+            ],
+        },
     }
 
 

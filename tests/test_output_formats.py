@@ -44,6 +44,7 @@ def test_concise_prints_one_line_per_problem_and_quiet_drops_the_summary(project
         "bad.py:5:7: FSDP001 optimizer built from parameters of `model` captured before `fully_shard` (line 7): "
         "its step() updates the old, non-DTensor tensors and training silently does nothing",
         "Found 1 problem (1 error).",
+        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
     ]
     assert check("--output-format", "concise", "--quiet", "bad.py")[1].splitlines() == output.splitlines()[:1]
     assert check("-q", "bad.py")[1].splitlines()[-1].startswith("  = help:")  # text: no "Found ..." line

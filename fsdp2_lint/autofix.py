@@ -1,0 +1,74 @@
+"""``fsdp2-lint check --fix`` / ``--diff`` for one file: fix its bytes through the engine, then write
+the result back safely (or not at all), and summarise what was fixed (``--show-fixes``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from fsdp2_lint.config import Settings
+from fsdp2_lint.engine import FixResult
+from fsdp2_lint.fixes import unified_diff, write_fixed
+from fsdp2_lint.runner import check_path, fix_path
+
+
+@dataclass(frozen=True)
+class FileFix:
+    """One file's fixing: its bytes as read, what fixing them produced, and why the result was
+    not written back (``problem``), if it was not."""
+
+    display: str
+    original: bytes
+    result: FixResult
+    problem: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.result.source != self.original
+
+    def diff(self) -> str:
+        return unified_diff(self.display, self.original, self.result.source)
+
+
+def fix_file(path: Path, settings: Settings, display: str, unsafe: bool, write: bool) -> FileFix:
+    """Fix the file; with ``write``, replace it with the fixed bytes, unless it changed on disk
+    since it was read. A file that was not written reports the diagnostics of what was read."""
+    try:
+        original = path.read_bytes()
+    except OSError:  # reported as FSDP000 by the lint
+        return FileFix(display, b"", FixResult(b"", (), tuple(check_path(path, settings, display))))
+    fixed = fix_source_of(path, settings, display, original, unsafe)
+    if not write or not fixed.changed:
+        return fixed
+    try:
+        if write_fixed(path, original, fixed.result.source):
+            return fixed
+        problem = "the file changed on disk while it was being fixed; it was left as it is"
+    except OSError as error:
+        problem = f"cannot write the fixed file: {error.strerror or error}"
+    unfixed = FixResult(original, (), tuple(check_path(path, settings, display, source=original)))
+    return FileFix(display, original, unfixed, problem)
+
+
+def fix_source_of(path: Path, settings: Settings, display: str, source: bytes, unsafe: bool) -> FileFix:
+    """Fix bytes that are not written anywhere (standard input, ``--diff``)."""
+    return FileFix(display, source, fix_path(path, settings, display, source, unsafe))
+
+
+def write_fix_summary(files: Sequence[FileFix], stream: TextIO, would: bool) -> None:
+    """``--show-fixes``: per file, how many diagnostics of each rule were fixed (Ruff's layout)."""
+    fixed = [file for file in files if file.result.fixed]
+    total = sum(len(file.result.fixed) for file in fixed)
+    if not total:
+        stream.write("No problems would be fixed.\n" if would else "No problems fixed.\n")
+        return
+    noun = "problem" if total == 1 else "problems"
+    stream.write(f"{'Would fix' if would else 'Fixed'} {total} {noun}:\n")
+    for file in fixed:
+        stream.write(f"- {file.display}:\n")
+        counts = Counter((d.code, d.name) for d in file.result.fixed)
+        for (code, name), count in sorted(counts.items()):
+            stream.write(f"    {count} × {code} ({name})\n")
