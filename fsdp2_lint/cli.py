@@ -17,10 +17,12 @@ from rich.table import Table
 
 from fsdp2_lint import __version__
 from fsdp2_lint.autofix import FileFix, fix_file, fix_source_of, write_fix_summary
+from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.config import ConfigError, Selection
 from fsdp2_lint.discovery import discover
 from fsdp2_lint.engine import Diagnostic, raise_recursion_limit
 from fsdp2_lint.output import FORMATS, Fixing, console, rule_markdown, write_report, write_statistics
+from fsdp2_lint.parallel import LintTask, lint_tasks
 from fsdp2_lint.rule import Rule, all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path
 
@@ -52,6 +54,10 @@ def main() -> None:
               help="Apply the configured `exclude` to files named explicitly too (what the pre-commit hook uses).")  # fmt: skip
 @click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="pyproject.toml to use.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Processes that analyse files (default: all cores).")
+@click.option("--no-cache", is_flag=True, help="Analyse every file again instead of reusing cached results.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar=CACHE_DIR_ENV, show_envvar=True,
+              help="Where results are cached (default: .fsdp2-lint-cache in the project root).")  # fmt: skip
 @click.option("--fix", is_flag=True,
               help="Apply the safe fixes in place (with --stdin-filename: print the fixed source).")  # fmt: skip
 @click.option("--unsafe-fixes", is_flag=True,
@@ -72,6 +78,9 @@ def check(
     force_exclude: bool,
     config: Path | None,
     isolated: bool,
+    jobs: int | None,
+    no_cache: bool,
+    cache_dir: Path | None,
     fix: bool,
     unsafe_fixes: bool,
     diff: bool,
@@ -102,7 +111,9 @@ def check(
         if reads_stdin:
             diagnostics = _check_stdin(Path(stdin_filename or "-"), resolver, force_exclude)
         else:
-            diagnostics = _check_paths(list(paths) or [Path(".")], resolver, force_exclude)
+            diagnostics = _check_paths(
+                list(paths) or [Path(".")], resolver, force_exclude, jobs, _cache(no_cache, cache_dir, resolver)
+            )
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     fixing = Fixing(unsafe=unsafe_fixes)
@@ -113,11 +124,11 @@ def check(
     sys.exit(1 if diagnostics and not exit_zero else 0)
 
 
-def _check_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> list[Diagnostic]:
-    diagnostics = []
-    for path in _files(targets, resolver, force_exclude):
-        diagnostics.extend(check_path(path, resolver.for_path(path), _display(path)))
-    return diagnostics
+def _check_paths(
+    targets: list[Path], resolver: SettingsResolver, force_exclude: bool, jobs: int | None, cache: Cache | None
+) -> list[Diagnostic]:
+    files = _files(targets, resolver, force_exclude)
+    return lint_tasks([LintTask.of(path, resolver.for_path(path), _display(path)) for path in files], jobs, cache)
 
 
 def _files(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> Iterable[Path]:
@@ -192,6 +203,13 @@ def _report_fixed(files: list[FileFix], mode: _FixMode, stream: TextIO) -> None:
         write_report(remaining, mode.output_format, stream, summary=not mode.quiet, fixing=fixing)
     if mode.show_fixes:
         write_fix_summary(files, stream if mode.output_format in ("text", "concise") else sys.stderr, would=False)
+
+
+def _cache(no_cache: bool, cache_dir: Path | None, resolver: SettingsResolver) -> Cache | None:
+    """The results cache: --cache-dir, else .fsdp2-lint-cache in the working directory's project root."""
+    if no_cache:
+        return None
+    return Cache(cache_dir or resolver.for_path(Path.cwd(), is_dir=True).root / DEFAULT_CACHE_DIR)
 
 
 def _check_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool) -> list[Diagnostic]:

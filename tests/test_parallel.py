@@ -1,0 +1,87 @@
+"""`check --jobs`: parallel analysis gives the serial run's output, small inputs stay in-process,
+and no syntax tree outlives its file."""
+
+from __future__ import annotations
+
+import gc
+import shutil
+
+import libcst
+import pytest
+from click.testing import CliRunner
+from fixture_marks import FIXTURES
+
+from fsdp2_lint import parallel
+from fsdp2_lint.cli import main
+from fsdp2_lint.parallel import PARALLEL_THRESHOLD, LintTask, lint_tasks
+from fsdp2_lint.rule import all_rules
+
+
+@pytest.fixture
+def pools(monkeypatch):
+    """The worker counts of the process pools the linter starts."""
+    started: list[int] = []
+
+    class RecordingPool(parallel.ProcessPoolExecutor):
+        def __init__(self, max_workers, *args, **kwargs):
+            started.append(max_workers)
+            super().__init__(max_workers, *args, **kwargs)
+
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", RecordingPool)
+    return started
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """Fixtures of several rules, a syntax error and an undecodable file among them."""
+    monkeypatch.chdir(tmp_path)
+    for code in ("FSDP001", "FSDP003", "FSDP005", "FSDP007", "FSDP010"):
+        shutil.copytree(FIXTURES / code, tmp_path / "src" / code, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "src" / "FSDP003" / "broken.py").write_text("from torch.distributed.fsdp import fully_shard\ndef f(:\n")
+    (tmp_path / "src" / "FSDP005" / "latin.py").write_bytes(b"# coding: ascii\nfully_shard(m)  # \xff\n")
+    return tmp_path
+
+
+def check(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", *args])
+    return result.exit_code, result.output
+
+
+def test_parallel_output_is_the_serial_output(tree, pools):
+    serial = check("--jobs", "1", "src")
+    assert pools == []
+    assert serial[0] == 1 and '"FSDP000"' in serial[1] and '"FSDP007"' in serial[1]
+    assert check("--jobs", "2", "src") == serial
+    assert check("--jobs", "3", "src") == serial
+    assert check("src") == serial  # default: every core
+    assert pools[:2] == [2, 3] and len(pools) == 3
+
+
+def test_small_inputs_are_analysed_in_process(tmp_path, pools):
+    files = sorted(FIXTURES.glob("FSDP00[1-3]/bad_*.py"))[: PARALLEL_THRESHOLD - 1]
+    tasks = [LintTask(path, path.name, all_rules()) for path in files]
+    assert lint_tasks(tasks, jobs=4) and pools == []
+    many = [LintTask(path, path.name, all_rules()) for path in sorted(FIXTURES.glob("FSDP*/bad_*.py"))]
+    assert len(many) >= PARALLEL_THRESHOLD
+    assert lint_tasks(many, jobs=2) == lint_tasks(many, jobs=1) and pools == [2]
+
+
+def _live_modules() -> int:
+    gc.collect()
+    return sum(isinstance(obj, libcst.Module) for obj in gc.get_objects())
+
+
+def test_no_syntax_tree_outlives_its_file(monkeypatch):
+    parsed = [0]
+    real = libcst.parse_module
+
+    def counting(source, *args, **kwargs):
+        parsed[0] += 1
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counting)
+    before = _live_modules()
+    paths = sorted(FIXTURES.glob("FSDP00[1-5]/*.py"))
+    diagnostics = lint_tasks([LintTask(path, path.name, all_rules()) for path in paths], jobs=1)
+    assert diagnostics and parsed[0] > 30
+    assert _live_modules() == before
