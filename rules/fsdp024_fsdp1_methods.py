@@ -7,7 +7,7 @@ import libcst as cst
 from fsdp2_lint import fixes, names
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, fsdp2_model, may_be_wrapper
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Ref, refs
+from fsdp2_lint.values import Ref, Value, may_be_same, refs
 
 # FSDP1-only attributes and methods of a wrapped module, and what FSDP2 offers instead.
 MODULE_ATTRIBUTES = {
@@ -16,14 +16,25 @@ MODULE_ATTRIBUTES = {
     "_handle": "the `FSDPModule` API (`unshard()`, `reshard()`, ...)",
 }
 MODULE_METHODS = {"clip_grad_norm_": "`torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`"}
-# FSDP1 static methods whose first argument is the model.
+# FSDP1 static methods that take the model (called on the class, `FSDP.name(...)`).
 CLASS_METHODS = {
     "optim_state_dict": "`get_optimizer_state_dict(model, optimizer)`",
+    "sharded_optim_state_dict": "`get_optimizer_state_dict(model, optimizer)`",
     "full_optim_state_dict": "`get_optimizer_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True))`",
     "shard_full_optim_state_dict": "`set_optimizer_state_dict(model, optimizer, state, options=StateDictOptions(full_state_dict=True))`",
     "scatter_full_optim_state_dict": "`set_optimizer_state_dict(..., options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))`",
+    "flatten_sharded_optim_state_dict": "`set_optimizer_state_dict(model, optimizer, state)`",
     "optim_state_dict_to_load": "`set_optimizer_state_dict(model, optimizer, state)`",
+    "clip_grad_norm_": "`torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`",
 }
+# The model is their first argument, except for these (they take the state dict first).
+MODEL_POSITION = {
+    "shard_full_optim_state_dict": 1,
+    "scatter_full_optim_state_dict": 1,
+    "flatten_sharded_optim_state_dict": 1,
+}
+# Tests that code accepting both wrappers and FSDP2 modules puts before the access.
+CHECKS = ("builtins.hasattr", "builtins.isinstance")
 
 
 class Fsdp1Methods(Rule):
@@ -34,21 +45,30 @@ class Fsdp1Methods(Rule):
         "use the FSDP2 equivalent: the model itself for `.module`, `torch.nn.utils.clip_grad_norm_(model.parameters(), "
         "...)`, and `get_/set_optimizer_state_dict` from `torch.distributed.checkpoint.state_dict`"
     )
-    failure = "`AttributeError: 'FSDPModel' object has no attribute 'module'` (or `clip_grad_norm_`, ...) at the access"
+    failure = (
+        "`AttributeError: 'FSDPModel' object has no attribute 'module'` (or `clip_grad_norm_`, ...) at the access; "
+        "`IndexError: list index out of range` from `FSDP.full_optim_state_dict` and the other full/sharded ones"
+    )
     docs = """
 ## What it does
 Flags FSDP1 (`FullyShardedDataParallel`) API used on a module sharded with `fully_shard`:
 `model.module`, `model._fsdp_wrapped_module`, `model._handle`, `model.clip_grad_norm_(...)`, and
-`FSDP.optim_state_dict(model, ...)`, `FSDP.full_optim_state_dict`, `FSDP.shard_full_optim_state_dict`,
-`FSDP.scatter_full_optim_state_dict`, `FSDP.optim_state_dict_to_load`. Not flagged on modules
-wrapped by `DistributedDataParallel` or `FullyShardedDataParallel`, which have them.
+`FSDP.optim_state_dict(model, ...)`, `FSDP.full_optim_state_dict`, `FSDP.sharded_optim_state_dict`,
+`FSDP.shard_full_optim_state_dict(state, model)`, `FSDP.scatter_full_optim_state_dict(state, model)`,
+`FSDP.flatten_sharded_optim_state_dict`, `FSDP.optim_state_dict_to_load`, `FSDP.clip_grad_norm_(model, ...)`.
+Not flagged on modules wrapped by `DistributedDataParallel` or `FullyShardedDataParallel`, which
+have them, nor where code checks the object first (`m.module if hasattr(m, "module") else m`,
+`if isinstance(m, FSDP): m.clip_grad_norm_(...)`, `getattr(m, "module", m)`).
 
 ## Why is this bad?
 `fully_shard` does not wrap the module (it changes its class in place to `FSDP<Class>`), so there
 is no `.module` and none of FSDP1's methods. Observed with torch 2.13:
-`AttributeError: 'FSDPModel' object has no attribute 'module'`, the same for `clip_grad_norm_`, and
-`AttributeError: 'NoneType' object has no attribute 'optim_state_dict_config'` from
-`FSDP.optim_state_dict(model, optimizer)`.
+`AttributeError: 'FSDPModel' object has no attribute 'module'`, the same for `clip_grad_norm_`,
+`_fsdp_wrapped_module` and `_handle`; `AttributeError: 'NoneType' object has no attribute
+'optim_state_dict_config'` from `FSDP.optim_state_dict(model, optimizer)` (`... 'state_dict_type'`
+from `optim_state_dict_to_load`); `IndexError: list index out of range` from
+`full_optim_state_dict`, `sharded_optim_state_dict`, `shard_full_optim_state_dict`,
+`scatter_full_optim_state_dict` and `flatten_sharded_optim_state_dict`, which find no FSDP1 module.
 """
     valid = (
         """
@@ -61,6 +81,16 @@ torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
 other = DDP(other_model)
 inner = other.module
 """,
+        """
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+raw = model.module if hasattr(model, "module") else model
+if isinstance(model, FSDP):
+    model.clip_grad_norm_(1.0)
+base = getattr(model, "module", model)
+""",
     )
     invalid = (
         """
@@ -72,9 +102,23 @@ model.clip_grad_norm_(1.0)  # expect: FSDP024
 state = model.module.state_dict()  # expect: FSDP024
 optim_state = FSDP.optim_state_dict(model, optimizer)  # expect: FSDP024
 """,
+        """
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import fully_shard
+
+for block in model.layers:
+    fully_shard(block)
+fully_shard(model)
+inner = [block._fsdp_wrapped_module for block in model.layers]  # expect: FSDP024
+state = FSDP.scatter_full_optim_state_dict(full_state, model)  # expect: FSDP024
+""",
     )
     requires = (("fully_shard",), ("module", "_handle", "clip_grad_norm_", "optim_state_dict"))
-    signature = RuntimeSignature(evidence="exception", exception=("AttributeError",), message=r"has no attribute")
+    signature = RuntimeSignature(
+        evidence="exception",
+        exception=("AttributeError", "IndexError"),
+        message=r"has no attribute|list index out of range",
+    )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
@@ -98,7 +142,7 @@ optim_state = FSDP.optim_state_dict(model, optimizer)  # expect: FSDP024
                         )
             for name, replacement in CLASS_METHODS.items():
                 for call in trace.calls(f"{names.FSDP1}.{name}"):
-                    model = call.arg(0, "model")
+                    model = call.arg(MODEL_POSITION.get(name, 0), "model")
                     if fsdp2_model(trace, call, model):
                         yield Finding(call.node, f"`FSDP.{name}` only works on FSDP1 models: use {replacement}")
 
@@ -132,12 +176,44 @@ def _clip_parameters(facts: FileFacts, node: cst.CSTNode) -> RuleFix | None:
 def _fsdp2_module(facts: FileFacts, trace: Trace, access: Event, name: str) -> str | None:
     """The FSDP2 module ``access`` reads ``name`` from, unless it is a DDP/FSDP1 wrapper or an
     object the file gives an attribute of that name itself."""
-    if may_be_wrapper(access.receiver):
+    if may_be_wrapper(access.receiver) or _has_default(access.node) or _checked_first(facts, trace, access):
         return None
     for module in refs(access.receiver):
         if trace.is_fsdp_module(module, access) and not _defines(facts, module, name):
             return canonical(module).text
     return None
+
+
+def _has_default(node: cst.CSTNode) -> bool:
+    """``getattr(model, "module", model)`` never raises."""
+    return isinstance(node, cst.Call) and len(node.args) > 2
+
+
+def _checked_first(facts: FileFacts, trace: Trace, access: Event) -> bool:
+    """Is the access under an `if` (or a conditional expression) whose test checks the object
+    with `hasattr` / `isinstance`, as in `m.module if hasattr(m, "module") else m`? Code that
+    tells a wrapper from an FSDP2 module at runtime does not reach the access with the latter."""
+    checks = [check for check in trace.calls(*CHECKS) if check.args and _same(check.args[0], access.receiver)]
+    if not checks:
+        return False
+    tests = set()
+    node = facts.enclosing(access.node, (cst.If, cst.IfExp))
+    while node is not None:
+        tests.add(id(node.test))
+        node = facts.enclosing(node, (cst.If, cst.IfExp))
+    return any(_inside(facts, check.node, tests) for check in checks)
+
+
+def _same(a: Value, b: Value | None) -> bool:
+    return b is not None and any(may_be_same(canonical(x), canonical(y)) for x in refs(a) for y in refs(b))
+
+
+def _inside(facts: FileFacts, node: cst.CSTNode, ancestors: set[int]) -> bool:
+    while node is not None:
+        if id(node) in ancestors:
+            return True
+        node = facts.enclosing(node, cst.CSTNode)
+    return False
 
 
 def _defines(facts: FileFacts, module: Ref, name: str) -> bool:
