@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, may_be_wrapper
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Loaded, Ref, StateDict, refs, walk_contents
+from fsdp2_lint.values import Const, Loaded, Ref, StateDict, refs, walk_contents
 
 
 class LoadPlainStateDict(Rule):
@@ -48,6 +48,15 @@ from torch.distributed.fsdp import fully_shard
 model.load_state_dict(torch.load("full.pt"))
 fully_shard(model)
 """,
+        """
+import torch.distributed.checkpoint as dcp
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+state = {"model": model.state_dict()}
+dcp.load(state, checkpoint_id="ckpt")
+model.load_state_dict(state["model"])
+""",
     )
     invalid = (
         """
@@ -57,6 +66,18 @@ from torch.distributed.fsdp import fully_shard
 fully_shard(model)
 checkpoint = torch.load("pretrained.pt", map_location="cpu")
 model.load_state_dict(checkpoint["model"], strict=False)  # expect: FSDP013
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+
+def grow(model, donor):
+    for layer, state in zip(model.layers, [block.state_dict() for block in donor.layers]):
+        layer.load_state_dict(state, assign=True)  # expect: FSDP013
+
+for layer in model.layers:
+    fully_shard(layer)
+fully_shard(model)
+grow(model, Model())
 """,
     )
     requires = (("fully_shard",), ("load_state_dict",))
@@ -74,12 +95,17 @@ model.load_state_dict(checkpoint["model"], strict=False)  # expect: FSDP013
                     continue
                 for module in _modules(load):
                     if trace.sharded_overlap(module, load):
-                        yield Finding(
-                            load.node,
-                            f"`{canonical(module).text}` is sharded; `load_state_dict` of a full plain-tensor state "
-                            "dict fails with 'mixed torch.Tensor and DTensor'",
-                        )
+                        yield Finding(load.node, _message(canonical(module).text, load))
                         break
+
+
+def _message(module: str, load: Event) -> str:
+    assign = load.kwargs.get("assign")
+    failure = "... '_local_tensor'" if assign == Const(True) else "... mixed torch.Tensor and DTensor"
+    return (
+        f"`{module}` is sharded: `load_state_dict` of a full, plain-tensor state dict fails with `{failure}`; "
+        "use `set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True))`"
+    )
 
 
 def _modules(load: Event) -> list[Ref]:

@@ -41,6 +41,15 @@ fully_shard(model)
 optimizer = torch.optim.AdamW(model.parameters())
 optimizer.load_state_dict(torch.load(f"optim_rank{dist.get_rank()}.pt"))
 """,
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+warmup = torch.optim.AdamW(model.parameters(), lr=1e-3)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+optimizer.load_state_dict(warmup.state_dict())
+""",
     )
     invalid = (
         """
@@ -50,6 +59,16 @@ from torch.distributed.fsdp import fully_shard
 fully_shard(model)
 optimizer = torch.optim.AdamW(model.parameters())
 optimizer.load_state_dict(torch.load("optim_single_gpu.pt"))  # expect: FSDP021
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+reference = Model()
+reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+fully_shard(model)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+optimizer.load_state_dict(reference_optimizer.state_dict())  # expect: FSDP021
 """,
     )
     requires = (("fully_shard",), ("load_state_dict",))
@@ -65,7 +84,12 @@ optimizer.load_state_dict(torch.load("optim_single_gpu.pt"))  # expect: FSDP021
                 if state is None or not any(trace.optimizes_sharded(obj) for obj in optimizers):
                     continue
                 if _single_process(trace, state):
-                    yield Finding(load.node)
+                    yield Finding(
+                        load.node,
+                        "this optimizer steps sharded (DTensor) parameters but loads single-process, plain-tensor "
+                        "state: its first `step()` fails with `... mixed torch.Tensor and DTensor`; use "
+                        "`set_optimizer_state_dict(model, optimizer, state, options=StateDictOptions(full_state_dict=True))`",
+                    )
 
 
 def _single_process(trace: Trace, state) -> bool:
