@@ -88,7 +88,8 @@ class Move:
 def move_after(facts: FileFacts, moved: cst.CSTNode, anchor: cst.CSTNode) -> Move | None:
     """Move the statement holding ``moved`` to just after the statement of the same block that
     holds ``anchor`` (directly, or in a nested block), when ``moved`` comes first. The comments
-    above the moved statement go with it; a line with several statements is not split."""
+    above the moved statement go with it, the blank lines before them stay where they separate code;
+    a line with several statements is not split."""
     found = facts.statement_of(moved)
     if found is None:
         return None
@@ -100,8 +101,20 @@ def move_after(facts: FileFacts, moved: cst.CSTNode, anchor: cst.CSTNode) -> Mov
     source, destination = body.index(statement), body.index(target)
     if source >= destination:
         return None
-    changes = (Replace(statement, cst.RemoveFromParent()), Replace(target, cst.FlattenSentinel([target, statement])))
-    return Move(changes, statement, tuple(body[source + 1 : destination + 1]))
+    lines = list(statement.leading_lines)
+    first_comment = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
+    following = body[source + 1]
+    separated = bool(following.leading_lines) and following.leading_lines[0].comment is None
+    blank = [] if separated else lines[:first_comment]
+    successor = following.with_changes(leading_lines=[*blank, *following.leading_lines]) if blank else following
+    landed = statement.with_changes(leading_lines=lines[first_comment:])
+    changes = [
+        Replace(statement, cst.RemoveFromParent()),
+        Replace(target, cst.FlattenSentinel([successor if following is target else target, landed])),
+    ]
+    if following is not target and successor is not following:
+        changes.append(Replace(following, successor))
+    return Move(tuple(changes), statement, tuple(body[source + 1 : destination + 1]))
 
 
 def statement_in(

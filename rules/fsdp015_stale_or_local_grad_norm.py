@@ -116,7 +116,7 @@ def _current_parameters(facts: FileFacts, trace: Trace, clip: Event) -> RuleFix 
     """``clip_grad_norm_(params, ...)`` where ``params = list(E.parameters())`` was captured before
     sharding -> ``clip_grad_norm_(E.parameters(), ...)``: the same module's parameters, read when
     clipping. Only when ``E`` names the same module at the clip: ``self.<...>`` in two methods of
-    one class, or a name bound once in the function (or module) holding both."""
+    one class, or a name bound once, before the capture, in the function (or module) holding both."""
     call = clip.node
     params = clip.arg(0, "parameters")
     stale = [option for option in walk_contents(params) if isinstance(option, Params)] if params is not None else []
@@ -126,6 +126,13 @@ def _current_parameters(facts: FileFacts, trace: Trace, clip: Event) -> RuleFix 
     capture = trace.events[source.captured_at] if source.captured_at is not None else None
     if capture is None or capture.kind != "method" or capture.name != "parameters" or capture.node.args:
         return None
+    listed = facts.enclosing(capture.node, cst.Call)
+    if not (
+        isinstance(listed, cst.Call)
+        and dotted(listed.func) in ("list", "tuple")
+        and _only_argument(listed, capture.node)
+    ):
+        return None  # `list(E.parameters())` holds them all; a comprehension may filter them
     module = capture.node.func.value
     if not dotted(module) or not _same_module_at(facts, module, capture.node, call):
         return None
@@ -151,8 +158,17 @@ def _same_module_at(facts: FileFacts, module: cst.BaseExpression, capture: cst.C
     scope = facts.enclosing(capture, cst.FunctionDef) or facts.module
     if scope is not (facts.enclosing(clip, cst.FunctionDef) or facts.module):
         return False
-    rebound = [node for node in fixes.bindings(scope, root) if not _wraps_itself(node, root)]
-    return len(rebound) <= 1
+    bound = [node for node in fixes.bindings(scope, root) if not _wraps_itself(node, root)]
+    return len(bound) <= 1 and all(_start(facts, node) < _start(facts, capture) for node in bound)
+
+
+def _start(facts: FileFacts, node: cst.CSTNode) -> tuple[int, int]:
+    where = facts.position(node).start
+    return where.line, where.column
+
+
+def _only_argument(call: cst.Call, node: cst.CSTNode) -> bool:
+    return len(call.args) == 1 and call.args[0].value is node and not call.args[0].star
 
 
 def _wraps_itself(node: cst.CSTNode, name: str) -> bool:

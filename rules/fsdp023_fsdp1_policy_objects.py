@@ -83,8 +83,14 @@ fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mix
 SHARED_PRECISION_FIELDS = ("param_dtype", "reduce_dtype")
 
 
+# Why the CPUOffload fix is unsafe: FSDP2 ignored the FSDP1 object, so nothing was offloaded until now.
+OFFLOADING_STARTS = (
+    ": offloading starts (FSDP2 ignored `CPUOffload`): parameters, gradients and optimizer states move to "
+    "pinned CPU memory, which needs an accelerator, and the optimizer step runs on the CPU"
+)
 def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None:
-    """``CPUOffload(offload_params=True)`` -> ``CPUOffloadPolicy()``; ``MixedPrecision(param_dtype=a,
+    """``CPUOffload(offload_params=True)`` -> ``CPUOffloadPolicy()`` (unsafe: it starts offloading, which
+    the ignored FSDP1 object never did); ``MixedPrecision(param_dtype=a,
     reduce_dtype=b)`` -> ``MixedPrecisionPolicy(param_dtype=a, reduce_dtype=b)``. Only for a policy
     that nothing but `fully_shard` uses (an FSDP1 wrapper given the same object needs it as it is),
     and, for MixedPrecision, without the FSDP1-only fields (`buffer_dtype`, `keep_low_precision_grads`,
@@ -97,19 +103,20 @@ def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None
     if policy.qname == f"{names.FSDP}.CPUOffload":
         if len(call.args) != 1 or creation.arg(0, "offload_params") != Const(True):
             return None  # no offloading asked for: nothing to translate
-        new_class, args = "CPUOffloadPolicy", []
+        new_class, args, change = "CPUOffloadPolicy", [], OFFLOADING_STARTS
     elif _shared_precision_fields_only(call):
-        new_class, args = "MixedPrecisionPolicy", list(call.args)
+        new_class, args, change = "MixedPrecisionPolicy", list(call.args), ""
     else:
         return None
     expression, needed = fixes.reference(facts.module, f"{names.FSDP}.{new_class}")
     return RuleFix(
-        f"use FSDP2's `{new_class}`",
+        f"use FSDP2's `{new_class}`{change}",
         (Replace(call, call.with_changes(func=expression, args=args)),),
         imports=(needed,) if needed else (),
     )
 
 
+        safe=not change,
 def _shared_precision_fields_only(call: cst.Call) -> bool:
     return all(
         arg.keyword.value in SHARED_PRECISION_FIELDS

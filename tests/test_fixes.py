@@ -1,0 +1,574 @@
+"""Autofix guarantees, for every fix a rule declares: over every rule's invalid examples and every bad
+fixture, fixing (unsafe fixes included) gives a file that parses, re-linting it reports none of the
+fixed diagnostics and nothing new, fixing again changes nothing, and a diagnostic's text edits (what
+editors apply) give the same file as the CLI's fix. Then what each fix writes, and where it must
+offer none; line endings, BOM and encoding declarations round-trip byte for byte."""
+
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+
+import libcst as cst
+import pytest
+from fixture_marks import fixture_files
+
+from fsdp2_lint.engine import Diagnostic, fix_source, lint_source
+from fsdp2_lint.fixes import source_lines
+from fsdp2_lint.rule import all_rules
+
+RULES = {rule.code: rule for rule in all_rules()}
+CASES = [
+    pytest.param(source.encode(), [rule], id=f"{rule.code}-invalid{index}")
+    for rule in all_rules()
+    for index, source in enumerate(rule.invalid)
+] + [
+    pytest.param(path.read_bytes(), None, id=f"{path.parent.name}/{path.name}")
+    for path in fixture_files()
+    if path.name.startswith("bad_")
+]
+# Rules that must offer a fix on at least one of their examples or bad fixtures, and its kinds.
+FIXABLE = {
+    "FSDP001": {"unsafe"},
+    "FSDP002": {"unsafe"},
+    "FSDP003": {"safe"},
+    "FSDP005": {"safe"},
+    "FSDP011": {"safe"},
+    "FSDP015": {"safe"},
+    "FSDP022": {"safe"},
+    "FSDP023": {"safe", "unsafe"},  # CPUOffloadPolicy starts offloading
+    "FSDP024": {"safe"},
+}
+
+
+def fixed_text(source: str, unsafe: bool = True, rules=None) -> str:
+    return fix_source(source.encode(), "train.py", rules, unsafe).source.decode()
+
+
+@pytest.mark.parametrize("source, rules", CASES)
+def test_fixes_parse_resolve_their_diagnostics_and_are_idempotent(source, rules):
+    before = lint_source(source, "train.py", rules)
+    result = fix_source(source, "train.py", rules, unsafe=True)
+    cst.parse_module(result.source)
+    compile(result.source, "train.py", "exec")
+    assert Counter(d.code for d in result.remaining) == Counter(d.code for d in before if d.fix is None)
+    assert all(d.fix is None for d in result.remaining)
+    assert Counter(d.code for d in result.fixed) == Counter(d.code for d in before if d.fix is not None)
+    again = fix_source(result.source, "train.py", rules, unsafe=True)
+    assert (again.source, again.fixed) == (result.source, ())
+    safe_only = fix_source(source, "train.py", rules, unsafe=False)
+    assert all(d.fix.applicability == "safe" for d in safe_only.fixed)
+    assert Counter(d.code for d in safe_only.remaining) == Counter(
+        d.code for d in before if d.fix is None or d.fix.applicability == "unsafe"
+    )
+
+
+@pytest.mark.parametrize("source, rules", CASES)
+def test_a_diagnostics_edits_make_the_same_file_as_the_cli_fix(source, rules):
+    fixable = [d for d in lint_source(source, "train.py", rules) if d.fix is not None]
+    for diagnostic in fixable:
+        alone = [d for d in fixable if d is not diagnostic]  # fix this one only: the others are noqa'd
+        suppressed = _with_noqa(source.decode(), alone)
+        expected = fix_source(suppressed.encode(), "train.py", rules, unsafe=True)
+        (again,) = [d for d in lint_source(suppressed.encode(), "train.py", rules) if d.fix is not None]
+        assert _apply_edits(suppressed, again) == expected.source.decode()
+
+
+def test_every_fixable_rule_offers_its_fix_on_an_example_or_fixture():
+    offered: dict[str, set[str]] = {}
+    for case in CASES:
+        source, rules = case.values
+        for d in lint_source(source, "train.py", rules):
+            if d.fix is not None:
+                offered.setdefault(d.code, set()).add(d.fix.applicability)
+    assert offered == FIXABLE
+
+
+def _with_noqa(source: str, diagnostics: list[Diagnostic]) -> str:
+    lines = source_lines(source)
+    for d in diagnostics:
+        line = lines[d.line - 1]
+        body = line.rstrip("\r\n")
+        lines[d.line - 1] = f"{body}  # noqa: {d.code}{line[len(body) :]}"
+    return "".join(lines)
+
+
+def _apply_edits(source: str, diagnostic: Diagnostic) -> str:
+    """As an editor applies a quick fix: every edit against the original positions, last first."""
+    lines = source_lines(source)
+    for edit in sorted(diagnostic.fix.edits, key=lambda e: (e.line, e.column), reverse=True):
+        assert edit.column == edit.end_column == 1  # whole-line edits
+        lines[edit.line - 1 : edit.end_line - 1] = source_lines(edit.content)
+    return "".join(lines)
+
+
+# --- what each fix writes ------------------------------------------------------------------
+
+HEADER = """\
+import torch
+from torch.distributed.fsdp import fully_shard
+
+"""
+
+
+def case(body: str) -> str:
+    return HEADER + textwrap.dedent(body)
+
+
+def test_fsdp003_calls_the_module_keeping_the_comment_and_spacing():
+    source = case("""\
+        fully_shard(model)
+        logits  =  model.forward( batch ,  mask=m )   # logits
+        """)
+    assert fixed_text(source) == source.replace("model.forward( batch", "model( batch")
+
+
+def test_fsdp003_offers_no_fix_for_a_stored_bound_method():
+    source = case("""\
+        fully_shard(model)
+        step = model.forward
+        out = step(batch)
+        """)
+    (diagnostic,) = lint_source(source.encode(), "train.py")
+    assert diagnostic.code == "FSDP003" and diagnostic.fix is None
+
+
+def test_fsdp005_wraps_the_block_in_try_finally_and_keeps_its_comments():
+    source = case("""\
+        fully_shard(model)
+        for step in range(4):
+            # accumulate without syncing
+            with model.no_sync():
+                loss = model(batch).sum()  # forward
+                loss.backward()
+            optimizer.step()
+        """)
+    assert fixed_text(source) == case("""\
+        fully_shard(model)
+        for step in range(4):
+            # accumulate without syncing
+            model.set_requires_gradient_sync(False)
+            try:
+                loss = model(batch).sum()  # forward
+                loss.backward()
+            finally:
+                model.set_requires_gradient_sync(True)
+            optimizer.step()
+        """)
+
+
+def test_fsdp011_inserts_set_device_and_adds_import_os_once():
+    source = """\
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+# the process group
+dist.init_process_group("nccl")
+fully_shard(model.cuda())
+"""
+    assert (
+        fixed_text(source)
+        == """\
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+import os
+
+# the process group
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+dist.init_process_group("nccl")
+fully_shard(model.cuda())
+"""
+    )
+
+
+def test_fsdp011_guards_set_device_when_the_script_may_run_without_cuda():
+    source = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+def main():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    dist.init_process_group("nccl" if device == "cuda" else "gloo")
+    fully_shard(model.to(device))
+
+main()
+"""
+    assert fixed_text(source) == source.replace(
+        '    dist.init_process_group("nccl" if',
+        '    if torch.cuda.is_available():\n        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))\n'
+        '    dist.init_process_group("nccl" if',
+    )
+
+
+def test_fsdp011_offers_no_fix_when_the_script_spawns_its_own_processes():
+    source = """\
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.distributed.fsdp import fully_shard
+
+def worker(rank):
+    dist.init_process_group("nccl", rank=rank, world_size=2)
+    fully_shard(model.cuda())
+
+mp.spawn(worker, nprocs=2)
+"""
+    (diagnostic,) = lint_source(source.encode(), "train.py")
+    assert diagnostic.code == "FSDP011" and diagnostic.fix is None
+
+
+def test_fsdp015_clips_the_modules_current_parameters():
+    source = case("""\
+        params = list(model.parameters())
+        fully_shard(model)
+        norm = torch.nn.utils.clip_grad_norm_(params, max_norm=1.0)
+        """)
+    assert fixed_text(source) == source.replace("clip_grad_norm_(params,", "clip_grad_norm_(model.parameters(),")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # `model` names another module at the clip
+        """\
+        model = Net()
+        params = list(model.parameters())
+        fully_shard(model)
+        model = other
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        """,
+        # the clip is in a helper, where `model` is not the module
+        """\
+        params = list(model.parameters())
+        fully_shard(model)
+
+        def clip(params):
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+
+        clip(params)
+        """,
+        # a filtered list: not all of the module's parameters
+        """\
+        params = [p for p in model.parameters() if p.requires_grad]
+        fully_shard(model)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        """,
+    ],
+    ids=["rebound", "helper", "filtered"],
+)
+def test_fsdp015_offers_no_fix_when_the_module_is_not_certain(body):
+    diagnostics = lint_source(case(body).encode(), "train.py")
+    assert [d.code for d in diagnostics] == ["FSDP015"] and diagnostics[0].fix is None
+
+
+def test_fsdp022_rewrites_strategies_and_mesh_and_drops_what_fsdp2_does_without():
+    source = case("""\
+        from torch.distributed.fsdp import ShardingStrategy
+
+        strategy = ShardingStrategy.SHARD_GRAD_OP
+        for block in model.layers:
+            fully_shard(block, mesh, sharding_strategy=strategy, limit_all_gathers=True)
+        fully_shard(
+            model,
+            mesh=mesh,  # data parallel
+            sharding_strategy=ShardingStrategy.FULL_SHARD,
+            use_orig_params=True,  # for torch.compile
+        )
+        """)
+    result = fix_source(source.encode(), "train.py")
+    assert [d.fix.applicability for d in result.fixed] == ["safe", "safe"]
+    assert result.source.decode() == case("""\
+        from torch.distributed.fsdp import ShardingStrategy
+
+        strategy = ShardingStrategy.SHARD_GRAD_OP
+        for block in model.layers:
+            fully_shard(block, mesh=mesh, reshard_after_forward=False)
+        fully_shard(
+            model,
+            mesh=mesh,  # data parallel
+            reshard_after_forward=True,
+        )
+        """)
+
+
+def test_fsdp022_dropping_what_changes_behaviour_is_unsafe_and_says_why():
+    source = case("fully_shard(model, mesh=mesh, sync_module_states=True, device_id=rank)\n")
+    (diagnostic,) = lint_source(source.encode(), "train.py")
+    assert diagnostic.fix.applicability == "unsafe"
+    assert "does not broadcast rank 0's weights" in diagnostic.fix.description
+    assert "current* device" in diagnostic.fix.description
+    assert fixed_text(source, unsafe=False) == source
+    assert fixed_text(source) == case("fully_shard(model, mesh=mesh)\n")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "fully_shard(model, auto_wrap_policy=policy, use_orig_params=True)",
+        "fully_shard(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)",
+        "fully_shard(model, **fsdp_kwargs)",
+        "fully_shard(model, sharding_strategy=ShardingStrategy.FULL_SHARD, reshard_after_forward=False)",
+    ],
+    ids=["auto-wrap", "hybrid", "kwargs", "both"],
+)
+def test_fsdp022_offers_no_fix_without_a_mechanical_fsdp2_form(call):
+    source = case(
+        f"from torch.distributed.fsdp import ShardingStrategy\nfsdp_kwargs = dict(use_orig_params=True)\n{call}\n"
+    )
+    diagnostics = lint_source(source.encode(), "train.py")
+    assert [d.code for d in diagnostics] == ["FSDP022"] and diagnostics[0].fix is None
+
+
+def test_fsdp023_converts_policies_and_extends_the_import_in_isort_order():
+    source = """\
+import torch
+from torch.distributed.fsdp import CPUOffload, MixedPrecision, fully_shard
+
+mixed = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mixed)
+"""
+    precision, offload = lint_source(source.encode(), "train.py")
+    assert precision.fix.applicability == "safe"  # it failed at the first forward before
+    assert offload.fix.applicability == "unsafe" and "offloading starts" in offload.fix.description
+    assert (
+        fixed_text(source)
+        == """\
+import torch
+from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy, MixedPrecision, MixedPrecisionPolicy, fully_shard
+
+mixed = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+fully_shard(model, offload_policy=CPUOffloadPolicy(), mp_policy=mixed)
+"""
+    )
+
+
+def test_fsdp023_names_the_policy_through_a_module_alias():
+    source = """\
+import torch.distributed.fsdp as fsdp
+
+fsdp.fully_shard(model, offload_policy=fsdp.CPUOffload(offload_params=True))
+"""
+    assert fixed_text(source) == source.replace("fsdp.CPUOffload(offload_params=True)", "fsdp.CPUOffloadPolicy()")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # FSDP1-only fields have no FSDP2 equivalent
+        "fully_shard(model, mp_policy=MixedPrecision(param_dtype=torch.bfloat16, buffer_dtype=torch.float32))\n",
+        # the FSDP1 wrapper of another model needs the same object as it is
+        "mixed = MixedPrecision(param_dtype=torch.bfloat16)\nteacher = FSDP(teacher, mixed_precision=mixed)\n"
+        "fully_shard(model, mp_policy=mixed)\n",
+        # no offloading was asked for
+        "fully_shard(model, offload_policy=CPUOffload())\n",
+    ],
+    ids=["buffer-dtype", "shared-with-fsdp1", "no-offload"],
+)
+def test_fsdp023_offers_no_fix_when_the_translation_is_not_exact(body):
+    source = (
+        "import torch\nfrom torch.distributed.fsdp import CPUOffload, MixedPrecision, fully_shard\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\n" + body
+    )
+    diagnostics = [d for d in lint_source(source.encode(), "train.py") if d.code == "FSDP023"]
+    assert diagnostics and all(d.fix is None for d in diagnostics)
+
+
+def test_fsdp024_uses_torch_clipping_and_the_module_itself():
+    source = """\
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+norm = model.clip_grad_norm_(1.0, norm_type=2.0)
+state = model.module.state_dict()
+"""
+    assert (
+        fixed_text(source)
+        == """\
+from torch.distributed.fsdp import fully_shard
+from torch.nn.utils import clip_grad_norm_
+
+fully_shard(model)
+norm = clip_grad_norm_(model.parameters(), 1.0, norm_type=2.0)
+state = model.state_dict()
+"""
+    )
+
+
+def test_fsdp001_moves_the_optimizer_after_the_last_shard_as_an_unsafe_fix():
+    source = case("""\
+        model = Net()
+        # the optimizer
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        opt.step()
+        """)
+    assert fixed_text(source, unsafe=False) == source
+    assert fixed_text(source) == case("""\
+        model = Net()
+
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        # the optimizer
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        opt.step()
+        """)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the statements it would jump over use it
+        """\
+        opt = torch.optim.AdamW(model.parameters())
+        scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
+        fully_shard(model)
+        opt.step()
+        """,
+        # built from a list captured earlier: moving the construction does not help
+        """\
+        params = list(model.parameters())
+        opt = torch.optim.AdamW(params)
+        fully_shard(model)
+        opt.step()
+        """,
+        # in a block that does not hold the shard
+        """\
+        if train:
+            opt = torch.optim.AdamW(model.parameters())
+        fully_shard(model)
+        opt.step()
+        """,
+    ],
+    ids=["used-in-between", "captured-earlier", "other-block"],
+)
+def test_fsdp001_offers_no_move_that_would_break_the_code_or_not_help(body):
+    diagnostics = lint_source(case(body).encode(), "train.py", [RULES["FSDP001"]])
+    assert [d.code for d in diagnostics] == ["FSDP001"] and diagnostics[0].fix is None
+
+
+def test_fsdp002_moves_the_root_after_its_blocks_and_allows_rebinding_it():
+    source = case("""\
+        model = fully_shard(model)
+        for block in model.layers:
+            fully_shard(block)
+        optimizer = torch.optim.AdamW(model.parameters())
+        """)
+    assert fixed_text(source) == case("""\
+        for block in model.layers:
+            fully_shard(block)
+        model = fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        """)
+
+
+def test_fsdp001_moves_the_optimizer_after_a_conditional_shard_holding_block():
+    source = case("""\
+        opt = torch.optim.AdamW(model.parameters())
+        if shard:
+            fully_shard(model)
+        opt.step()
+        """)
+    assert fixed_text(source, rules=[RULES["FSDP001"]]) == case("""\
+        if shard:
+            fully_shard(model)
+        opt = torch.optim.AdamW(model.parameters())
+        opt.step()
+        """)
+
+
+def test_fsdp002_offers_no_move_when_the_code_in_between_uses_what_it_binds():
+    source = case("""\
+        sharded = fully_shard(model)
+        for block in sharded.layers:
+            fully_shard(block)
+        """)
+    (diagnostic,) = lint_source(source.encode(), "train.py")
+    assert diagnostic.code == "FSDP002" and diagnostic.fix is None
+
+
+def test_overlapping_fixes_are_applied_over_several_rounds():
+    source = case("""\
+        fully_shard(model)
+        for block in model.layers:
+            fully_shard(block)
+        fully_shard(model.head)
+        """)
+    result = fix_source(source.encode(), "train.py", unsafe=True)
+    assert [d.code for d in result.fixed] == ["FSDP002", "FSDP002"] and result.remaining == ()
+    assert result.source.decode() == case("""\
+        for block in model.layers:
+            fully_shard(block)
+        fully_shard(model.head)
+        fully_shard(model)
+        """)
+
+
+# --- byte-exact round trips ------------------------------------------------------------------
+
+# One source per kind of change: an expression replaced, a block rewritten, statements inserted with
+# an import added, an import line extended, a statement moved.
+ROUND_TRIP = {
+    "replace": case("fully_shard(model)\nout = model.forward(x)  # café\n"),
+    "block": case("fully_shard(model)\nwith model.no_sync():\n    # café\n    model(x).sum().backward()\n"),
+    "insert": 'import torch.distributed as dist\nfrom torch.distributed.fsdp import fully_shard\n# café\ndist.init_process_group("nccl")\nfully_shard(model.cuda())\n',
+    "import": "from torch.distributed.fsdp import CPUOffload, fully_shard\n# café\nfully_shard(model, offload_policy=CPUOffload(offload_params=True))\n",
+    "move": case("opt = torch.optim.SGD(model.parameters())  # café\nfully_shard(model)\nopt.step()\n"),
+}
+
+
+@pytest.mark.parametrize("source", ROUND_TRIP.values(), ids=ROUND_TRIP.keys())
+def test_crlf_line_endings_are_kept_everywhere_including_inserted_lines(source):
+    fixed = fixed_text(source)
+    assert fixed != source
+    crlf = fix_source(source.replace("\n", "\r\n").encode(), "train.py", unsafe=True).source
+    assert crlf == fixed.replace("\n", "\r\n").encode()
+    assert b"\n" not in crlf.replace(b"\r\n", b"")
+
+
+@pytest.mark.parametrize("source", ROUND_TRIP.values(), ids=ROUND_TRIP.keys())
+def test_a_byte_order_mark_is_kept(source):
+    fixed = fix_source(b"\xef\xbb\xbf" + source.encode(), "train.py", unsafe=True).source
+    assert fixed == b"\xef\xbb\xbf" + fixed_text(source).encode()
+
+
+@pytest.mark.parametrize("source", ROUND_TRIP.values(), ids=ROUND_TRIP.keys())
+def test_the_encoding_declaration_and_the_files_encoding_are_kept(source):
+    declared = "# -*- coding: latin-1 -*-\n" + source
+    fixed = fix_source(declared.encode("latin-1"), "train.py", unsafe=True).source
+    assert fixed == ("# -*- coding: latin-1 -*-\n" + fixed_text(source)).encode("latin-1")
+    assert "café".encode("latin-1") in fixed
+
+
+def test_untouched_code_is_byte_identical_and_only_the_fixed_lines_change():
+    source = case("""\
+        x = {  'odd' :1,   # keep   this
+              }\t# tabs\x0c
+        fully_shard(model)
+
+
+
+        y = model.forward( x )  ;  z = 1
+        """).replace("\n", "\r\n", 2)  # mixed line endings too
+    fixed = fix_source(source.encode(), "train.py").source.decode()
+    changed = [(a, b) for a, b in zip(source_lines(source), source_lines(fixed), strict=True) if a != b]
+    assert changed == [("y = model.forward( x )  ;  z = 1\n", "y = model( x )  ;  z = 1\n")]
+
+
+def test_a_file_that_does_not_parse_is_left_as_it_is():
+    source = case("fully_shard(model)\nout = model.forward(x)\ndef broken(:\n").encode()
+    result = fix_source(source, "train.py", unsafe=True)
+    assert result.source == source and result.fixed == ()
+    assert [d.code for d in result.remaining] == ["FSDP000"]
+
+
+def test_noqa_keeps_a_diagnostic_and_its_fix_out_of_fixing():
+    source = case("fully_shard(model)\nout = model.forward(x)  # noqa: FSDP003\n")
+    assert fixed_text(source) == source
