@@ -75,3 +75,31 @@ def test_hook_fails_on_the_bad_file_with_its_diagnostic_and_passes_on_good_ones(
 
     hook_packages = list((tmp_path / "pre-commit-home").glob("repo*/py_env-*/lib/python*/site-packages"))
     assert hook_packages and not any((packages / "torch").exists() for packages in hook_packages)
+
+
+FIXABLE = GOOD + "out = model.forward(x)  # direct call: skips FSDP's hooks\n"
+
+
+def test_fix_hook_rewrites_the_file_and_fails_then_passes(tmp_path):
+    """`pre-commit try-repo` as a user tries the fix hook: the first run applies the safe fix and
+    fails (pre-commit fails a hook that modifies files), the second finds nothing left and passes."""
+    hooks_repo = committed_copy_of_this_checkout(tmp_path / "fsdp2-lint")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(FIXABLE)
+    (project / "good.py").write_text(GOOD)
+    git(project, "init", "--quiet")
+    git(project, "add", "--all")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PRE_COMMIT_COLOR": "never"}
+    command = [sys.executable, "-m", "pre_commit", "try-repo", str(hooks_repo), "fsdp2-lint-fix", "--all-files"]
+
+    fixed = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+    assert fixed.returncode == 1, fixed.stdout + fixed.stderr
+    assert "Failed" in fixed.stdout and "files were modified by this hook" in fixed.stdout
+    assert "Found 1 problem (1 fixed, 0 remaining)." in fixed.stdout
+    assert (project / "train.py").read_text() == GOOD + "out = model(x)  # direct call: skips FSDP's hooks\n"
+    assert (project / "good.py").read_text() == GOOD
+
+    passed = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "Passed" in passed.stdout
