@@ -6,12 +6,13 @@ offer none; line endings, BOM and encoding declarations round-trip byte for byte
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections import Counter
 
 import libcst as cst
 import pytest
-from fixture_marks import fixture_files
+from fixture_marks import ROOT, fixture_files
 
 from fsdp2_lint.engine import Diagnostic, fix_source, lint_source
 from fsdp2_lint.fixes import source_lines
@@ -82,6 +83,14 @@ def test_every_fixable_rule_offers_its_fix_on_an_example_or_fixture():
             if d.fix is not None:
                 offered.setdefault(d.code, set()).add(d.fix.applicability)
     assert offered == FIXABLE
+
+
+def test_readmes_fix_table_lists_the_fixable_rules_and_their_kinds():
+    section = (ROOT / "README.md").read_text().split("\n## Fixes\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (FSDP\d{3}) \|.*\| ([a-z /]+) \|$", section, flags=re.MULTILINE)
+    documented = {code: set(kinds.split(" / ")) for code, kinds in rows}
+    assert documented.keys() == FIXABLE.keys()
+    assert all(FIXABLE[code] <= kinds for code, kinds in documented.items())  # FSDP022's unsafe drops too
 
 
 def _with_noqa(source: str, diagnostics: list[Diagnostic]) -> str:
