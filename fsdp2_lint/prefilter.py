@@ -8,54 +8,93 @@ bytes cannot satisfy any selected rule is never parsed. Two stages, both exact:
 2. for files that pass, the same check on the code without its comments: license headers and
    comments mention "distributed", "checkpoint" or "rank" far more often than code calls them,
    and comments never change what the interpreter sees.
+
+A token is a substring, or a :class:`Word`: an identifier that contains a substring and that a
+predicate accepts (``local_rank`` counts as a rank, ``maintain`` or ``ranking`` do not).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from fsdp2_lint.rule import Rule
+if TYPE_CHECKING:
+    from fsdp2_lint.rule import Rule
 
 # A string literal (any quotes; prefixes are identifier characters and need no matching) or a
 # comment. Scanning left to right, a `#` inside a string is consumed by the string first.
-_STRING_OR_COMMENT = re.compile(
-    rb'"""(?:\\[\s\S]|[^\\])*?"""'
-    rb"|'''(?:\\[\s\S]|[^\\])*?'''"
-    rb'|"(?:\\[\s\S]|[^"\\\r\n])*"'
-    rb"|'(?:\\[\s\S]|[^'\\\r\n])*'"
+_STRING_OR_COMMENT = re.compile(  # loops unrolled: docstrings are long
+    rb'"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""'
+    rb"|'''[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*'''"
+    rb'|"[^"\\\r\n]*(?:\\[\s\S][^"\\\r\n]*)*"'
+    rb"|'[^'\\\r\n]*(?:\\[\s\S][^'\\\r\n]*)*'"
     rb"|#[^\r\n]*"
 )
 _FSTRING_PREFIX = re.compile(rb"[fF][rR]?$|[rR][fF]$")
 
 
-class _Tokens:
+_IDENTIFIER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+@dataclass(frozen=True)
+class Word:
+    """A token present when some identifier-like word of the text contains ``core`` and
+    ``accepts`` takes the whole word. Non-ASCII letters end a word: the identifiers the
+    interpreter classifies are ASCII, so such a word is never one of them."""
+
+    core: str
+    accepts: Callable[[str], bool]
+
+    def occurs_in(self, text: bytes) -> bool:
+        core = self.core.encode()
+        start = text.find(core)
+        while start != -1:
+            left, right = start, start + len(core)
+            while left and text[left - 1] in _IDENTIFIER:
+                left -= 1
+            while right < len(text) and text[right] in _IDENTIFIER:
+                right += 1
+            if self.accepts(text[left:right].decode("ascii")):
+                return True
+            start = text.find(core, right)
+        return False
+
+
+Token = str | Word
+
+
+class Tokens:
     """Token presence in one text, each token searched for at most once."""
 
     def __init__(self, text: bytes) -> None:
         self.text = text
-        self.found: dict[str, bool] = {}
+        self.found: dict[Token, bool] = {}
 
-    def has(self, token: str) -> bool:
+    def has(self, token: Token) -> bool:
         present = self.found.get(token)
         if present is None:
-            present = self.found[token] = token.encode() in self.text
+            present = token.occurs_in(self.text) if isinstance(token, Word) else token.encode() in self.text
+            self.found[token] = present
         return present
 
     def satisfies(self, rule: type[Rule]) -> bool:
-        return all(any(self.has(token) for token in group) for group in rule.requires)
+        # groups whose tokens earlier rules looked up come first: a known miss costs no scan
+        groups = sorted(rule.requires, key=lambda group: sum(token not in self.found for token in group))
+        return all(any(self.has(token) for token in group) for group in groups)
 
 
 def applicable_rules(rules: Sequence[type[Rule]], data: bytes) -> list[type[Rule]]:
     """The rules among ``rules`` that can report something in a file with these bytes."""
-    raw = _Tokens(data)
+    raw = Tokens(data)
     passing = [rule for rule in rules if raw.satisfies(rule)]
     if not passing:
         return passing
     code = without_comments(data)
     if code is data:
         return passing
-    stripped = _Tokens(code)
+    stripped = Tokens(code)
     return [rule for rule in passing if stripped.satisfies(rule)]
 
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from fsdp2_lint.prefilter import Tokens, Word
+
 if TYPE_CHECKING:
     from fsdp2_lint.facts import FileFacts
 
@@ -105,9 +107,10 @@ class Rule:
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[str, ...]] = ()
     # Prefilter: every inner tuple is a set of alternatives of which one must occur in the file's
-    # bytes for the rule to be able to fire (conjunctive normal form). Must be exact: a file that
-    # lacks them can produce no diagnostic from this rule.
-    requires: ClassVar[tuple[tuple[str, ...], ...]] = (("fully_shard",),)
+    # code (comments aside) for the rule to be able to fire (conjunctive normal form): substrings,
+    # or `prefilter.Word`s (whole identifiers). Must be exact: a file that lacks them can produce
+    # no diagnostic from this rule (tests/test_prefilter.py compares runs with and without it).
+    requires: ClassVar[tuple[tuple[str | Word, ...], ...]] = (("fully_shard",),)
     signature: ClassVar[RuntimeSignature]
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
@@ -115,7 +118,8 @@ class Rule:
 
     @classmethod
     def applies_to(cls, data: bytes) -> bool:
-        return all(any(token.encode() in data for token in group) for group in cls.requires)
+        """Can the rule fire on a file with these bytes (the first stage of the prefilter)?"""
+        return Tokens(data).satisfies(cls)
 
     @classmethod
     def url(cls) -> str:

@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, RankGuard, Trace
+from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import Const, StateDict, refs, walk_contents
 
@@ -37,6 +38,21 @@ DCP_COLLECTIVES = frozenset(
 FULL_STATE_DICT_HELPERS = frozenset({names.GET_MODEL_STATE_DICT, names.GET_OPTIMIZER_STATE_DICT, names.GET_STATE_DICT})
 DTENSOR_COLLECTIVES = frozenset({"full_tensor", "redistribute"})
 COMPLEMENT = {"zero": "nonzero", "nonzero": "zero"}
+RANK_DECORATORS = frozenset({"rank_zero_only", "main_process_only", "on_main_process", "on_rank0", "rank0_only"})
+
+
+def _names_a_rank(word: str) -> bool:
+    """Can the interpreter take this identifier for a rank, a rank-0 flag or test, or a rank-0
+    decorator (as `interp._decorated` knows them)?"""
+    return bool(names.rank_kind_of_name(word) or names.rank_kind_of_call(word)) or word in RANK_DECORATORS
+
+
+# What a rank guard is built from: rank-named identifiers (`local_rank`, `is_main_process`,
+# `get_rank`, `trainer.is_global_zero`), rank-0 decorators, rank environment variables.
+RANK_TOKENS = tuple(
+    Word(core, _names_a_rank)
+    for core in ("rank", "main", "master", "chief", "primary", "process_index", "global_zero", "local_zero")
+) + (Word("RANK", names.RANK_ENV_VARS.__contains__), Word("SLURM_", names.RANK_ENV_VARS.__contains__))
 RANKS = {"zero": "rank 0", "nonzero": "the ranks other than 0", "subset": "some ranks"}
 
 
@@ -105,18 +121,15 @@ def save(model, rank):
     torch.save(gather(model), "model.pt")  # expect: FSDP007
 """,
     )
-    # A rank guard: a rank-named variable or call (`local_rank`, `is_main_process`, `get_rank`,
-    # `trainer.is_global_zero`), a rank environment variable or a rank-0 decorator. A collective:
-    # a torch.distributed one (`distributed` and its name, DCP's `checkpoint` with save/load or the
-    # full-state-dict helpers), a DTensor method, or `unshard`.
+    # A collective: a torch.distributed one (`distributed` and its name; DCP's `checkpoint` with
+    # save/load or the full-state-dict helpers), a DTensor method, or `unshard`. And a rank guard.
     requires = (
         ("distributed", "full_tensor", "redistribute", "unshard"),
         ("reduce", "gather", "scatter", "broadcast", "barrier", "all_to_all", "checkpoint")
         + ("full_tensor", "redistribute", "unshard"),
         ("reduce", "gather", "scatter", "broadcast", "barrier", "all_to_all", "save", "load", "full_state_dict")
         + ("full_tensor", "redistribute", "unshard"),
-        ("rank", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "process_index", "global_zero", "local_zero")
-        + ("main", "master", "chief", "primary"),
+        RANK_TOKENS,
     )
     signature = RuntimeSignature(
         evidence="hang", note="the run exceeds its timeout; the ranks' last events show rank 0 inside the collective"

@@ -11,7 +11,7 @@ from test_rule_styles import CASES
 
 from fsdp2_lint import engine
 from fsdp2_lint.engine import PARSE_ERROR, lint_source
-from fsdp2_lint.prefilter import applicable_rules, without_comments
+from fsdp2_lint.prefilter import Word, applicable_rules, without_comments
 from fsdp2_lint.rule import all_rules
 
 torch = pytest.importorskip("torch")  # its own sources are the large real corpus every CI machine has
@@ -40,6 +40,21 @@ NEAR_MISSES = {
         def save(trainer, state):
             if trainer.is_global_zero:
                 dcp.save(state, checkpoint_id="ckpt")
+    """,
+    "rank-zero-decorator": """
+        import torch.distributed as dist
+        from lightning.pytorch.utilities import rank_zero_only
+
+        @rank_zero_only
+        def sync():
+            dist.barrier()
+    """,
+    "rank-lookalike-words": """
+        import torch.distributed as dist
+
+        def pad(ranking, remainder, domain):
+            if ranking[0] == 0 and remainder:  # maintain the order
+                dist.barrier()
     """,
     "comment-only-tokens": """
         # fully_shard(model); dist.barrier() under `if rank == 0` hangs: distributed checkpoint
@@ -87,16 +102,31 @@ def test_prefilter_is_exact_on_fixtures_examples_and_torch_sources(monkeypatch):
     assert raw_skipped > 100 and skipped > raw_skipped
 
 
-@pytest.mark.parametrize("name", ["slurm-guard", "env-rank-guard", "global-zero-flag", "hash-in-strings"])
+@pytest.mark.parametrize(
+    "name", ["slurm-guard", "env-rank-guard", "global-zero-flag", "hash-in-strings", "rank-zero-decorator"]
+)
 def test_rank_guards_of_every_kind_pass_the_prefilter_and_are_reported(name):
     source = textwrap.dedent(NEAR_MISSES[name]).encode()
     assert [d.code for d in lint_source(source, "x.py")] == ["FSDP007"]
 
 
-def test_tokens_only_in_comments_do_not_get_a_file_parsed(monkeypatch):
+def test_tokens_only_in_comments_do_not_get_a_file_parsed():
     source = textwrap.dedent(NEAR_MISSES["comment-only-tokens"]).encode()
     assert applicable_rules(all_rules(), source) == []
     assert [rule.code for rule in all_rules() if rule.applies_to(source)], "the raw bytes alone would admit it"
+
+
+def test_words_that_only_contain_rank_or_main_are_no_rank_guard():
+    source = textwrap.dedent(NEAR_MISSES["rank-lookalike-words"]).encode()
+    assert b"rank" in source and b"main" in source and b"barrier" in source
+    assert applicable_rules(all_rules(), source) == []
+
+
+def test_a_word_token_needs_a_whole_identifier_the_predicate_accepts():
+    word = Word("rank", lambda name: name in ("rank", "local_rank"))
+    assert word.occurs_in(b"x = ranking + local_rank")
+    assert word.occurs_in(b'getattr(env, "rank")')
+    assert not word.occurs_in(b"ranking = franks + rank_table + local_rank_of")
 
 
 @pytest.mark.parametrize(
