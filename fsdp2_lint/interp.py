@@ -53,6 +53,7 @@ from fsdp2_lint.values import (
 )
 
 MAX_CALL_DEPTH = 8
+MAX_RECURSION = 2  # a recursive function is expanded one level deep (children, then the module)
 MAX_STEPS = 200_000  # statements interpreted per file before same-file calls stop being expanded
 TERMINATED = object()  # a block that ends in return/raise/break/continue
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -181,6 +182,7 @@ class Interpreter:
         self.star_imports: list[str] = []
         self.free_names: dict[str, Value] = {}
         self.active: list[FunctionInfo] = []
+        self.active_lambdas: list[cst.Lambda] = []
         self.invoked: set[FunctionInfo] = set()
         self.steps = 0
         self.loops_seen = 0
@@ -790,9 +792,30 @@ class Interpreter:
                 ]
             )
         if isinstance(callee, Lambda):
-            return UNKNOWN
+            return self.call_lambda(callee, args, kwargs)
         event = self.record("call", node, name=dotted(node.func) or None, args=args, kwargs=kwargs)
         return self.new_object(event, None)
+
+    def call_lambda(self, fn: Lambda, args: tuple, kwargs: dict) -> Value:
+        """Evaluate a lambda's body with its parameters bound, in the scope it was written in."""
+        if fn.node in self.active_lambdas or len(self.active) + len(self.active_lambdas) >= MAX_CALL_DEPTH:
+            return UNKNOWN
+        params = fn.node.params
+        positional = list(params.posonly_params) + list(params.params)
+        variables: dict[str, Value] = {}
+        for index, param in enumerate(positional):
+            name = param.name.value
+            variables[name] = args[index] if index < len(args) else kwargs.get(name, UNKNOWN)
+        for param in params.kwonly_params:
+            variables[param.name.value] = kwargs.get(param.name.value, UNKNOWN)
+        outer = self.frame.env
+        self.frame.env = Env(fn.closure if isinstance(fn.closure, Env) else self.module_env, variables)
+        self.active_lambdas.append(fn.node)
+        try:
+            return self.eval(fn.node.body)
+        finally:
+            self.frame.env = outer
+            self.active_lambdas.pop()
 
     def call_defined(self, fn: Function, args: tuple, kwargs: dict, node: cst.Call) -> Value:
         """Call a same-file function. A bound one (``step = model.forward; step(x)``) is a method call."""
@@ -862,6 +885,11 @@ class Interpreter:
             return args[-1] if name == "filter" else first
         if name == "next":
             return self.element_of(first, lazy=False)
+        if name == "map" and len(args) >= 2:  # run once on an element of each iterable
+            elements = tuple(self.element_of(arg, lazy=False) for arg in args[1:])
+            container = Obj("container", None, node=node)
+            container.items = [(None, choice([self.call_value(f, elements, {}, node) for f in options(first)]))]
+            return Ref(container)
         if name == "reversed":
             return choice([_reversed(option) for option in options(first)])
         if name in ("enumerate", "zip"):
@@ -1045,7 +1073,7 @@ class Interpreter:
     ) -> Value | None:
         """Expand a same-file function in place; None when it cannot be (recursion, depth, budget)."""
         info = fn.info
-        if info in self.active or len(self.active) >= MAX_CALL_DEPTH or self.steps > MAX_STEPS:
+        if self.active.count(info) >= MAX_RECURSION or len(self.active) >= MAX_CALL_DEPTH or self.steps > MAX_STEPS:
             return None
         self.invoked.add(info)
         self.active.append(info)
@@ -1690,7 +1718,7 @@ _EXPRESSIONS = {
     cst.IfExp: Interpreter.eval_if_exp,
     cst.NamedExpr: Interpreter.eval_named,
     cst.Await: Interpreter.eval_await,
-    cst.Lambda: lambda self, node: Lambda(node),
+    cst.Lambda: lambda self, node: Lambda(node, self.frame.env),
 }
 
 

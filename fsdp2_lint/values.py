@@ -275,7 +275,8 @@ class Iter(Value):
 
 @dataclass(frozen=True)
 class Lambda(Value):
-    node: cst.Lambda = field(compare=False)
+    node: cst.Lambda  # compared by identity: one value per lambda expression
+    closure: object = field(default=None, compare=False)  # the Env it was created in
 
 
 def options(value: Value) -> tuple[Value, ...]:

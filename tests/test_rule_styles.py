@@ -93,6 +93,18 @@ CASES = {
         fully_shard(model)
         optimizer.step()
     """,
+    "fsdp001-partial-of-fully-shard-after-optimizer": """
+        import functools
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        shard = functools.partial(fully_shard, mesh=mesh, reshard_after_forward=True)
+        model = Net()
+        optimizer = torch.optim.AdamW(model.parameters())  # expect: FSDP001
+        for block in model.layers:
+            shard(block)
+        shard(model)
+        optimizer.step()
+    """,
     "fsdp001-good-partial-after-sharding": """
         from functools import partial
         import torch
@@ -845,6 +857,36 @@ CASES = {
         for block in model.layers:
             shard(block)
         shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-recursive-bottom-up": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def shard_recursively(module):
+            for child in module.children():
+                if sum(p.numel() for p in child.parameters()) > 1_000_000:
+                    shard_recursively(child)
+            fully_shard(module)
+        model = Net()
+        shard_recursively(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-lambda-shards-blocks": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        shard = lambda m: fully_shard(m, mesh=mesh)
+        model = Net()
+        for block in model.layers:
+            shard(block)
+        fully_shard(model, mesh=mesh)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-map-over-blocks": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Net()
+        list(map(fully_shard, model.layers))
+        fully_shard(model)
         optimizer = torch.optim.AdamW(model.parameters())
     """,
     "fsdp034-good-block-shards-itself": """
