@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
-from fsdp2_lint.values import Ref, is_any, is_any_depth, may_contain, may_overlap, refs
+from fsdp2_lint.values import Ref, is_any, is_any_depth, may_contain, may_overlap, refs, walk_contents
 
+# Names of functions that may apply fully_shard to the blocks of the model they are given.
+SHARDING_NAME = re.compile(r"shard|fsdp|parallel|wrap|distribut", re.IGNORECASE)
 # torch.nn modules without submodules: sharding one alone is the whole story.
 LEAF_MODULES = frozenset(
     f"torch.nn.{name}"
@@ -95,6 +98,7 @@ class Trainer:
                     and shard_calls == {id(shard.node)}
                     and _has_submodules(trace, root)
                     and _trained(trace, root)
+                    and not _sharded_elsewhere(trace, shard, root)
                 ):
                     yield Finding(shard.node, f"only `{canonical(root).text}` is sharded: {self.summary}")
 
@@ -117,6 +121,31 @@ def _lone_root(trace: Trace, shard: Event) -> Ref | None:
             if target != whole and may_contain(whole, target):
                 return None
     return root
+
+
+def _sharded_elsewhere(trace: Trace, shard: Event, root: Ref) -> bool:
+    """Was the model built by, or given before the root call to, code outside this file whose
+    name says it shards or parallelises (``apply_fsdp_to_blocks(model)``)? It may have sharded
+    the blocks. torch's own APIs are known not to (``parallelize_module`` is tensor parallelism)."""
+    if root.root.event is not None and _may_shard(root.root.event):
+        return True
+    whole = canonical(root)
+    return any(
+        _may_shard(event)
+        and any(
+            may_overlap(canonical(ref), whole)
+            for value in (*event.args, *event.kwargs.values())
+            for option in walk_contents(value)
+            for ref in refs(option)
+        )
+        for event in trace.events[: shard.index]
+        if event.kind in ("call", "method")
+    )
+
+
+def _may_shard(event: Event) -> bool:
+    name = event.qname or event.name or ""
+    return not name.startswith("torch.") and bool(SHARDING_NAME.search(name.rpartition(".")[2]))
 
 
 def _trained(trace: Trace, module: Ref) -> bool:

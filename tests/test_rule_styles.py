@@ -889,6 +889,26 @@ CASES = {
         fully_shard(model)
         optimizer = torch.optim.AdamW(model.parameters())
     """,
+    "fsdp034-good-blocks-sharded-by-imported-helper": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from mylib.parallel import apply_fsdp_to_blocks
+        model = Net()
+        apply_fsdp_to_blocks(model, mesh)
+        fully_shard(model, mesh=mesh)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-root-only-after-tensor-parallel": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor.parallel import parallelize_module
+        from mylib import count_parameters
+        model = Net()
+        print(count_parameters(model))
+        model = parallelize_module(model, tp_mesh, plan)
+        fully_shard(model, mesh=dp_mesh)  # expect: FSDP034
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
     "fsdp034-good-block-shards-itself": """
         import torch.nn as nn
         from torch.distributed.fsdp import fully_shard
