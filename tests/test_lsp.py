@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pytest
 import pytest_lsp
 from click.testing import CliRunner
+from lsp_faulty_server import CRASH, HANG, RAISE, RULE_RAISES
+from lsp_faulty_server import TIMEOUT_SECONDS as FAULT_TIMEOUT
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -112,8 +115,10 @@ def codes(diagnostics) -> list[str]:
 
 
 def cli_json(path: Path, text: str) -> list[dict]:
-    """What `fsdp2-lint check` reports for ``text`` as the file ``path``."""
-    result = CliRunner().invoke(main, ["check", "--output-format", "json", "--stdin-filename", str(path)], input=text)
+    """What `fsdp2-lint check` reports for ``text`` as the file ``path`` (named by an editor: the
+    configured `exclude` applies to it, as it does for the pre-commit hook)."""
+    command = ["check", "--output-format", "json", "--force-exclude", "--stdin-filename", str(path)]
+    result = CliRunner().invoke(main, command, input=text.encode("utf-8", "surrogatepass"))
     assert result.exit_code in (0, 1), result.output
     return json.loads(result.output)
 
@@ -143,8 +148,11 @@ async def test_push_on_open_change_and_save_matches_the_cli_with_project_config(
     path = write(tmp_path / "train.py", GOOD)  # on disk: clean; the editor's buffer is what counts
     uri = open_document(client, path, BAD)
     found = await published(client, uri)
-    expected = [(d["code"], d["line"] - 1, d["column"] - 1, d["end_line"] - 1, d["end_column"] - 1) for d in cli_json(path, BAD)]
-    assert [(d.code, *span(d)) for d in found] == expected
+    expected = [
+        (d["code"], d["message"], d["line"] - 1, d["column"] - 1, d["end_line"] - 1, d["end_column"] - 1)
+        for d in cli_json(path, BAD)
+    ]
+    assert [(d.code, d.message, *span(d)) for d in found] == expected
     assert codes(found) == ["FSDP001", "FSDP003"]
     assert found[0].source == "fsdp2-lint" and found[0].severity == types.DiagnosticSeverity.Error
     assert found[0].code_description.href.endswith("rules/fsdp001_optimizer_before_shard.py")
@@ -159,7 +167,9 @@ async def test_push_on_open_change_and_save_matches_the_cli_with_project_config(
     scripted_uri = open_document(client, scripted, BAD)
     before_save = await published(client, scripted_uri)
     assert codes(before_save) == ["FSDP001"]
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=scripted_uri)))
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=scripted_uri))
+    )
     assert codes(await published(client, scripted_uri, replacing=before_save)) == ["FSDP001"]
 
 
@@ -170,7 +180,10 @@ async def test_code_actions_fix_and_noqa_applied_by_the_client_clear_the_diagnos
     forward = (await published(client, uri))[1]
     actions = await request_actions(client, uri, forward)
     titles = [action.title for action in actions]
-    assert titles == ["Fix FSDP003: call the module instead of `.forward`", "Suppress FSDP003 on this line (# noqa: FSDP003)"]
+    assert titles == [
+        "Fix FSDP003: call the module instead of `.forward`",
+        "Suppress FSDP003 on this line (# noqa: FSDP003)",
+    ]
     fix, noqa = actions
     assert fix.kind == types.CodeActionKind.QuickFix and fix.is_preferred and list(fix.diagnostics) == [forward]
     assert fix.edit.document_changes[0].text_document.version == 1  # VS Code takes versioned edits
@@ -181,7 +194,8 @@ async def test_code_actions_fix_and_noqa_applied_by_the_client_clear_the_diagnos
     change_document(client, uri, fixed, 2)
     (optimizer,) = await published(client, uri, lambda found: found == ["FSDP001"])
 
-    (noqa,) = await request_actions(client, uri, optimizer, only=[types.CodeActionKind.QuickFix])  # FSDP001 has no fix
+    *_, noqa = await request_actions(client, uri, optimizer, only=[types.CodeActionKind.QuickFix])
+    assert noqa.title == "Suppress FSDP001 on this line (# noqa: FSDP001)"
     assert await request_actions(client, uri, optimizer, only=[types.CodeActionKind.Refactor]) is None
     change_document(client, uri, apply_edit(fixed, noqa.edit, uri), 3)
     await published(client, uri, lambda found: found == [])
@@ -190,18 +204,25 @@ async def test_code_actions_fix_and_noqa_applied_by_the_client_clear_the_diagnos
 async def request_actions(client: LanguageClient, uri: str, diagnostic: types.Diagnostic, only=None):
     context = types.CodeActionContext(diagnostics=[diagnostic], only=only)
     identifier = types.TextDocumentIdentifier(uri=uri)
-    return await client.text_document_code_action_async(types.CodeActionParams(text_document=identifier, range=diagnostic.range, context=context))
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(text_document=identifier, range=diagnostic.range, context=context)
+    )
 
 
 @ASYNC
 @editors(VSCODE)
-async def test_noqa_extends_an_existing_list_and_skips_lines_that_cannot_take_a_comment(client: LanguageClient, tmp_path):
+async def test_noqa_extends_an_existing_list_and_skips_lines_that_cannot_take_a_comment(
+    client: LanguageClient, tmp_path
+):
     text = BAD.replace(FORWARD_LINE, FORWARD_LINE + "  # noqa: E501").replace(
-        "opt = torch.optim.AdamW(model.parameters())", "opt = torch.optim.AdamW(model.parameters()) \\\n    if True else None"
+        "opt = torch.optim.AdamW(model.parameters())",
+        "opt = torch.optim.AdamW(model.parameters()) \\\n    if True else None",
     )
     uri = open_document(client, tmp_path / "train.py", text)
     optimizer, forward = await published(client, uri)
-    assert list(await request_actions(client, uri, optimizer)) == []  # a comment after the backslash would end the code
+    assert not [
+        a for a in await request_actions(client, uri, optimizer) if a.title.startswith("Suppress")
+    ]  # a comment after the backslash would end the code
     noqa = (await request_actions(client, uri, forward))[-1]
     assert apply_edit(text, noqa.edit, uri).splitlines()[9] == FORWARD_LINE + "  # noqa: E501, FSDP003"
 
@@ -211,9 +232,13 @@ async def test_noqa_extends_an_existing_list_and_skips_lines_that_cannot_take_a_
 async def test_hover_on_a_diagnostic_shows_its_rule_summary(client: LanguageClient, tmp_path):
     document = types.TextDocumentIdentifier(uri=open_document(client, tmp_path / "train.py", BAD))
     optimizer, _ = await published(client, document.uri)
-    shown = await client.text_document_hover_async(types.HoverParams(text_document=document, position=optimizer.range.end))
+    shown = await client.text_document_hover_async(
+        types.HoverParams(text_document=document, position=optimizer.range.end)
+    )
     assert shown.contents.kind == types.MarkupKind.Markdown
-    assert shown.contents.value.startswith("**FSDP001** `optimizer-before-shard` (error): optimizer built from parameters")
+    assert shown.contents.value.startswith(
+        "**FSDP001** `optimizer-before-shard` (error): optimizer built from parameters"
+    )
     assert "help: build the optimizer after the last `fully_shard`" in shown.contents.value
     assert shown.range == optimizer.range
     elsewhere = types.HoverParams(text_document=document, position=types.Position(line=0, character=0))
@@ -224,13 +249,19 @@ async def test_hover_on_a_diagnostic_shows_its_rule_summary(client: LanguageClie
 @editors(VSCODE, NEOVIM, EMACS)
 async def test_columns_follow_the_negotiated_position_encoding(client: LanguageClient, tmp_path):
     prefix = 'label = "π😀"; out = '
-    document = types.TextDocumentIdentifier(uri=open_document(client, tmp_path / "train.py", BAD.replace(FORWARD_LINE, prefix + "model.forward(batch)")))
+    document = types.TextDocumentIdentifier(
+        uri=open_document(client, tmp_path / "train.py", BAD.replace(FORWARD_LINE, prefix + "model.forward(batch)"))
+    )
     if client.capabilities.text_document.diagnostic:
-        found = (await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))).items
+        found = (
+            await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
+        ).items
     else:
         found = await published(client, document.uri)
     encoding = (client.capabilities.general.position_encodings or ["utf-16"])[0]
-    units = {"utf-8": len(prefix.encode()), "utf-16": len(prefix.encode("utf-16-le")) // 2, "utf-32": len(prefix)}[encoding]
+    units = {"utf-8": len(prefix.encode()), "utf-16": len(prefix.encode("utf-16-le")) // 2, "utf-32": len(prefix)}[
+        encoding
+    ]
     assert span(found[1]) == (8, units, 8, units + len("model.forward(batch)"))
 
 
@@ -263,7 +294,9 @@ async def test_configuration_changes_are_picked_up_from_the_watched_pyproject(cl
     assert codes(await published(client, uri)) == ["FSDP003"]
 
     write(config, '[tool.fsdp2-lint]\nignore = ["FSDP00"]\nselct = 1\n')
-    changed = types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)])
+    changed = types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)]
+    )
     client.workspace_did_change_watched_files(changed)
     await published(client, uri, lambda found: found == [])
     (message,) = [m for m in client.messages if "selct" in m.message]  # shown before the (empty) publication
@@ -282,7 +315,9 @@ async def test_unparsable_document_gives_one_fsdp000_and_the_server_goes_on(clie
     assert parse_error.code == "FSDP000" and parse_error.message.startswith("syntax error")
     assert parse_error.range.start.line == 1
     assert list(await request_actions(client, broken, parse_error)) == []  # `# noqa` cannot silence FSDP000
-    beyond = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=broken), position=types.Position(line=99, character=99))
+    beyond = types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=broken), position=types.Position(line=99, character=99)
+    )
     assert await client.text_document_hover_async(beyond) is None
 
     untitled = "untitled:Untitled-1"  # never saved: no path, settings from the server's directory
@@ -295,3 +330,139 @@ def test_without_pygls_lsp_says_how_to_install_it():
     command = [sys.executable, "-c", BLOCKED.format("pygls"), "lsp"]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 2 and "pip install 'fsdp2-lint[lsp]'" in result.stderr
+
+
+NO_SYNC = textwrap.dedent(
+    """\
+    from torch.distributed.fsdp import fully_shard
+
+    model = Net()
+    for block in model.blocks:
+        fully_shard(block)
+    fully_shard(model)
+    opt = torch.optim.AdamW(model.parameters())
+    for batch in loader:
+        with model.no_sync():
+            model(batch).sum().backward()  # π😀"""
+)  # no newline at the end: the fix's second edit runs to the end of the file
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_a_multi_line_fix_applied_by_the_client_is_the_rules_fix(client: LanguageClient, tmp_path):
+    uri = open_document(client, tmp_path / "train.py", NO_SYNC)
+    (no_sync,) = await published(client, uri)
+    assert no_sync.code == "FSDP005"
+    fix, _ = await request_actions(client, uri, no_sync)
+    assert fix.title.startswith("Fix FSDP005: ")
+    fixed = apply_edit(NO_SYNC, fix.edit, uri)
+    assert fixed.split("for batch in loader:\n")[1] == textwrap.indent(
+        "model.set_requires_gradient_sync(False)\ntry:\n    model(batch).sum().backward()  # π😀\n"
+        "finally:\n    model.set_requires_gradient_sync(True)",
+        "    ",
+    )
+    change_document(client, uri, fixed, 2)
+    assert list(await published(client, uri, lambda found: "FSDP005" not in found)) == []
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_severity_follows_the_rule(client: LanguageClient, tmp_path):
+    root_only = BAD.replace("    fully_shard(block)\n", "    pass\n").replace(FORWARD_LINE, "out = model(batch)")
+    error, warning = await published(client, open_document(client, tmp_path / "train.py", root_only))
+    assert (error.code, error.severity) == ("FSDP001", types.DiagnosticSeverity.Error)
+    assert (warning.code, warning.severity) == ("FSDP034", types.DiagnosticSeverity.Warning)
+    assert warning.code_description.href.endswith("rules/fsdp034_only_root_sharded.py")
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_files_the_project_excludes_get_no_diagnostics(client: LanguageClient, tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.fsdp2-lint]\nexclude = ["generated/"]\n')
+    generated = tmp_path / "generated" / "train.py"
+    assert list(await published(client, open_document(client, generated, BAD), until=lambda found: True)) == []
+    assert cli_json(generated, BAD) == []
+    assert codes(await published(client, open_document(client, tmp_path / "train.py", BAD))) == ["FSDP001", "FSDP003"]
+
+
+@ASYNC
+@editors(NEOVIM)
+async def test_a_client_that_watches_no_files_still_gets_the_current_configuration(client: LanguageClient, tmp_path):
+    config = write(tmp_path / "pyproject.toml", '[tool.fsdp2-lint]\nignore = ["FSDP001"]\n')
+    document = types.TextDocumentIdentifier(uri=open_document(client, tmp_path / "train.py", BAD))
+    report = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
+    assert codes(report.items) == ["FSDP003"]
+    write(config, '[tool.fsdp2-lint]\nignore = ["FSDP003"]\n')  # Neovim on Linux does not tell the server
+    change_document(client, document.uri, BAD + "\n", 2)
+    report = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
+    assert codes(report.items) == ["FSDP001"]
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_garbage_huge_and_vanished_documents_get_diagnostics_and_the_server_goes_on(
+    client: LanguageClient, tmp_path
+):
+    header = "from torch.distributed.fsdp import fully_shard\n"
+    garbage = {
+        "surrogate.py": header + 'name = "\udcff"\n',  # a lone surrogate: no encoding can save it
+        "nul.py": header + 'name = "\x00"\n',
+        "cookie.py": "# -*- coding: klingon -*-\n" + header,
+        "latin.py": "# -*- coding: latin-1 -*-\n" + header + 'name = "😀"\n',  # text the declared codec cannot hold
+    }
+    for name, text in garbage.items():
+        found = await published(client, open_document(client, tmp_path / name, text), until=lambda found: True)
+        assert [(d.code, d.message) for d in found] == [
+            (d["code"], d["message"]) for d in cli_json(tmp_path / name, text)
+        ], name
+
+    # so deeply nested that libcst's native parser overflows its stack (the CLI dies of SIGSEGV)
+    nested = open_document(client, tmp_path / "nested.py", header + "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n")
+    assert codes(await published(client, nested)) == ["FSDP000"]
+
+    huge = BAD + "".join(f"x{number} = {number}\n" for number in range(3000)) + FORWARD_LINE + "\n"
+    found = await published(client, open_document(client, tmp_path / "huge.py", huge))
+    assert [(d.code, d.range.start.line) for d in found] == [("FSDP001", 4), ("FSDP003", 8), ("FSDP003", 3010)]
+
+    vanishing = write(tmp_path / "gone" / "train.py", BAD)
+    uri = open_document(client, vanishing, BAD)
+    before_save = await published(client, uri)
+    shutil.rmtree(vanishing.parent)  # deleted (or moved away) while open, then saved
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert codes(await published(client, uri, replacing=before_save)) == ["FSDP001", "FSDP003"]
+
+
+FAULTY_SERVER = [sys.executable, str(Path(__file__).parent / "lsp_faulty_server.py")]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=FAULTY_SERVER), scope="module")
+async def faulty_client(lsp_client: LanguageClient, tmp_path_factory):
+    lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: None)
+    root = tmp_path_factory.mktemp("faulty").as_uri()
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=client_capabilities(VSCODE), root_uri=root))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@ASYNC
+async def test_a_lint_that_raises_crashes_or_hangs_costs_one_document_not_the_server(
+    faulty_client: LanguageClient, tmp_path
+):
+    client = faulty_client
+    expected = {
+        RAISE: "fsdp2-lint failed on this file: RuntimeError: planted fault",
+        CRASH: "fsdp2-lint crashed on this file (killed by SIGSEGV)",
+        HANG: f"fsdp2-lint gave up on this file after {FAULT_TIMEOUT} seconds",
+    }
+    for number, (marker, message) in enumerate(expected.items()):
+        uri = open_document(client, tmp_path / f"planted{number}.py", BAD + marker + "\n")
+        (failed,) = await published(client, uri)
+        assert (failed.code, failed.message, failed.range.start.line) == ("FSDP000", message, 0)
+
+    uri = open_document(client, tmp_path / "rule.py", BAD + RULE_RAISES + "\n")
+    rule_failed, optimizer = await published(client, uri)  # one rule's crash hides no other rule's finding
+    assert rule_failed.message == "internal error in rule FSDP003: RuntimeError: planted rule fault"
+    assert optimizer.code == "FSDP001"
+
+    uri = open_document(client, tmp_path / "train.py", BAD)
+    assert codes(await published(client, uri)) == ["FSDP001", "FSDP003"]

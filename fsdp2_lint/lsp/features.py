@@ -4,8 +4,8 @@ actions. Pure functions of one document's text and lint results, so each is test
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from lsprotocol import types
 
@@ -51,7 +51,9 @@ def at(found: Sequence[Finding], position: types.Position) -> list[Finding]:
 
 
 def overlapping(found: Sequence[Finding], span: types.Range) -> list[Finding]:
-    return [f for f in found if _before_or_at(f.lsp.range.start, span.end) and _before_or_at(span.start, f.lsp.range.end)]
+    return [
+        f for f in found if _before_or_at(f.lsp.range.start, span.end) and _before_or_at(span.start, f.lsp.range.end)
+    ]
 
 
 def _before_or_at(a: types.Position, b: types.Position) -> bool:
@@ -72,13 +74,17 @@ def _hover_text(d: Diagnostic, markdown: bool) -> str:
     rule = _rule(d.code)
     summary = rule.summary if rule else PARSE_ERROR_SUMMARY
     if not markdown:
-        return f"{d.code} {d.name} ({d.severity.value}): {summary}\nhelp: {d.hint}" + (f"\n{rule.url()}" if rule else "")
+        return f"{d.code} {d.name} ({d.severity.value}): {summary}\nhelp: {d.hint}" + (
+            f"\n{rule.url()}" if rule else ""
+        )
     text = f"**{d.code}** `{d.name}` ({d.severity.value}): {summary}\n\nhelp: {d.hint}"
     return text + (f"\n\n[{d.code} documentation]({rule.url()})" if rule else "")
 
 
 def code_actions(
-    found: Sequence[Finding], text: DocumentText, document: types.OptionalVersionedTextDocumentIdentifier,
+    found: Sequence[Finding],
+    text: DocumentText,
+    document: types.OptionalVersionedTextDocumentIdentifier,
     versioned_edits: bool,
 ) -> list[types.CodeAction]:
     """For each finding: the rule's fix where it has one, then a `# noqa` suppression.
@@ -98,10 +104,16 @@ def code_actions(
 
 
 def _fix_action(
-    finding: Finding, fix: Fix, text: DocumentText, document: types.OptionalVersionedTextDocumentIdentifier,
+    finding: Finding,
+    fix: Fix,
+    text: DocumentText,
+    document: types.OptionalVersionedTextDocumentIdentifier,
     versioned_edits: bool,
 ) -> types.CodeAction:
-    edits = [types.TextEdit(range=text.range(e.line, e.column, e.end_line, e.end_column), new_text=e.content) for e in fix.edits]
+    edits = [
+        types.TextEdit(range=text.range(e.line, e.column, e.end_line, e.end_column), new_text=e.content)
+        for e in fix.edits
+    ]
     unsafe = "" if fix.applicability == "safe" else " (unsafe)"
     return types.CodeAction(
         title=f"Fix {finding.diagnostic.code}: {fix.description}{unsafe}",

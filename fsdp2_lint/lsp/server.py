@@ -1,9 +1,10 @@
 """The fsdp2-lint language server (``fsdp2-lint lsp``, stdio).
 
-Each document is linted with the CLI's own code path (``SettingsResolver`` + ``check_path`` on the
-buffer's text), so the editor shows what ``fsdp2-lint check`` would print for the same text,
-``[tool.fsdp2-lint]`` and ``# noqa`` included. Lints run one at a time on a worker thread, at most
-once per document version, and every request and notification of that version shares the result.
+Each document is linted with the CLI's own code path on the buffer's text, so the editor shows what
+``fsdp2-lint check --force-exclude --stdin-filename FILE`` prints for the same text,
+``[tool.fsdp2-lint]`` and ``# noqa`` included. Lints run one at a time in a child process (see
+``worker``), at most once per document version, and every request and notification of that version
+shares the result.
 
 Diagnostics are pushed (``textDocument/publishDiagnostics``) on open, save and, debounced, on
 change, unless the client declared pull support: then the server offers ``textDocument/diagnostic``,
@@ -28,12 +29,10 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from fsdp2_lint import __version__
-from fsdp2_lint.config import ConfigError, Selection, find_config
 from fsdp2_lint.discovery import SUFFIXES
-from fsdp2_lint.engine import raise_recursion_limit
 from fsdp2_lint.lsp import features
 from fsdp2_lint.lsp.text import DocumentText
-from fsdp2_lint.runner import SettingsResolver, check_path
+from fsdp2_lint.lsp.worker import LintWorker
 
 DEBOUNCE_SECONDS = 0.2
 CONFIG_FILE = "pyproject.toml"
@@ -66,7 +65,7 @@ class _Pending:
 class Fsdp2LintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("fsdp2-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
-        self.resolver = SettingsResolver(Selection())
+        self.worker = LintWorker()
         self._analyses: dict[str, _Pending] = {}
         self._debounced: dict[str, asyncio.Task[None]] = {}
         self._linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsdp2-lint")
@@ -104,7 +103,7 @@ class Fsdp2LintServer(LanguageServer):
             document = self.workspace.text_documents.get(document.uri, document)
 
     def _start_analysis(self, document: TextDocument) -> _Pending:
-        uri, version, resolver = document.uri, document.version, self.resolver
+        uri, version, worker = document.uri, document.version, self.worker
         text = DocumentText(document.source, self.workspace.position_encoding)
         result_id = str(next(self._result_ids))
 
@@ -112,7 +111,7 @@ class Fsdp2LintServer(LanguageServer):
             current = self.workspace.text_documents.get(uri)
             if current is not None and current.version != version:
                 return None  # superseded while queued
-            return analyse(uri, version, text, resolver, result_id)
+            return analyse(uri, version, text, worker, result_id)
 
         pending = _Pending(version, document.source, asyncio.get_running_loop().run_in_executor(self._linter, run))
         self._analyses[uri] = pending
@@ -153,9 +152,7 @@ class Fsdp2LintServer(LanguageServer):
         self._analyses.pop(uri, None)
 
     def configuration_changed(self) -> None:
-        """A pyproject.toml changed: lint every open document again with fresh settings."""
-        find_config.cache_clear()
-        self.resolver = SettingsResolver(Selection())
+        """A pyproject.toml changed: lint every open document again (each lint reads the settings)."""
         self._analyses.clear()
         if not self.pulls:
             for uri in list(self.workspace.text_documents):
@@ -166,21 +163,19 @@ class Fsdp2LintServer(LanguageServer):
     def surface_config_error(self, error: str | None) -> None:
         """Show a configuration error once (the CLI exits 2 on it; here no diagnostics are shown)."""
         if error is not None and error != self._shown_config_error:
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"fsdp2-lint: {error}"))
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=f"fsdp2-lint: {error}")
+            )
         self._shown_config_error = error
 
 
-def analyse(uri: str, version: int | None, text: DocumentText, resolver: SettingsResolver, result_id: str) -> Analysis:
-    """Lint one version of a document (on the worker thread): what `fsdp2-lint check` reports for it.
-    A document never saved has no path: its settings come from the server's working directory."""
+def analyse(uri: str, version: int | None, text: DocumentText, worker: LintWorker, result_id: str) -> Analysis:
+    """Lint one version of a document (on the linting thread). A document never saved has no path:
+    its settings come from the server's working directory."""
     file_path = to_fs_path(uri)
     path = Path(file_path) if file_path else Path.cwd() / PurePosixPath(urlparse(uri).path).name
-    try:
-        settings = resolver.for_path(path, is_dir=False)
-    except ConfigError as error:
-        return Analysis(version, result_id, text, (), str(error))
-    diagnostics = check_path(path, settings, str(path), source=text.to_bytes())
-    return Analysis(version, result_id, text, features.findings(diagnostics, text))
+    result = worker.lint(path, text.to_bytes())
+    return Analysis(version, result_id, text, features.findings(result.diagnostics, text), result.config_error)
 
 
 server = Fsdp2LintServer()
@@ -191,14 +186,17 @@ def initialize(ls: Fsdp2LintServer, params: types.InitializeParams) -> None:
     """Offer pull diagnostics only to clients that pull: one that pulled from a server it also
     expects pushes from would show every diagnostic twice."""
     if ls.pulls:
-        options = types.DiagnosticOptions(identifier="fsdp2-lint", inter_file_dependencies=False, workspace_diagnostics=False)
+        options = types.DiagnosticOptions(
+            identifier="fsdp2-lint", inter_file_dependencies=False, workspace_diagnostics=False
+        )
         ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, options)(pull_diagnostics)
 
 
 @server.feature(types.INITIALIZED)
 async def initialized(ls: Fsdp2LintServer, params: types.InitializedParams) -> None:
+    ls.worker.start()  # its imports overlap the client's first requests
     if not ls.capability("workspace.did_change_watched_files.dynamic_registration"):
-        return  # the client cannot watch files for us: configuration is read again on restart
+        return  # the client cannot watch files for us: each lint reads the configuration anyway
     watcher = types.FileSystemWatcher(glob_pattern=f"**/{CONFIG_FILE}")
     registration = types.Registration(
         id=WATCHER_ID,
@@ -234,7 +232,9 @@ def did_save(ls: Fsdp2LintServer, params: types.DidSaveTextDocumentParams) -> No
 def did_close(ls: Fsdp2LintServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.forget(params.text_document.uri)
     if not ls.pulls:
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
+        )
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -243,7 +243,9 @@ def watched_files_changed(ls: Fsdp2LintServer, params: types.DidChangeWatchedFil
         ls.configuration_changed()
 
 
-async def pull_diagnostics(ls: Fsdp2LintServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+async def pull_diagnostics(
+    ls: Fsdp2LintServer, params: types.DocumentDiagnosticParams
+) -> types.DocumentDiagnosticReport:
     document = ls.open_python_document(params.text_document.uri)
     if document is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
@@ -275,12 +277,13 @@ async def code_action(ls: Fsdp2LintServer, params: types.CodeActionParams) -> li
     analysis = await ls.analysis(document)
     identifier = types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=analysis.version)
     versioned = bool(ls.capability("workspace.workspace_edit.document_changes"))
-    return features.code_actions(features.overlapping(analysis.found, params.range), analysis.text, identifier, versioned)
+    return features.code_actions(
+        features.overlapping(analysis.found, params.range), analysis.text, identifier, versioned
+    )
 
 
 def serve() -> None:
     """Speak LSP on stdin/stdout until the client exits."""
-    raise_recursion_limit()
     protocol_out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print() must not corrupt the protocol stream
     server.start_io(sys.stdin.buffer, protocol_out)

@@ -13,7 +13,7 @@ import codecs
 import io
 import re
 import tokenize
-from typing import Callable
+from collections.abc import Callable
 
 from lsprotocol import types
 
@@ -36,8 +36,11 @@ class DocumentText:
         self._units = _UNIT_COUNTERS.get(getattr(encoding, "value", encoding), _UNIT_COUNTERS[UTF16])
 
     def position(self, line: int, column: int) -> types.Position:
-        """The client position of the engine's 1-based ``line`` and character ``column``."""
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        """The client position of the engine's 1-based ``line`` and character ``column``; a line
+        past the last one (a fix's edit that runs to the end of the file) is the end of the text."""
+        if line > len(self.lines):
+            return types.Position(line=len(self.lines) - 1, character=self._units(self.lines[-1]))
+        text = self.lines[line - 1] if line > 0 else ""
         return types.Position(line=max(line - 1, 0), character=self._units(text[: max(column - 1, 0)]))
 
     def range(self, line: int, column: int, end_line: int, end_column: int) -> types.Range:
