@@ -37,6 +37,9 @@ DCP_COLLECTIVES = frozenset(
 )
 FULL_STATE_DICT_HELPERS = frozenset({names.GET_MODEL_STATE_DICT, names.GET_OPTIMIZER_STATE_DICT, names.GET_STATE_DICT})
 DTENSOR_COLLECTIVES = frozenset({"full_tensor", "redistribute"})
+REPLICATED_NORMS = frozenset(
+    {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.get_total_norm"}
+)
 COMPLEMENT = {"zero": "nonzero", "nonzero": "zero"}
 RANK_DECORATORS = frozenset({"rank_zero_only", "main_process_only", "on_main_process", "on_rank0", "rank0_only"})
 
@@ -167,12 +170,19 @@ def _collective(trace: Trace, event: Event) -> str | None:
             return f"{event.name}(full_state_dict=True)"
         if event.qname in (names.SET_MODEL_STATE_DICT, names.SET_OPTIMIZER_STATE_DICT) and _broadcasts(event):
             return f"{event.name}(broadcast_from_rank0=True)"
-    if event.kind == "method" and event.name in DTENSOR_COLLECTIVES:
+    if event.kind == "method" and event.name in DTENSOR_COLLECTIVES and not _replicated(event.receiver):
         return f".{event.name}()"
     if event.kind == "method" and event.name == "unshard":
         if any(trace.is_fsdp_module(module, event) for module in refs(event.receiver)):
             return ".unshard()"
     return None
+
+
+def _replicated(value) -> bool:
+    """Is the DTensor the result of a gradient-norm function? Those return a replicated norm
+    (every rank already holds the value), so `.full_tensor()` on it communicates nothing."""
+    found = list(refs(value)) if value is not None else []
+    return bool(found) and all(not ref.path and ref.root.qname in REPLICATED_NORMS for ref in found)
 
 
 def _gathers_full(event: Event) -> bool:

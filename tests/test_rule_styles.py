@@ -651,6 +651,19 @@ CASES = {
         if world_size > 1:
             dist.barrier()
     """,
+    "fsdp007-good-grad-norm-gathered-on-rank-zero": """
+        import torch
+        import torch.distributed as dist
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        if dist.get_rank() == 0:
+            print(f"grad norm {grad_norm.full_tensor().item():.3f}")
+    """,
+    "fsdp007-weight-gathered-on-rank-zero": """
+        import torch.distributed as dist
+        if dist.get_rank() == 0:
+            head = model.output.weight.full_tensor()  # expect: FSDP007
+    """,
     "fsdp007-good-point-to-point": """
         import torch.distributed as dist
         if rank == 0:
