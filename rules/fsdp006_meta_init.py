@@ -3,11 +3,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
 from fsdp2_lint.values import Const, Ref, may_overlap, refs, walk_contents
 
 # Calls after `to_empty()` that give the parameters real values.
+SET_STATE_DICT = f"{names.STATE_DICT}.set_state_dict"
 INIT_METHOD = re.compile(r"init|reset|load|restore|materiali[sz]e|copy_|fill_|normal_|uniform_|zero_|apply")
 INIT_CALLS = re.compile(
     r"^torch\.nn\.init\.|^torch\.distributed\.checkpoint\.(load|load_state_dict)$"
@@ -109,7 +111,25 @@ loss = model(tokens).sum()
 def _materialises(event: Event) -> bool:
     if event.kind == "method" and event.name == "to_empty":
         return True
+    if event.kind == "call" and event.qname in (names.SET_MODEL_STATE_DICT, SET_STATE_DICT):
+        return _loads_full_state(event)
     return event.kind == "method" and event.name == "load_state_dict" and event.kwargs.get("assign") == Const(True)
+
+
+def _loads_full_state(event: Event) -> bool:
+    """``set_model_state_dict`` with a full (or rank-0 broadcast) state dict loads with
+    ``assign=True`` into meta parameters: it materialises them (observed with torch 2.13)."""
+    options = event.kwargs.get("options")
+    if options is None:
+        return False
+    for ref in refs(options):
+        creation = ref.root.event
+        if creation is not None and creation.qname == names.STATE_DICT_OPTIONS:
+            return any(
+                key in creation.kwargs and creation.kwargs[key] != Const(False)
+                for key in ("full_state_dict", "broadcast_from_rank0")
+            )
+    return True  # options built where we cannot see them
 
 
 def _never_materialised(trace: Trace) -> Iterator[Finding]:

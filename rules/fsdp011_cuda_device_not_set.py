@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from fsdp2_lint import fixes, names
 from fsdp2_lint.facts import Event, FileFacts, Trace
 from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Const, Symbol, options, walk_contents
+from fsdp2_lint.values import Const, Symbol, options, refs, walk_contents
 
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
@@ -138,13 +138,20 @@ def _mesh_selects_device(trace: Trace) -> bool:
     """Creating a CUDA device mesh (``init_device_mesh("cuda", ...)``, or the default mesh of a
     ``fully_shard`` without ``mesh=``) selects the device from LOCAL_RANK itself, as long as
     nothing has initialised CUDA before: torch's ``DeviceMesh`` sets it when the current device
-    is not initialised yet."""
+    is not initialised yet. A mesh made by code we cannot see may have done so too."""
+    mesh = trace.shards[0].kwargs.get("mesh")
+    if mesh is not None and not any(_made_here(ref.root.event) for ref in refs(mesh)):
+        return True
     for event in trace.events:
         if _creates_mesh(event):
             return True
         if _initialises_cuda(event):
             return False
     return False
+
+
+def _made_here(creation: Event | None) -> bool:
+    return creation is not None and creation.qname == INIT_DEVICE_MESH
 
 
 def _creates_mesh(event: Event) -> bool:

@@ -561,6 +561,29 @@ CASES = {
             fully_shard(model)
             model(tokens).sum().backward()
     """,
+    "fsdp006-good-full-state-dict-loaded-into-meta": """
+        import torch
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        full = torch.load("pretrained.pt", mmap=True, weights_only=True)
+        set_model_state_dict(model, full, options=StateDictOptions(full_state_dict=True))
+        model(x).sum().backward()
+    """,
+    "fsdp006-sharded-state-dict-does-not-materialise": """
+        import torch
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()  # expect: FSDP006
+        fully_shard(model)
+        set_model_state_dict(model, sharded, options=StateDictOptions(full_state_dict=False))
+        model(x).sum().backward()
+    """,
     "fsdp006-good-init-in-helper": """
         import torch
         from torch.distributed.fsdp import fully_shard
@@ -795,6 +818,20 @@ CASES = {
         local_rank = int(os.environ["LOCAL_RANK"])
         dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
         fully_shard(model.cuda())
+    """,
+    "fsdp011-good-mesh-made-elsewhere": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        class Worker:
+            def __init__(self, device_mesh):
+                dist.init_process_group(backend="cpu:gloo,cuda:nccl")
+                self.device_mesh = device_mesh
+            def init_model(self):
+                model = AutoModelForCausalLM.from_pretrained(path)
+                for layer in model.model.layers:
+                    fully_shard(layer, mesh=self.device_mesh)
+                fully_shard(model, mesh=self.device_mesh)
+                model.cuda()
     """,
     "fsdp011-good-gloo": """
         import torch.distributed as dist
