@@ -388,7 +388,11 @@ class Interpreter:
 
     def exec_while(self, node: cst.While) -> None:
         self.eval(node.test)
+        inside, _ = self.narrowing(node.test)  # `while hasattr(model, "module"): model = model.module`
+        before = Env(None, dict(self.frame.env.vars))
+        self.frame.env.vars.update(inside)
         self.loop_body(node, node.body, node.orelse)
+        _undo_narrowing(self.frame.env, inside, before)
 
     def loop_body(self, node: cst.CSTNode, body: cst.BaseSuite, orelse: cst.Else | None) -> None:
         outer = self.ctx

@@ -375,3 +375,18 @@ def test_a_forward_analysed_on_its_own_runs_inside_its_module():
     trace = next(trace for trace in facts.traces if trace.entry == "Net.forward")
     (relu,) = trace.calls("torch.relu")
     assert relu.ctx.forward_of == (trace.instance,)
+
+
+def test_a_while_test_narrows_the_loop_body():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        while hasattr(model, "module"):
+            model = model.module
+        model.no_sync()
+        """
+    )
+    (unwrap,) = facts.traces[0].methods("module", kind="attr")
+    (no_sync,) = facts.traces[0].methods("no_sync")
+    assert may_be_wrapper(unwrap.receiver) and not may_be_wrapper(no_sync.receiver)
