@@ -49,6 +49,8 @@ def reference(module: cst.Module, qname: str) -> tuple[cst.BaseExpression, Neede
     for stmt, imported, local in imports:  # import torch
         if isinstance(stmt, cst.Import) and imported == local == "torch" and package in LOADED_BY_TORCH:
             return _expression(qname), None
+    if package in LOADED_BY_TORCH:  # `torch.cuda.set_device`, as torch's own documentation writes it
+        return _expression(qname), NeededImport("torch", None)
     if not package:
         return cst.Name(qname), NeededImport(qname, None)
     return cst.Name(name), NeededImport(package, name)
@@ -365,8 +367,32 @@ def _add_imports(module: cst.Module, needed: list[NeededImport]) -> cst.Module:
         statement = cst.parse_statement(
             f"from {item.module} import {item.name}\n" if item.name else f"import {item.module}\n"
         )
-        body.insert(_import_position(body), statement)
+        position = _plain_import_position(body, item.module) if item.name is None else None
+        if position is None:
+            body.insert(_import_position(body), statement)
+            continue
+        following = body[position]
+        if all(line.comment is None for line in following.leading_lines):  # the blank lines stay above
+            statement = statement.with_changes(leading_lines=following.leading_lines)
+            body[position] = following.with_changes(leading_lines=())
+        body.insert(position, statement)
     return module.with_changes(body=body)
+
+
+def _plain_import_position(body: list[cst.CSTNode], name: str) -> int | None:
+    """Where isort puts ``import name`` in the first block of imports: before the ``from`` imports
+    and the plain imports that sort after it."""
+    seen = False
+    for index, stmt in enumerate(body):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
+        if isinstance(small, cst.ImportFrom) and not (small.module and dotted(small.module) == "__future__"):
+            return index
+        if isinstance(small, cst.Import) and dotted(small.names[0].name) > name:
+            return index
+        if seen and not isinstance(small, (cst.Import, cst.ImportFrom)):
+            return None
+        seen = seen or isinstance(small, (cst.Import, cst.ImportFrom))
+    return None
 
 
 def _extend_from_import(body: list[cst.CSTNode], item: NeededImport) -> bool:

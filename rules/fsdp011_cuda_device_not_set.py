@@ -94,7 +94,7 @@ fully_shard(model.cuda())
 def _set_device_first(facts: FileFacts, creation: Event) -> RuleFix | None:
     """Insert ``torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))`` before the statement that
     creates the process group (or the mesh): torchrun sets LOCAL_RANK for every rank. Guarded by
-    ``torch.cuda.is_available()`` unless the backend is always NCCL, so a CPU run still works. No
+    ``torch.cuda.is_available()`` unless the script always uses CUDA, so a CPU run still works. No
     fix for scripts that start their own processes, where LOCAL_RANK may not be set."""
     if any(event.kind == "call" and (event.qname or "").startswith(SPAWNING) for _, event in facts.events()):
         return None
@@ -102,7 +102,7 @@ def _set_device_first(facts: FileFacts, creation: Event) -> RuleFix | None:
     os_module, os_import = fixes.reference(facts.module, "os")
     code = f'{fixes.code_of(set_device)}(int({fixes.code_of(os_module)}.environ["LOCAL_RANK"]))\n'
     needed = [set_device_import, os_import]
-    if not _always_nccl(creation):
+    if not _always_cuda(creation):
         is_available, is_available_import = fixes.reference(facts.module, "torch.cuda.is_available")
         code = f"if {fixes.code_of(is_available)}():\n    {code}"
         needed.append(is_available_import)
@@ -116,11 +116,15 @@ def _set_device_first(facts: FileFacts, creation: Event) -> RuleFix | None:
     )
 
 
-def _always_nccl(creation: Event) -> bool:
-    backend = creation.arg(0, "backend") if creation.qname == INIT_PROCESS_GROUP else None
-    return backend is not None and all(
-        isinstance(option, Const) and isinstance(option.value, str) and "nccl" in option.value
-        for option in options(backend)
+def _always_cuda(creation: Event) -> bool:
+    """An NCCL process group, or a CUDA device mesh, whatever the run's configuration."""
+    if creation.qname == INIT_PROCESS_GROUP:
+        wanted, value = "nccl", creation.arg(0, "backend")
+    else:
+        wanted, value = "cuda", creation.arg(0, "device_type")
+    return value is not None and all(
+        isinstance(option, Const) and isinstance(option.value, str) and wanted in option.value
+        for option in options(value)
     )
 
 

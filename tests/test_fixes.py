@@ -1,5 +1,5 @@
-"""Autofix guarantees, for every fix a rule declares: over every rule's invalid examples and every bad
-fixture, fixing (unsafe fixes included) gives a file that parses, re-linting it reports none of the
+"""Autofix guarantees, for every fix a rule declares: over every rule's invalid examples, every bad
+fixture and the style cases of test_rule_styles, fixing (unsafe fixes included) gives a file that parses, re-linting it reports none of the
 fixed diagnostics and nothing new, fixing again changes nothing, and a diagnostic's text edits (what
 editors apply) give the same file as the CLI's fix. Then what each fix writes, and where it must
 offer none; line endings, BOM and encoding declarations round-trip byte for byte."""
@@ -13,21 +13,30 @@ from collections import Counter
 import libcst as cst
 import pytest
 from fixture_marks import ROOT, fixture_files
+from test_rule_styles import CASES as STYLE_CASES
 
 from fsdp2_lint.engine import Diagnostic, fix_source, lint_source
 from fsdp2_lint.fixes import source_lines
 from fsdp2_lint.rule import all_rules
 
 RULES = {rule.code: rule for rule in all_rules()}
-CASES = [
-    pytest.param(source.encode(), [rule], id=f"{rule.code}-invalid{index}")
-    for rule in all_rules()
-    for index, source in enumerate(rule.invalid)
-] + [
-    pytest.param(path.read_bytes(), None, id=f"{path.parent.name}/{path.name}")
-    for path in fixture_files()
-    if path.name.startswith("bad_")
-]
+CASES = (
+    [
+        pytest.param(source.encode(), [rule], id=f"{rule.code}-invalid{index}")
+        for rule in all_rules()
+        for index, source in enumerate(rule.invalid)
+    ]
+    + [
+        pytest.param(path.read_bytes(), None, id=f"{path.parent.name}/{path.name}")
+        for path in fixture_files()
+        if path.name.startswith("bad_")
+    ]
+    + [
+        pytest.param(textwrap.dedent(source).encode(), [RULES[name.split("-", 1)[0].upper()]], id=f"style-{name}")
+        for name, source in sorted(STYLE_CASES.items())
+        if "# expect:" in source
+    ]
+)
 # Rules that must offer a fix on at least one of their examples or bad fixtures, and its kinds.
 FIXABLE = {
     "FSDP001": {"unsafe"},
@@ -166,7 +175,7 @@ def test_fsdp005_wraps_the_block_in_try_finally_and_keeps_its_comments():
         """)
 
 
-def test_fsdp011_inserts_set_device_and_adds_import_os_once():
+def test_fsdp011_inserts_set_device_and_adds_import_os_where_isort_would():
     source = """\
 import torch
 import torch.distributed as dist
@@ -176,20 +185,18 @@ from torch.distributed.fsdp import fully_shard
 dist.init_process_group("nccl")
 fully_shard(model.cuda())
 """
-    assert (
-        fixed_text(source)
-        == """\
+    expected = """\
+import os
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
-import os
 
 # the process group
 torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
 dist.init_process_group("nccl")
 fully_shard(model.cuda())
 """
-    )
+    assert fixed_text(source) == expected
 
 
 def test_fsdp011_guards_set_device_when_the_script_may_run_without_cuda():
@@ -343,16 +350,14 @@ fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mix
     precision, offload = lint_source(source.encode(), "train.py")
     assert precision.fix.applicability == "safe"  # it failed at the first forward before
     assert offload.fix.applicability == "unsafe" and "offloading starts" in offload.fix.description
-    assert (
-        fixed_text(source)
-        == """\
+    expected = """\
 import torch
 from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy, MixedPrecision, MixedPrecisionPolicy, fully_shard
 
 mixed = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
 fully_shard(model, offload_policy=CPUOffloadPolicy(), mp_policy=mixed)
 """
-    )
+    assert fixed_text(source) == expected
 
 
 def test_fsdp023_names_the_policy_through_a_module_alias():
@@ -394,17 +399,38 @@ fully_shard(model)
 norm = model.clip_grad_norm_(1.0, norm_type=2.0)
 state = model.module.state_dict()
 """
-    assert (
-        fixed_text(source)
-        == """\
+    expected = """\
+import torch
 from torch.distributed.fsdp import fully_shard
-from torch.nn.utils import clip_grad_norm_
 
 fully_shard(model)
-norm = clip_grad_norm_(model.parameters(), 1.0, norm_type=2.0)
+norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, norm_type=2.0)
 state = model.state_dict()
 """
-    )
+    assert fixed_text(source) == expected
+
+
+def test_an_import_several_fixes_need_is_added_once_below_the_docstring():
+    source = """\
+\"\"\"Train.\"\"\"
+
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+model.clip_grad_norm_(1.0)
+model.clip_grad_norm_(max_norm=2.0)
+"""
+    expected = """\
+\"\"\"Train.\"\"\"
+
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=2.0)
+"""
+    assert fixed_text(source) == expected
 
 
 def test_fsdp001_moves_the_optimizer_after_the_last_shard_as_an_unsafe_fix():
