@@ -56,10 +56,11 @@ with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):  # expe
     )
     requires = (("fully_shard",), ("state_dict_type",))
     signature = RuntimeSignature(
-        evidence="exception",
+        evidence="state_dict_type_ignored",
         exception=("KeyError",),
         message=r"None",
-        note="after the body ran and state_dict() returned DTensors; set_state_dict_type is fully silent",
+        note="state_dict() returns DTensors after set_state_dict_type(FULL_STATE_DICT); the context form also "
+        "raises KeyError: None on exit, after its body ran",
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

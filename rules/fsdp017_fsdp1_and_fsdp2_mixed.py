@@ -23,11 +23,13 @@ Flags a model (or part of one) that is wrapped with FSDP1 `FullyShardedDataParal
 sharded with FSDP2 `fully_shard(...)`, in either order. Reported at the second of the two calls.
 
 ## Why is this bad?
-The two implementations do not compose. Observed with torch 2.13: with FSDP1 blocks inside an
-FSDP2 root, the root re-shards FSDP1's flattened 1-D parameter views as if they were parameters
-and training is silently wrong from the first step (loss 3.556 instead of 3.655); with FSDP2 blocks
-inside an FSDP1 root, FSDP1 fails building its flat parameter: `RuntimeError: aten.cat.default got
-mixed torch.Tensor and DTensor`.
+The two implementations do not compose. Observed with torch 2.13 on two ranks: with FSDP1 blocks
+inside an FSDP2 root, `fully_shard(root)` takes FSDP1's already flattened and sharded parameters
+into its own group and shards them again. Nothing raises; with `use_orig_params=True` the loss is
+wrong from the first step (3.565 instead of 3.524), and with FSDP1's flat parameters the blocks
+never train (their parameters get no gradient; the loss drifts from the reference from the second
+step). With FSDP2 blocks inside an FSDP1 root, FSDP1 fails building its flat parameter:
+`RuntimeError: aten.cat.default got mixed torch.Tensor and DTensor`.
 """
     valid = (
         """
@@ -49,10 +51,11 @@ fully_shard(model)  # expect: FSDP017
     )
     requires = (("fully_shard",), ("FullyShardedDataParallel",))
     signature = RuntimeSignature(
-        evidence="wrong_training",
+        evidence="fsdp1_params_resharded",
         exception=("RuntimeError",),
         message=r"mixed torch\.Tensor and DTensor",
-        note="or, with FSDP1 inside an FSDP2 root, losses that differ from a single-process reference",
+        note="FSDP1 inside an FSDP2 root: fully_shard shards FSDP1's flat-parameter shards again; FSDP2 inside "
+        "FSDP1: the exception",
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

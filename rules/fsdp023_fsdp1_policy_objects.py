@@ -22,8 +22,8 @@ class Fsdp1PolicyObjects(Rule):
     summary = "an FSDP1 policy object given to an FSDP2 argument"
     hint = "use `offload_policy=CPUOffloadPolicy()` and `mp_policy=MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)`"
     failure = (
-        "`CPUOffload` is silently ignored (no offloading); `MixedPrecision` fails at the first forward with "
-        "`AttributeError: ... no attribute 'output_dtype'`"
+        "`CPUOffload` is silently ignored (no offloading); `MixedPrecision` fails at the first forward "
+        "(`AttributeError: ... no attribute 'output_dtype'`, or a dtype mismatch)"
     )
     docs = """
 ## What it does
@@ -33,9 +33,13 @@ as `mp_policy=` to `fully_shard` (directly or through a variable). Reported at t
 ## Why is this bad?
 FSDP2 only acts on `isinstance(offload_policy, CPUOffloadPolicy)`: an FSDP1 `CPUOffload` is
 accepted and silently ignored, so nothing is offloaded and the memory you budgeted for is not
-saved (observed with torch 2.13: the parameter group's policy is a `CPUOffload` and no offload
-happens). `MixedPrecision` is accepted by `fully_shard` and fails later, in the first forward's
-post-hook: `AttributeError: 'MixedPrecision' object has no attribute 'output_dtype'`.
+saved (observed with torch 2.13: the parameter group keeps the `CPUOffload` object and none of
+its parameters is offloaded). `MixedPrecision` is accepted by `fully_shard`, which casts the
+parameters to its `param_dtype` but not the inputs (FSDP1's `cast_forward_inputs` defaults to
+False), and the first forward fails: a block that receives bf16 activations (after an embedding)
+runs and then FSDP2's post-forward hook raises `AttributeError: 'MixedPrecision' object has no
+attribute 'output_dtype'`; a block that receives the float32 input fails in its first matmul
+(`RuntimeError: mat1 and mat2 must have the same dtype, but got Float and BFloat16`).
 """
     valid = (
         """
@@ -57,10 +61,10 @@ fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mix
     )
     requires = (("fully_shard",), ("CPUOffload", "MixedPrecision"))
     signature = RuntimeSignature(
-        evidence="fsdp1_policy",
-        exception=("AttributeError",),
-        message=r"has no attribute 'output_dtype'",
-        note="or, for CPUOffload, the parameter group's offload policy is not a CPUOffloadPolicy",
+        evidence="offload_policy_ignored",
+        exception=("AttributeError", "RuntimeError"),
+        message=r"has no attribute 'output_dtype'|must have the same dtype",
+        note="CPUOffload: the group keeps it and offloads nothing; MixedPrecision: the first forward fails",
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

@@ -7,11 +7,12 @@ says more than the kind (an exception type and message), a matcher. Adding a kin
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from fsdp2_lint.rule import RuntimeSignature
 from fsdp2_lint.runtime import events
@@ -175,8 +176,9 @@ def detect_params_unchanged(run: RunRecord) -> list[Evidence]:
         run,
         "params_unchanged",
         lambda step: _sharded(step) and step["optimizer_dtensor"] == 0 and step["changed"] == 0,
-        lambda steps: f"{_optimizer(steps)} holds no DTensor; {_after(steps)} "
-        f"0 of {steps[-1]['model_params']} parameters changed",
+        lambda steps: (
+            f"{_optimizer(steps)} holds no DTensor; {_after(steps)} 0 of {steps[-1]['model_params']} parameters changed"
+        ),
     )
 
 
@@ -229,25 +231,35 @@ def detect_grads_not_reduced(run: RunRecord) -> list[Evidence]:
     return _step_evidence(run, "grads_not_reduced", holds, describe)
 
 
+def _kind_or_exception(name: str) -> Matcher:
+    """For rules whose failure is silent in one form and raises in another: evidence of kind
+    ``name``, or the exception the signature declares (when it declares one)."""
+
+    def match(evidence: Evidence, signature: RuntimeSignature) -> bool:
+        if evidence.kind == "exception":
+            return bool(signature.exception or signature.message) and _exception_matches(evidence, signature)
+        return evidence.kind == name
+
+    return match
+
+
+def _describe_or_exception(observed: str) -> Describer:
+    def describe(signature: RuntimeSignature) -> str:
+        if signature.exception or signature.message:
+            return f"{observed}, or {_describe_exception(signature)}"
+        return observed
+
+    return describe
+
+
 # not_materialized ---------------------------------------------------------------------------------
 
 
-def _not_materialized_matches(evidence: Evidence, signature: RuntimeSignature) -> bool:
-    """Parameters to_empty() left uninitialised, or (never materialised at all) the exception the
-    signature names: FSDP refuses meta parameters at the first forward."""
-    if evidence.kind == "exception":
-        return bool(signature.exception or signature.message) and _exception_matches(evidence, signature)
-    return evidence.kind == "not_materialized"
-
-
-def _describe_not_materialized(signature: RuntimeSignature) -> str:
-    uninitialised = "parameters left uninitialised by to_empty()"
-    if signature.exception or signature.message:
-        return f"{uninitialised}, or {_describe_exception(signature)}"
-    return uninitialised
-
-
-@evidence_kind("not_materialized", _describe_not_materialized, _not_materialized_matches)
+@evidence_kind(
+    "not_materialized",
+    _describe_or_exception("parameters left uninitialised by to_empty()"),
+    _kind_or_exception("not_materialized"),
+)
 def detect_not_materialized(run: RunRecord) -> list[Evidence]:
     """At the first optimizer step, every parameter still holds exactly the memory ``to_empty()``
     allocated: nothing initialised or loaded them (FSDP006)."""
@@ -401,3 +413,225 @@ def detect_crash(run: RunRecord) -> list[Evidence]:
             continue
         found.append(Evidence(kind="crash", summary=summary, ranks=(rank,)))
     return found
+
+
+# not_loaded ---------------------------------------------------------------------------------------
+
+
+@evidence_kind("not_loaded", "after fully_shard, other ranks' shards do not hold the values one rank loaded")
+def detect_not_loaded(run: RunRecord) -> list[Evidence]:
+    """A rank loaded parameters (``load_state_dict``) and still held them at ``fully_shard``; right
+    after it, another rank that loaded nothing holds a shard that is not its chunk of those values
+    (FSDP010: FSDP2 keeps each rank's own chunk, so only the loader's slice is the checkpoint)."""
+    shards: dict[tuple, dict[int, Event]] = defaultdict(dict)
+    for rank, event in run.of_kind(events.FULLY_SHARD):
+        for value in event.get("values", ()):
+            shards[(event.get("call"), event.get("line"), value["name"])][rank] = value
+    loads: dict[int | None, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    for (call, shard_line, name), by_rank in shards.items():
+        loaders = {rank: value for rank, value in by_rank.items() if "chunks" in value}
+        if not loaders:
+            continue
+        loader, reference = min(loaders.items())
+        chunks = reference["chunks"]
+        if chunks[reference["index"]] != reference["local"]:
+            continue  # the loader's own shard is not the chunk expected: the layout is not understood
+        load = loads[reference["loaded_line"]]
+        load["loaders"].add(loader)
+        load["loaded"].add((call, name))
+        for rank, value in by_rank.items():
+            if rank not in loaders and value["index"] < len(chunks) and value["local"] != chunks[value["index"]]:
+                load["differ"].add((call, name))
+                load["ranks"].add(rank)
+                load["shard_lines"].add(shard_line)
+    found = []
+    for load_line, load in loads.items():
+        if not load["differ"]:
+            continue
+        shard_lines = sorted(line for line in load["shard_lines"] if line is not None)
+        at_shards = f" at line{'s' if len(shard_lines) > 1 else ''} {', '.join(map(str, shard_lines))}"
+        found.append(
+            Evidence(
+                kind="not_loaded",
+                summary=f"{_ranks(load['loaders'])} loaded {len(load['loaded'])} parameters{_at(load_line)}; right "
+                f"after fully_shard{at_shards if shard_lines else ''}, {_ranks(load['ranks'])}'s shard of "
+                f"{len(load['differ'])} of them is not the loaded values (it kept its own)",
+                ranks=tuple(sorted(load["ranks"])),
+                lines=tuple(line for line in (load_line, *shard_lines) if line is not None),
+            )
+        )
+    return found
+
+
+# wrong_grad_norm ----------------------------------------------------------------------------------
+
+NORM_SAME = 1e-4  # relative difference under which two norms are the same value
+NORM_DIFFERENT = 1e-3  # relative difference over which they are not
+
+
+def _relative_difference(a: float, b: float) -> float:
+    scale = max(abs(a), abs(b))
+    return abs(a - b) / scale if scale > 0 else 0.0
+
+
+def _stale_clip(norm: Event, global_norm: float) -> bool:
+    """Clipping given tensors that are not the model's parameters, shaped like them, none with a
+    gradient (captured before fully_shard replaced them): it returns 0 and clips nothing."""
+    return (
+        norm.get("given", 0) > 0
+        and norm["given_model"] == 0
+        and norm["given_grads"] == 0
+        and norm["given_model_shapes"]
+        and norm["value"] == 0.0
+        and global_norm > 0.0
+    )
+
+
+def _local_norm(norm: Event, global_norm: float) -> bool:
+    """The value is this rank's norm of its own gradient shards, which is not the global norm."""
+    local = math.sqrt(norm["local_sq"])
+    return (
+        _relative_difference(norm["value"], local) < NORM_SAME
+        and _relative_difference(local, global_norm) > NORM_DIFFERENT
+    )
+
+
+@evidence_kind("wrong_grad_norm", "a gradient norm the script computes differs from the model's global gradient norm")
+def detect_wrong_grad_norm(run: RunRecord) -> list[Evidence]:
+    """Gradient norms (clip_grad_norm_, vector_norm, sqrt, ... called from user code) compared with
+    the model's global gradient norm, summed offline from every rank's share (FSDP015): a clip over
+    stale parameters returns 0, a norm over local shards returns each rank's own value."""
+    calls: dict[tuple, dict[int, Event]] = defaultdict(dict)
+    for rank, event in run.of_kind(events.GRAD_NORM):
+        calls[(event["function"], event.get("line"), event["occurrence"])][rank] = event
+    wrong: dict[tuple, dict[int, tuple[float, float]]] = defaultdict(dict)
+    for (function, line, _), by_rank in sorted(calls.items(), key=lambda item: item[0][2]):
+        if len(by_rank) != run.world_size:
+            continue
+        global_norm = math.sqrt(sum(event["global_sq"] for event in by_rank.values()))
+        for rank, event in by_rank.items():
+            problem = (
+                "stale" if _stale_clip(event, global_norm) else "local" if _local_norm(event, global_norm) else None
+            )
+            if problem is not None:
+                wrong[(function, line, problem, event.get("given", 0))].setdefault(rank, (event["value"], global_norm))
+    found = []
+    for (function, line, problem, given), by_rank in wrong.items():
+        ranks = sorted(by_rank)
+        global_norm = by_rank[ranks[0]][1]
+        if problem == "stale":
+            what = (
+                f"returned 0 over {given} tensors that are not the sharded model's parameters (none has a gradient); "
+                f"the model's global gradient norm is {global_norm:.6g}: nothing is clipped"
+            )
+        else:
+            values = ", ".join(f"{by_rank[rank][0]:.6g} on rank {rank}" for rank in ranks)
+            what = (
+                f"returned {values}: each rank's norm of its own gradient shards; the global norm is {global_norm:.6g}"
+            )
+        found.append(
+            Evidence(
+                kind="wrong_grad_norm",
+                summary=f"{function.rpartition('.')[2]}{_at(line)} {what} ({_ranks(ranks)})",
+                ranks=tuple(ranks),
+                lines=(line,) if line is not None else (),
+            )
+        )
+    return found
+
+
+# FSDP1 APIs on FSDP2 models -----------------------------------------------------------------------
+
+
+def _grouped_evidence(run: RunRecord, kind: str, of_kind: str, holds: Callable[[Event], bool],
+                      describe: Callable[[Event], str], lines: Callable[[Event], tuple]) -> list[Evidence]:  # fmt: skip
+    """One item per distinct description of the events that ``hold``, with the ranks that showed it."""
+    grouped: dict[tuple[str, tuple], list[int]] = defaultdict(list)
+    for rank, event in run.of_kind(of_kind):
+        if holds(event):
+            grouped[(describe(event), tuple(line for line in lines(event) if line is not None))].append(rank)
+    return [
+        Evidence(kind=kind, summary=f"{summary} ({_ranks(ranks)})", ranks=tuple(ranks), lines=lines)
+        for (summary, lines), ranks in grouped.items()
+    ]
+
+
+@evidence_kind(
+    "state_dict_type_ignored",
+    _describe_or_exception("state_dict() still returns DTensor shards after FSDP.set_state_dict_type(FULL_STATE_DICT)"),
+    _kind_or_exception("state_dict_type_ignored"),
+)
+def detect_state_dict_type_ignored(run: RunRecord) -> list[Evidence]:
+    """``FSDP.set_state_dict_type(model, FULL_STATE_DICT)`` (itself, or inside the ``state_dict_type``
+    context) on an FSDP2 model, then its ``state_dict()`` returned DTensors (FSDP009)."""
+    return _grouped_evidence(
+        run,
+        "state_dict_type_ignored",
+        events.STATE_DICT,
+        lambda event: event["requested"] == "FULL_STATE_DICT" and event["dtensors"] > 0,
+        lambda event: (
+            f"{event['module']}.state_dict(){_at(event.get('line'))} returned {event['dtensors']} DTensor "
+            f"shards after FSDP.set_state_dict_type(FULL_STATE_DICT){_at(event['config_line'])}: the FSDP1 setting "
+            "did nothing"
+        ),
+        lambda event: (event["config_line"], event.get("line")),
+    )
+
+
+@evidence_kind("still_sharded", "inside FSDP.summon_full_params the parameters are still sharded DTensors")
+def detect_still_sharded(run: RunRecord) -> list[Evidence]:
+    """Inside ``FSDP.summon_full_params(model)`` this rank holds only shards of some parameters (FSDP016)."""
+    return _grouped_evidence(
+        run,
+        "still_sharded",
+        events.SUMMON,
+        lambda event: event["sharded"] > 0,
+        lambda event: (
+            f"inside FSDP.summon_full_params({event['module']}){_at(event.get('line'))}, "
+            f"{event['sharded']} of {event['params']} parameters are still sharded DTensors"
+        ),
+        lambda event: (event.get("line"),),
+    )
+
+
+@evidence_kind(
+    "fsdp1_params_resharded",
+    _describe_or_exception("fully_shard puts parameters FSDP1 already manages into its own group"),
+    _kind_or_exception("fsdp1_params_resharded"),
+)
+def detect_fsdp1_params_resharded(run: RunRecord) -> list[Evidence]:
+    """``fully_shard`` took parameters of FSDP1 (``FullyShardedDataParallel``) modules, FSDP1's own
+    flat-parameter shards, into its group and sharded them again (FSDP017)."""
+    return _grouped_evidence(
+        run,
+        "fsdp1_params_resharded",
+        events.FULLY_SHARD,
+        lambda event: event.get("fsdp1_params", 0) > 0,
+        lambda event: (
+            f"fully_shard({event['module']}){_at(event.get('line'))} sharded again "
+            f"{event['fsdp1_params']} parameters that FSDP1 (FullyShardedDataParallel) had already flattened and sharded"
+        ),
+        lambda event: (event.get("line"),),
+    )
+
+
+@evidence_kind(
+    "offload_policy_ignored",
+    _describe_or_exception("fully_shard keeps an offload policy it does not know and offloads nothing"),
+    _kind_or_exception("offload_policy_ignored"),
+)
+def detect_offload_policy_ignored(run: RunRecord) -> list[Evidence]:
+    """The parameter group ``fully_shard`` built holds an offload policy that is not an FSDP2
+    ``OffloadPolicy`` but asks to offload parameters, and none is offloaded (FSDP023)."""
+    return _grouped_evidence(
+        run,
+        "offload_policy_ignored",
+        events.FULLY_SHARD,
+        lambda event: event.get("foreign_offload", False) and event["offloaded"] == 0,
+        lambda event: (
+            f"fully_shard({event['module']}){_at(event.get('line'))} kept offload_policy="
+            f"{event['offload_policy']}(offload_params=True), not an FSDP2 CPUOffloadPolicy: none of its "
+            f"{event['group_params']} parameters is offloaded"
+        ),
+        lambda event: (event.get("line"),),
+    )

@@ -15,10 +15,10 @@ import sys
 import sysconfig
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -29,13 +29,15 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.events import EventLog
+from fsdp2_lint.runtime.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
 from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL
+from fsdp2_lint.runtime.tensors import count_tensors, local_tensor, same_bits
+from fsdp2_lint.runtime.value_probes import GradNormProbe, LoadProbe
 
 # Steps of each optimizer whose effect on the model's parameters is measured. Each probed step
 # clones the local shards once, so later steps are left alone.
 PROBED_STEPS = 2
 MAX_NAMES = 20  # parameter names listed per step event
-MAX_SAVE_NODES = 100_000  # objects visited when looking for DTensors in a saved object
 
 COLLECTIVES = (
     "all_gather",
@@ -80,9 +82,7 @@ class CodeLocator:
         return filename.startswith(self.torch_root)
 
     def is_user_file(self, filename: str) -> bool:
-        return filename == self.script or not (
-            filename.startswith("<") or filename.startswith(self.library_roots)
-        )
+        return filename == self.script or not (filename.startswith("<") or filename.startswith(self.library_roots))
 
     def locate(self, frames: Iterable[tuple[str, int]]) -> dict[str, Any]:
         """``line``: innermost line in the script; ``site``: innermost user frame elsewhere, if any."""
@@ -115,11 +115,6 @@ def _outward(frame: FrameType | None) -> Iterator[tuple[str, int]]:
         frame = frame.f_back
 
 
-def local_tensor(param: torch.Tensor) -> torch.Tensor:
-    """The part of a parameter this rank holds: the local shard of a DTensor, else the tensor."""
-    return param.to_local() if isinstance(param, DTensor) else param
-
-
 def group_layout(module: torch.nn.Module) -> tuple[int, int]:
     """For a module just given to fully_shard: (submodules already sharded, i.e. groups nested in
     it; modules that own parameters of its own group)."""
@@ -133,30 +128,6 @@ def group_layout(module: torch.nn.Module) -> tuple[int, int]:
         owners += any(True for _ in current.parameters(recurse=False))
         pending.extend(current.children())
     return nested, owners
-
-
-def same_bits(current: torch.Tensor, before: torch.Tensor) -> bool:
-    """Bitwise equality: uninitialised memory may hold NaN, which torch.equal never finds equal."""
-    return current.shape == before.shape and torch.equal(
-        current.detach().reshape(-1).view(torch.uint8), before.reshape(-1).view(torch.uint8)
-    )
-
-
-def count_tensors(obj: object) -> tuple[int, int]:
-    """(tensors, DTensors) reachable through dicts, lists, tuples and sets of ``obj``."""
-    tensors = dtensors = visited = 0
-    pending = [obj]
-    while pending and visited < MAX_SAVE_NODES:
-        item = pending.pop()
-        visited += 1
-        if isinstance(item, torch.Tensor):
-            tensors += 1
-            dtensors += isinstance(item, DTensor)
-        elif isinstance(item, Mapping):
-            pending.extend(item.values())
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            pending.extend(item)
-    return tensors, dtensors
 
 
 def save_target(f: object) -> str:
@@ -173,34 +144,39 @@ class Probes:
         self.locator = CodeLocator(script)
         self.stack_file = open(events.stack_path(run_dir, rank), "w", encoding="utf-8")
         self.sharded: list[weakref.ref[torch.nn.Module]] = []
-        self.optimizer_lines: weakref.WeakKeyDictionary[torch.optim.Optimizer, int | None] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.optimizer_lines: weakref.WeakKeyDictionary[torch.optim.Optimizer, int | None] = weakref.WeakKeyDictionary()
         self.probed_steps: weakref.WeakKeyDictionary[torch.optim.Optimizer, int] = weakref.WeakKeyDictionary()
-        self.snapshots: weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[str, tuple]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.snapshots: weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[str, tuple]] = weakref.WeakKeyDictionary()
         self.last_collective: tuple | None = None
         # (line of the to_empty call, {name: (param, local values right after to_empty)}), until the
         # first optimizer step compares them
         self.materialized: list[tuple[int | None, dict[str, tuple[torch.Tensor, torch.Tensor]]]] = []
+        self.loads = LoadProbe(self)
+        # each sees the modules before a fully_shard call and adds fields to its event after it
+        self.shard_observers = (self.loads, Fsdp1ShardObserver())
 
     def install(self) -> None:
         faulthandler.register(STACK_DUMP_SIGNAL, file=self.stack_file, all_threads=True)
         self._wrap_fully_shard()
+        self.loads.install()
+        GradNormProbe(self).install()
+        Fsdp1Probes(self).install()
         self._wrap_to_empty()
         self._wrap_optimizer_init()
-        register_optimizer_step_pre_hook(self._guarded("step", self._before_step))
-        register_optimizer_step_post_hook(self._guarded("step", self._after_step))
+        register_optimizer_step_pre_hook(self.guarded("step", self._before_step))
+        register_optimizer_step_post_hook(self.guarded("step", self._after_step))
         self._wrap_save()
         self._wrap_collectives()
 
-    def _guarded(self, probe: str, body: Callable[..., None]) -> Callable[..., None]:
-        def run(*args: Any, **kwargs: Any) -> None:
+    def guarded(self, probe: str, body: Callable[..., Any]) -> Callable[..., Any]:
+        """``body``, returning None (and recording a ``probe_error``) where it fails."""
+
+        def run(*args: Any, **kwargs: Any) -> Any:
             try:
-                body(*args, **kwargs)
+                return body(*args, **kwargs)
             except Exception as error:  # a probe must never break the script it observes
                 self.log.write(events.PROBE_ERROR, probe=probe, message=f"{type(error).__name__}: {error}")
+                return None
 
         return run
 
@@ -208,12 +184,14 @@ class Probes:
 
     def _wrap_fully_shard(self) -> None:
         original = fsdp.fully_shard
-        on_call = self._guarded("fully_shard", self._on_fully_shard)
+        before = self.guarded("fully_shard", self._before_fully_shard)
+        on_call = self.guarded("fully_shard", self._on_fully_shard)
 
         @functools.wraps(original)
         def fully_shard(module: Any, *args: Any, **kwargs: Any) -> Any:
+            seen = before(module)
             result = original(module, *args, **kwargs)
-            on_call(module, sys._getframe(1))
+            on_call(module, sys._getframe(1), seen)
             return result
 
         # the public name and its aliases (torch.distributed._composable.fsdp, ...) bound at import
@@ -222,16 +200,25 @@ class Probes:
             if name.startswith("torch.distributed") and vars(module).get("fully_shard") is original:
                 module.fully_shard = fully_shard
 
-    def _on_fully_shard(self, module: Any, frame: FrameType) -> None:
-        modules = list(module) if isinstance(module, (list, tuple)) else [module]
+    def _before_fully_shard(self, module: Any) -> list[Any]:
+        """What each shard observer needs from the modules before ``fully_shard`` replaces their parameters."""
+        modules = _as_modules(module)
+        return [self.guarded("fully_shard", observer.before)(modules) for observer in self.shard_observers]
+
+    def _on_fully_shard(self, module: Any, frame: FrameType, seen: list[Any] | None) -> None:
+        modules = _as_modules(module)
         self.sharded.extend(weakref.ref(m) for m in modules)
         layouts = [group_layout(m) for m in modules]
+        observed: dict[str, Any] = {}
+        for observer, before in zip(self.shard_observers, seen or [None] * len(self.shard_observers), strict=True):
+            observed.update(self.guarded("fully_shard", observer.after)(modules, before) or {})
         self.log.write(
             events.FULLY_SHARD,
             module=", ".join(type(m).__name__ for m in modules),
             params=sum(1 for m in modules for _ in m.parameters()),
             nested=sum(nested for nested, _ in layouts),
             owners=sum(owners for _, owners in layouts),
+            **observed,
             **self.locator.locate_stack(frame),
         )
 
@@ -253,7 +240,7 @@ class Probes:
 
     def _wrap_to_empty(self) -> None:
         original = torch.nn.Module.to_empty
-        on_call = self._guarded("to_empty", self._on_to_empty)
+        on_call = self.guarded("to_empty", self._on_to_empty)
 
         @functools.wraps(original)
         def to_empty(module: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
@@ -292,7 +279,7 @@ class Probes:
 
     def _wrap_optimizer_init(self) -> None:
         original = torch.optim.Optimizer.__init__
-        on_init = self._guarded("optimizer", self._on_optimizer)
+        on_init = self.guarded("optimizer", self._on_optimizer)
 
         @functools.wraps(original)
         def __init__(optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
@@ -361,7 +348,7 @@ class Probes:
 
     def _wrap_save(self) -> None:
         original = torch.save
-        on_save = self._guarded("save", self._on_save)
+        on_save = self.guarded("save", self._on_save)
 
         @functools.wraps(original)
         def save(obj: object, f: Any, *args: Any, **kwargs: Any) -> Any:
@@ -386,7 +373,7 @@ class Probes:
     # collectives --------------------------------------------------------------------------------
 
     def _wrap_collectives(self) -> None:
-        on_enter = self._guarded("collective", self._on_collective)
+        on_enter = self.guarded("collective", self._on_collective)
         for op in COLLECTIVES:
             original = getattr(c10d, op, None)
             if original is None:
@@ -412,6 +399,11 @@ def _entering(original: Callable[..., Any], op: str, on_enter: Callable[..., Non
         return original(*args, **kwargs)
 
     return collective
+
+
+def _as_modules(module: Any) -> list[torch.nn.Module]:
+    """``fully_shard`` takes a module or a list of modules (one group for all of them)."""
+    return list(module) if isinstance(module, (list, tuple)) else [module]
 
 
 def _optimizer_params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:

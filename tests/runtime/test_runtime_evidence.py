@@ -20,8 +20,14 @@ PARAMS_UNCHANGED = RuntimeSignature("params_unchanged")
 NAMES = ["a.weight", "a.bias", "b.weight", "b.bias"]
 
 
-def step(changed: int, optimizer_dtensor: int = 0, model_dtensor: int = 4, step_number: int = 1,
-         no_grad: int = 0, not_held: int = 4) -> dict:
+def step(
+    changed: int,
+    optimizer_dtensor: int = 0,
+    model_dtensor: int = 4,
+    step_number: int = 1,
+    no_grad: int = 0,
+    not_held: int = 4,
+) -> dict:
     """A step event of a 4-parameter model; the first parameters are the unchanged / gradient-less /
     not-held ones."""
     return {
@@ -46,6 +52,8 @@ def test_every_kind_is_registered_with_a_description():
     assert {
         "exception", "params_unchanged", "dtensor_save", "hang", "crash",
         "partial_update", "grads_not_reduced", "not_materialized", "single_param_group",
+        "not_loaded", "wrong_grad_norm", "state_dict_type_ignored", "still_sharded",
+        "fsdp1_params_resharded", "offload_policy_ignored",
     } <= set(EVIDENCE_KINDS)  # fmt: skip
     for name in EVIDENCE_KINDS:
         assert describe_expected(RuntimeSignature(name, message="x"))
@@ -79,8 +87,10 @@ def test_params_unchanged_needs_a_stale_optimizer_and_no_change_on_every_probed_
     "steps, kind",
     [
         # FSDP008: the root's 2 params never change and the optimizer holds plain tensors instead
-        ([step(2, optimizer_dtensor=2, not_held=2), step(2, optimizer_dtensor=2, not_held=2, step_number=2)],
-         "partial_update"),
+        (
+            [step(2, optimizer_dtensor=2, not_held=2), step(2, optimizer_dtensor=2, not_held=2, step_number=2)],
+            "partial_update",
+        ),
         # different parameters stuck at different steps: not "never"
         ([step(2, optimizer_dtensor=2, not_held=2), step(3, optimizer_dtensor=2, not_held=2, step_number=2)], None),
         # unchanged but held by the optimizer: not a capture problem
@@ -224,3 +234,138 @@ def test_verdicts_follow_the_evidence_not_the_exit():
     assert judge(fixture("good_x"), saved).verdict is Verdict.UNEXPECTED  # finished, but with evidence
     assert judge(fixture("good_x"), raised).verdict is Verdict.UNEXPECTED
     assert judge(fixture("bad_x", PARAMS_UNCHANGED), raised).verdict is Verdict.NOT_CONFIRMED
+
+
+LOADED = [[128, 5, 50], [128, 7, 70]]  # fingerprints of the two chunks of one loaded parameter
+OWN = [128, 9, 90]  # a chunk that is not the loaded one
+
+
+def shard_values(index: int, local: list, chunks: list | None = None, call: int = 1) -> dict:
+    value = {"name": "weight", "index": index, "local": local}
+    if chunks is not None:
+        value.update(loaded_line=12, chunks=chunks)
+    return {"kind": "fully_shard", "module": "FSDPModel", "params": 1, "nested": 0, "owners": 1, "call": call,
+            "values": [value], "line": 20, "site": None}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "rank0, rank1, evidence",
+    [
+        (shard_values(0, LOADED[0], LOADED), shard_values(1, OWN), True),  # rank 1 kept its own chunk
+        (shard_values(0, LOADED[0], LOADED), shard_values(1, LOADED[1]), False),  # broadcast before sharding
+        (shard_values(0, LOADED[0], LOADED), shard_values(1, OWN, [OWN, OWN]), False),  # rank 1 loaded too
+        (shard_values(0, OWN, LOADED), shard_values(1, OWN), False),  # loader's own shard unexplained: no claim
+        (shard_values(0, LOADED[0]), shard_values(1, OWN), False),  # nobody loaded
+        (shard_values(0, LOADED[0], LOADED), shard_values(1, OWN, call=2), False),  # different fully_shard calls
+    ],
+)
+def test_not_loaded_compares_each_ranks_shard_with_its_chunk_of_the_loaded_values(rank0, rank1, evidence):
+    run = synthetic_record({0: [START, rank0, EXIT], 1: [START, rank1, EXIT]})
+    found = observe(run)
+    assert [e.kind for e in found] == (["not_loaded"] if evidence else [])
+    if evidence:
+        assert found[0].ranks == (1,) and found[0].lines == (12, 20)
+        assert "rank 0 loaded 1 parameters at line 12" in found[0].summary
+
+
+def grad_norm(value: float, local_sq: float, global_sq: float | None = None, occurrence: int = 1, **given) -> dict:
+    return {"kind": "grad_norm", "function": given.pop("function", "torch.sqrt"), "occurrence": occurrence,
+            "value": value, "local_sq": local_sq, "global_sq": local_sq if global_sq is None else global_sq,
+            **given, "line": 44, "site": None}  # fmt: skip
+
+
+STALE = dict(function="torch.nn.utils.clip_grad_norm_", given=4, given_model=0, given_grads=0, given_model_shapes=True)
+
+
+@pytest.mark.parametrize(
+    "rank0, rank1, summary",
+    [
+        # each rank's norm of its own shards (0.3 and 0.4) instead of the global 0.5
+        (grad_norm(0.3, 0.09), grad_norm(0.4, 0.16), "returned 0.3 on rank 0, 0.4 on rank 1"),
+        (grad_norm(0.5, 0.09), grad_norm(0.5, 0.16), None),  # the all-reduced, global norm
+        (grad_norm(0.05, 0.09), grad_norm(0.07, 0.16), None),  # some other norm (a single parameter's)
+        (grad_norm(0.3, 0.09, 0.045), grad_norm(0.3, 0.09, 0.045), None),  # replicated shards: local is global
+        (grad_norm(0.0, 0.09, **STALE), grad_norm(0.0, 0.16, **STALE), "returned 0 over 4 tensors"),
+        (grad_norm(0.0, 0.09, **{**STALE, "given_model": 4}), grad_norm(0.0, 0.16, **{**STALE, "given_model": 4}),
+         None),  # the model's own parameters without gradients (frozen): 0 is right
+        (grad_norm(0.0, 0.09, **{**STALE, "given_model_shapes": False}),
+         grad_norm(0.0, 0.16, **{**STALE, "given_model_shapes": False}), None),  # another model's tensors
+        (grad_norm(0.0, 0.0, **STALE), grad_norm(0.0, 0.0, **STALE), None),  # no gradient anywhere: 0 is right
+        (grad_norm(0.3, 0.09), grad_norm(0.4, 0.16, occurrence=2), None),  # not the same call on both ranks
+    ],
+)  # fmt: skip
+def test_wrong_grad_norm_compares_with_the_global_norm_summed_over_ranks(rank0, rank1, summary):
+    run = synthetic_record({0: [START, rank0, EXIT], 1: [START, rank1, EXIT]})
+    found = observe(run)
+    assert [e.kind for e in found] == (["wrong_grad_norm"] if summary else [])
+    if summary:
+        assert summary in found[0].summary and "global" in found[0].summary
+        assert found[0].lines == (44,) and matches(found[0], RuntimeSignature("wrong_grad_norm"))
+
+
+STATE_DICT_TYPE = RuntimeSignature("state_dict_type_ignored", ("KeyError",), r"None")
+
+
+def state_dict(requested: str = "FULL_STATE_DICT", dtensors: int = 7) -> dict:
+    return {"kind": "state_dict", "module": "FSDPModel", "requested": requested, "config_line": 47,
+            "tensors": 7, "dtensors": dtensors, "line": 60, "site": None}  # fmt: skip
+
+
+def test_state_dict_type_ignored_is_dtensors_after_full_state_dict_or_the_context_exit_error():
+    [ignored] = observe(synthetic_record({0: [START, state_dict(), EXIT], 1: [START, state_dict(), EXIT]}))
+    assert ignored.kind == "state_dict_type_ignored" and ignored.lines == (47, 60) and ignored.ranks == (0, 1)
+    assert matches(ignored, STATE_DICT_TYPE)
+    for quiet in (state_dict("SHARDED_STATE_DICT"), state_dict(dtensors=0)):
+        assert observe(synthetic_record({0: [START, quiet, EXIT], 1: [START, EXIT]})) == []
+    key_error = exception("None", types=("KeyError", "LookupError", "Exception"))
+    [error] = observe(synthetic_record({0: [START, key_error], 1: [START, key_error]}))
+    assert matches(error, STATE_DICT_TYPE)
+    assert not matches(error, RuntimeSignature("state_dict_type_ignored"))
+
+
+def summon(sharded: int) -> dict:
+    return {"kind": "summon", "module": "FSDPModel", "params": 4, "sharded": sharded, "line": 52, "site": None}
+
+
+def test_still_sharded_needs_sharded_parameters_inside_summon_full_params():
+    [evidence] = observe(synthetic_record({0: [START, summon(4), EXIT], 1: [START, summon(4), EXIT]}))
+    assert evidence.kind == "still_sharded" and evidence.lines == (52,) and evidence.ranks == (0, 1)
+    assert "4 of 4 parameters are still sharded" in evidence.summary
+    assert observe(synthetic_record({0: [START, summon(0), EXIT], 1: [START, summon(0), EXIT]})) == []
+
+
+MIXED = RuntimeSignature("fsdp1_params_resharded", ("RuntimeError",), r"mixed torch\.Tensor and DTensor")
+POLICY = RuntimeSignature("offload_policy_ignored", ("AttributeError",), r"output_dtype")
+
+
+def shard_call(**fields) -> dict:
+    return {**fully_shard(nested=1, owners=1), "fsdp1_params": 0, "offload_policy": "OffloadPolicy",
+            "foreign_offload": False, "group_params": 2, "offloaded": 0, **fields}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "event, kind",
+    [
+        (shard_call(fsdp1_params=2), "fsdp1_params_resharded"),
+        (shard_call(offload_policy="CPUOffload", foreign_offload=True), "offload_policy_ignored"),
+        (shard_call(offload_policy="CPUOffloadPolicy", offloaded=2), None),  # FSDP2's policy, honoured
+        (shard_call(offload_policy="Custom", foreign_offload=True, offloaded=2), None),  # offloaded anyway
+        (shard_call(), None),
+    ],
+)
+def test_fully_shard_evidence_for_fsdp1_parameters_and_foreign_offload_policies(event, kind):
+    run = synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]})
+    found = observe(run)
+    assert [e.kind for e in found] == ([kind] if kind else [])
+    if kind:
+        assert found[0].lines == (25,) and matches(found[0], MIXED if kind.startswith("fsdp1") else POLICY)
+
+
+def test_silent_kinds_accept_the_exception_their_signature_declares():
+    mixed = exception("aten.cat.default got mixed torch.Tensor and DTensor", types=("RuntimeError", "Exception"))
+    [error] = observe(synthetic_record({0: [START, mixed], 1: [START, mixed]}))
+    assert matches(error, MIXED) and not matches(error, POLICY)
+    assert not matches(error, RuntimeSignature("fsdp1_params_resharded"))
+    output_dtype = exception("'MixedPrecision' object has no attribute 'output_dtype'")
+    [error] = observe(synthetic_record({0: [START, output_dtype], 1: [START, output_dtype]}))
+    assert matches(error, POLICY) and not matches(error, MIXED)

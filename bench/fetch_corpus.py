@@ -1,0 +1,47 @@
+"""Fetch the benchmark corpus: public repositories with real FSDP2 training code, at the commits
+pinned in the project's real-world corpus list, into one folder (default: bench-corpus/).
+
+    python bench/fetch_corpus.py [DEST]
+    python bench/lint_speed.py bench-corpus/
+
+Needs git and network access; a repository already there is left as it is. Without them, run
+bench/lint_speed.py on the installed torch package's sources alone (always there).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPOSITORIES = {  # owner/name: commit
+    "pytorch/torchtitan": "b5bcd76c66d0",
+    "pytorch/torchtune": "bd2a0fc7c314",
+    "pytorch/examples": "77f55b912142",
+    "huggingface/accelerate": "16cb6eb80dd9",
+    "verl-project/verl": "1dda039b9c63",
+    "allenai/OLMo-core": "fa6c5014c9f6",
+    "facebookresearch/lingua": "437d680e5218",
+    "Lightning-AI/pytorch-lightning": "7f0c3436cd3f",
+}
+
+
+def main() -> int:
+    destination = Path(sys.argv[1] if len(sys.argv) > 1 else "bench-corpus")
+    destination.mkdir(parents=True, exist_ok=True)
+    for repository, commit in REPOSITORIES.items():
+        folder = destination / repository.replace("/", "+")
+        if folder.exists():
+            print(f"{folder}: already there")
+            continue
+        url = f"https://github.com/{repository}.git"
+        print(f"{repository} @ {commit}", flush=True)
+        subprocess.run(["git", "clone", "--quiet", "--filter=blob:none", "--no-checkout", url, str(folder)], check=True)
+        subprocess.run(["git", "-C", str(folder), "checkout", "--quiet", commit], check=True)
+    files = sum(1 for _ in destination.rglob("*.py"))
+    print(f"{destination}: {files} Python files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
