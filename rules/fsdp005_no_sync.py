@@ -103,8 +103,12 @@ def _sync_off_inside(facts: FileFacts, call: cst.CSTNode) -> RuleFix | None:
     disable, enable = (
         cst.parse_statement(f"{module}.set_requires_gradient_sync({flag})\n") for flag in ("False", "True")
     )
-    guarded = cst.Try(body=statement.body, finalbody=cst.Finally(body=cst.IndentedBlock([enable])))
-    replacement = cst.FlattenSentinel([disable.with_changes(leading_lines=statement.leading_lines), guarded])
+    body, header = statement.body, disable.trailing_whitespace
+    if isinstance(body, cst.IndentedBlock):  # the comment on the `with` line goes to the first line
+        body, header = body.with_changes(header=cst.TrailingWhitespace()), body.header
+    guarded = cst.Try(body=body, finalbody=cst.Finally(body=cst.IndentedBlock([enable])))
+    first = disable.with_changes(leading_lines=statement.leading_lines, trailing_whitespace=header)
+    replacement = cst.FlattenSentinel([first, guarded])
     return RuleFix(
         "use set_requires_gradient_sync(False) ... (True) around the block", (Replace(statement, replacement),)
     )

@@ -156,7 +156,7 @@ def test_fsdp005_wraps_the_block_in_try_finally_and_keeps_its_comments():
         fully_shard(model)
         for step in range(4):
             # accumulate without syncing
-            with model.no_sync():
+            with model.no_sync():  # micro-batch
                 loss = model(batch).sum()  # forward
                 loss.backward()
             optimizer.step()
@@ -165,7 +165,7 @@ def test_fsdp005_wraps_the_block_in_try_finally_and_keeps_its_comments():
         fully_shard(model)
         for step in range(4):
             # accumulate without syncing
-            model.set_requires_gradient_sync(False)
+            model.set_requires_gradient_sync(False)  # micro-batch
             try:
                 loss = model(batch).sum()  # forward
                 loss.backward()
