@@ -30,6 +30,10 @@ FORMATS = ("text", "concise", "json", "json-lines", "github", "gitlab", "junit",
 STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow"}
 HOMEPAGE = "https://github.com/fsdp2-lint/fsdp2-lint"
 PARSE_ERROR_SUMMARY = "the file cannot be read or parsed, so nothing else in it was checked"
+PARSE_ERROR_DESCRIPTION = (
+    "Reported once for a file that cannot be read, decoded or parsed (the message gives the reason and "
+    "position), or whose analysis failed inside fsdp2-lint; no rule ran on it. The other files are still linted."
+)
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
@@ -308,6 +312,7 @@ def _sarif_parse_error_rule() -> dict[str, object]:
         "id": PARSE_ERROR,
         "name": PARSE_ERROR_NAME,
         "shortDescription": {"text": PARSE_ERROR_SUMMARY},
+        "fullDescription": {"text": PARSE_ERROR_DESCRIPTION},
         "help": {"text": "fix the file so that Python can parse it"},
         "defaultConfiguration": {"level": "error"},
     }

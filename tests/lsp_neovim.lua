@@ -1,8 +1,9 @@
--- Headless Neovim as the fsdp2-lint language server's client (driven by test_lsp_neovim.py).
--- Opens a file, waits for the diagnostics the server gives it, applies the `# noqa` quick fix to
--- the first one and waits for that diagnostic to go; writes what it saw as JSON.
--- arg: server command (JSON list), file, report path, "push" (UTF-16, no pull support) or "pull".
-local command, file, report_path, mode = vim.json.decode(arg[1]), arg[2], arg[3], arg[4]
+-- Headless Neovim as the fsdp2-lint language server's client (driven by test_lsp_neovim.py), run
+-- after an init file that configures the server the way README tells users to. Opens a file, waits
+-- for the diagnostics Neovim receives, picks the `# noqa` quick fix of the first one through
+-- Neovim's own code-action UI, waits for that diagnostic to go, and writes what it saw as JSON.
+-- Runs on Neovim 0.7 to 0.11. Environment: FSDP2_LINT_TEST_FILE, FSDP2_LINT_TEST_REPORT.
+local file, report_path = os.getenv('FSDP2_LINT_TEST_FILE'), os.getenv('FSDP2_LINT_TEST_REPORT')
 local TIMEOUT_MS = 30000
 local report = {}
 
@@ -10,35 +11,38 @@ local function wait_for(condition)
   return vim.wait(TIMEOUT_MS, condition, 10)
 end
 
+local function count(namespace, buf)
+  return #vim.diagnostic.get(buf, { namespace = namespace })
+end
+
 local function run()
-  vim.cmd.edit(vim.fn.fnameescape(file))
+  vim.cmd('edit ' .. vim.fn.fnameescape(file)) -- the filetype autocommand starts the server
   local buf = vim.api.nvim_get_current_buf()
-  vim.bo[buf].filetype = 'python'
-  -- Neovim merges these into its defaults: vim.NIL (JSON null) is how to withdraw one
-  local capabilities = {}
-  if mode == 'push' then -- as editors before LSP 3.17: no pull support, UTF-16 columns
-    capabilities = { textDocument = { diagnostic = vim.NIL }, general = { positionEncodings = vim.NIL } }
-  end
-  local client_id = vim.lsp.start(
-    { name = 'fsdp2-lint', cmd = command, root_dir = vim.fs.dirname(file), capabilities = capabilities },
-    { bufnr = buf }
-  )
   report.received = wait_for(function() return #vim.diagnostic.get(buf) > 0 end)
-  report.encoding = vim.lsp.get_client_by_id(client_id).offset_encoding
+  local client = (vim.lsp.get_clients or vim.lsp.get_active_clients)()[1]
+  report.encoding = client.offset_encoding
   report.diagnostics = vim.tbl_map(function(d)
     return { lnum = d.lnum, col = d.col, end_lnum = d.end_lnum, end_col = d.end_col, code = d.code,
              source = d.source, severity = d.severity, message = d.message }
   end, vim.diagnostic.get(buf))
-  report.pushed = #vim.diagnostic.get(buf, { namespace = vim.lsp.diagnostic.get_namespace(client_id, false) })
-  report.pulled = #vim.diagnostic.get(buf, { namespace = vim.lsp.diagnostic.get_namespace(client_id, true) })
+  if vim.fn.has('nvim-0.10') == 1 then -- namespaces per client and model
+    report.pushed = count(vim.lsp.diagnostic.get_namespace(client.id, false), buf)
+    report.pulled = count(vim.lsp.diagnostic.get_namespace(client.id, true), buf)
+  else -- push only
+    report.pushed, report.pulled = count(vim.lsp.diagnostic.get_namespace(client.id), buf), 0
+  end
   if not report.received then return end
 
   local target = vim.diagnostic.get(buf)[1]
   vim.api.nvim_win_set_cursor(0, { target.lnum + 1, target.col })
-  vim.lsp.buf.code_action({
-    apply = true,
-    filter = function(action) return action.title:find('# noqa: ' .. target.code, 1, true) ~= nil end,
-  })
+  vim.ui.select = function(items, opts, on_choice) -- the user picks the suppression from the menu
+    report.offered = vim.tbl_map(opts.format_item, items)
+    for index, item in ipairs(items) do
+      if opts.format_item(item):find('# noqa: ' .. target.code, 1, true) then return on_choice(item, index) end
+    end
+    on_choice(nil, nil)
+  end
+  vim.lsp.buf.code_action()
   local function target_line() return vim.api.nvim_buf_get_lines(buf, target.lnum, target.lnum + 1, false)[1] end
   report.applied = wait_for(function() return target_line():find('# noqa', 1, true) ~= nil end)
   report.line_after_action = target_line()
@@ -49,5 +53,6 @@ end
 
 local ok, error = pcall(run)
 report.error = not ok and tostring(error) or nil
+report.messages = vim.fn.execute('messages')
 vim.fn.writefile({ vim.json.encode(report) }, report_path)
 vim.cmd('qa!')

@@ -1,30 +1,29 @@
-"""The pre-commit hook as users run it: the real `pre-commit` installs this repository's hook from
-a `.pre-commit-config.yaml` (README's snippet, pointed at a committed copy of this checkout) into
-its own environment and runs it over a git repository holding training scripts.
-
-(`pre-commit try-repo` does the same with a throwaway store, so it would install the hook's
-environment, half a minute on CI, for each of the two runs; a config with a store kept in
-PRE_COMMIT_HOME installs it once.)"""
+"""The pre-commit hooks as users try them: the real `pre-commit try-repo` (README's command, pointed
+at a committed copy of this checkout) installs this repository's hook into its own environment and
+runs it over a git repository holding training scripts."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from fixture_marks import ROOT
+from pre_commit.clientlib import load_manifest
+from pre_commit.constants import VERSION as pre_commit_version
 from test_cli import BAD, GOOD
 
-CONFIG = """\
-repos:
-  - repo: {repo}
-    rev: {rev}
-    hooks:
-      - id: fsdp2-lint
-"""
-GIT_IDENTITY = ["-c", "user.name=fsdp2-lint tests", "-c", "user.email=tests@fsdp2-lint.invalid", "-c", "commit.gpgsign=false"]
+GIT_IDENTITY = [
+    "-c",
+    "user.name=fsdp2-lint tests",
+    "-c",
+    "user.email=tests@fsdp2-lint.invalid",
+    "-c",
+    "commit.gpgsign=false",
+]
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -47,6 +46,25 @@ def committed_copy_of_this_checkout(destination: Path) -> Path:
     return destination
 
 
+def test_hook_definition_is_valid_and_runs_the_linter_on_python_files():
+    hooks = {hook["id"]: hook for hook in load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}  # pre-commit's schema
+    hook = hooks["fsdp2-lint"]
+    assert hook["entry"].split()[:2] == ["fsdp2-lint", "check"] and "--fix" not in hook["entry"]
+    assert (hook["language"], hook["types_or"], hook["require_serial"]) == ("python", ["python", "pyi"], True)
+    assert hook["additional_dependencies"] == []  # the linter alone: no torch
+    minimum = tuple(int(part) for part in hook["minimum_pre_commit_version"].split("."))
+    assert (2, 9) <= minimum <= tuple(int(part) for part in pre_commit_version.split(".")[:3])  # types_or: 2.9
+
+
+def readme_try_repo(repository: Path) -> list[str]:
+    """README's `pre-commit try-repo` command, for the hooks of ``repository``."""
+    section = (ROOT / "README.md").read_text().split("\n## pre-commit\n", 1)[1].split("\n## ", 1)[0]
+    (command,) = re.findall(r"^pre-commit try-repo .+$", section, re.M)
+    words = command.split()
+    assert words[2] == "https://github.com/fsdp2-lint/fsdp2-lint"
+    return [sys.executable, "-m", "pre_commit", *words[1:2], str(repository), *words[3:]]
+
+
 def test_hook_fails_on_the_bad_file_with_its_diagnostic_and_passes_on_good_ones(tmp_path):
     hooks_repo = committed_copy_of_this_checkout(tmp_path / "fsdp2-lint")
     project = tmp_path / "project"
@@ -55,26 +73,27 @@ def test_hook_fails_on_the_bad_file_with_its_diagnostic_and_passes_on_good_ones(
     (project / "good.py").write_text(GOOD)
     (project / "generated" / "bad.py").write_text(BAD)  # excluded by the configuration below
     (project / "pyproject.toml").write_text('[tool.fsdp2-lint]\nexclude = ["generated/"]\n')
-    revision = git(hooks_repo, "rev-parse", "HEAD").strip()
-    (project / ".pre-commit-config.yaml").write_text(CONFIG.format(repo=hooks_repo, rev=revision))
     git(project, "init", "--quiet")
     git(project, "add", "--all")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PRE_COMMIT_COLOR": "never"}
-    command = [sys.executable, "-m", "pre_commit", "run", "fsdp2-lint", "--all-files"]
+    (tmp_path / "constraints.txt").write_text("torch<0\n")  # no torch can install: the hook must need none
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "PRE_COMMIT_COLOR": "never",
+        "PIP_CONSTRAINT": str(tmp_path / "constraints.txt"),
+    }
+    command = readme_try_repo(hooks_repo)
 
     failed = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert "fsdp2-lint" in failed.stdout and "Failed" in failed.stdout
+    assert re.search(r"^fsdp2-lint\.+Failed$", failed.stdout, re.M), failed.stdout
     assert "bad.py:5:7: FSDP001 optimizer built from parameters of `model`" in failed.stdout
     assert "generated/bad.py" not in failed.stdout and "Found 1 problem (1 error)." in failed.stdout
 
     git(project, "rm", "--quiet", "--cached", "bad.py")
     passed = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "Passed" in passed.stdout
-
-    hook_packages = list((tmp_path / "pre-commit-home").glob("repo*/py_env-*/lib/python*/site-packages"))
-    assert hook_packages and not any((packages / "torch").exists() for packages in hook_packages)
+    assert re.search(r"^fsdp2-lint\.+Passed$", passed.stdout, re.M), passed.stdout
 
 
 FIXABLE = GOOD + "out = model.forward(x)  # direct call: skips FSDP's hooks\n"

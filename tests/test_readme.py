@@ -1,13 +1,31 @@
-"""README's promises: its quick-start commands are what CI runs, and its rule table is current."""
+"""README's promises: its quick-start commands are what CI runs, its rule table is current, and the
+configurations it gives users (pre-commit, VS Code, GitHub Actions) are valid and do what it says.
+(Its Neovim configurations run in test_lsp_neovim.py, its `pre-commit try-repo` in test_precommit.py.)"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sysconfig
 
+import yaml
 from click.testing import CliRunner
 from fixture_marks import ROOT
+from pre_commit.clientlib import load_config, load_manifest
+from sarif_kit.validate import validation_errors
+from test_cli import BAD
 
+from fsdp2_lint import __version__
 from fsdp2_lint.cli import main
+from fsdp2_lint.output import FORMATS, HOMEPAGE
+from fsdp2_lint.runtime.command import confirm
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 README = (ROOT / "README.md").read_text()
 
@@ -29,3 +47,83 @@ def test_rule_table_matches_the_rules():
     table = README.split("<!-- rules-table", 1)[1].split("-->", 1)[1].split("<!-- end rules-table -->", 1)[0]
     generated = CliRunner().invoke(main, ["rules", "--output-format", "markdown"]).output
     assert table.strip() == generated.strip(), "regenerate with `fsdp2-lint rules --output-format markdown`"
+
+
+def section(title: str) -> str:
+    return README.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def blocks(language: str, text: str = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.+?)```", text, re.S)
+
+
+def test_pre_commit_snippets_are_valid_configurations_of_hooks_this_repository_defines(tmp_path):
+    snippets = [block for block in blocks("yaml") if block.startswith("repos:")]
+    assert len(snippets) >= 2  # pre-commit section, and the fix hook under Fixes
+    defined = {hook["id"] for hook in load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
+    for number, snippet in enumerate(snippets):
+        path = tmp_path / f"config{number}.yaml"
+        path.write_text(snippet)
+        (repo,) = load_config(str(path))["repos"]  # pre-commit's own schema check
+        assert (repo["repo"], repo["rev"]) == (HOMEPAGE, f"v{__version__}")
+        assert {hook["id"] for hook in repo["hooks"]} <= defined
+    (hook_snippet,) = [snippet for snippet in snippets if snippet in section("pre-commit")]
+    assert "      - id: fsdp2-lint\n" in hook_snippet
+
+
+def test_vs_code_settings_run_the_language_server_for_python():
+    (settings,) = blocks("json", section("Editors (LSP)"))
+    assert json.loads(settings) == {
+        "glspc.server.command": "fsdp2-lint",
+        "glspc.server.commandArguments": ["lsp"],
+        "glspc.server.languageId": ["python"],
+    }
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "pip install 'fsdp2-lint[lsp]'" in section("Editors (LSP)") and extras["lsp"] == ["pygls>=2,<3"]
+
+
+def test_output_formats_table_lists_every_format():
+    table = section("Output formats")
+    assert re.findall(r"^\| `([a-z-]+)`", table, re.M) == list(FORMATS)
+
+
+def github_workflow() -> dict:
+    (workflow,) = blocks("yaml", section("GitHub Actions"))
+    return yaml.safe_load(workflow)
+
+
+def test_github_workflow_lint_job_uploads_the_sarif_its_command_writes_and_fails_on_findings(tmp_path):
+    workflow = github_workflow()
+    assert set(workflow[True]) == {"push", "pull_request"}  # YAML 1.1 reads the key `on` as true
+    lint = workflow["jobs"]["lint"]
+    assert lint["permissions"]["security-events"] == "write"
+    steps = lint["steps"]
+    upload = next(step for step in steps if step.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
+    commands = [step["run"] for step in steps if "run" in step]
+    assert commands[0] == "pip install fsdp2-lint"
+
+    # the workflow's own commands, run in a checkout holding a bad script
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(BAD)
+    env = {**os.environ, "PATH": sysconfig.get_path("scripts") + os.pathsep + os.environ["PATH"]}
+    sarif_run, annotate = (
+        subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
+        for command in commands[1:]
+    )
+    assert sarif_run.returncode == 0, sarif_run.stderr  # --exit-zero: the upload step still runs
+    log = json.loads((tmp_path / upload["with"]["sarif_file"]).read_text())
+    assert validation_errors(log) == [] and [result["ruleId"] for result in log["runs"][0]["results"]] == ["FSDP001"]
+    assert annotate.returncode == 1 and annotate.stdout.startswith(
+        "::error title=fsdp2-lint (FSDP001),file=train.py,line=5,"
+    )
+
+
+def test_github_workflow_gpu_job_runs_confirm_on_cuda():
+    job = github_workflow()["jobs"]["confirm"]
+    install, run = [step["run"] for step in job["steps"] if "run" in step]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert install == "pip install 'fsdp2-lint[runtime]'" and any(r.startswith("torch") for r in extras["runtime"])
+    program, command, *arguments = run.split()
+    assert (program, command) == ("fsdp2-lint", "confirm")
+    options = confirm.make_context("confirm", arguments).params  # parsed as the CLI parses them
+    assert options["device"] == "cuda" and options["nproc"] >= 2
