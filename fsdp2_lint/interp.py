@@ -1665,6 +1665,30 @@ def _partial(interp: Interpreter, event: Event) -> Value:
     return Partial(event.args[0], event.args[1:], tuple(event.kwargs.items()))
 
 
+def _module_container(interp: Interpreter, event: Event) -> Value:
+    """``nn.Sequential(a, b)`` / ``nn.ModuleList([a, b])`` / ``nn.ModuleDict({...})``: the modules
+    given become its children, so sharding ``a`` shards part of the container."""
+    container = interp.new_object(event, event.qname)
+    if event.qname == "torch.nn.Sequential":
+        children: list[tuple[object, Value]] = list(enumerate(event.args))
+    else:
+        given = event.arg(0, "modules") or UNKNOWN
+        items = _container_items(given) or []
+        literal = isinstance(given, Tuple) or (
+            isinstance(given, Ref) and isinstance(given.root.node, (cst.List, cst.Tuple, cst.Dict))
+        )
+        # A literal names each child; a comprehension's one element stands for all of them.
+        children = [(index if key is None else key, value) for index, (key, value) in enumerate(items)]
+        children = children if literal else [(None, value) for _, value in items]
+    for key, value in children:
+        slot = container.child(_key_element(key))  # type: ignore[union-attr]
+        for child in refs(value):
+            if not child.path and child.root.kind in ("new", "param") and child.root.parent is None:
+                if not _owned_by(slot, child.root):
+                    child.root.parent = slot
+    return container
+
+
 def _symbol_returns_second(interp: Interpreter, event: Event) -> Value:
     return event.arg(1, "val") or UNKNOWN
 
@@ -1675,6 +1699,7 @@ _SYMBOL_CALLS = {
     "typing.cast": _symbol_returns_second,
     "copy.deepcopy": _copy,
     "functools.partial": _partial,
+    **{f"torch.nn.{name}": _module_container for name in ("Sequential", "ModuleList", "ModuleDict")},
     names.DDP: _wrapper("ddp"),
     names.FSDP1: _wrapper("fsdp1"),
     names.GET_MODEL_STATE_DICT: _state_dict_of(0, "model"),

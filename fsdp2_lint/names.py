@@ -51,6 +51,7 @@ _PREFIXES = {
     "torch.distributed._tensor": "torch.distributed.tensor",
     "torch.distributed.tensor._api": "torch.distributed.tensor",
     "torch.nn.parallel.distributed": "torch.nn.parallel",
+    "torch.nn.modules.container": "torch.nn",
     "torch.serialization": "torch",
     "torch.utils.model_zoo": "torch.hub",
     "torch.autograd.grad_mode": "torch",

@@ -390,3 +390,23 @@ def test_a_while_test_narrows_the_loop_body():
     (unwrap,) = facts.traces[0].methods("module", kind="attr")
     (no_sync,) = facts.traces[0].methods("no_sync")
     assert may_be_wrapper(unwrap.receiver) and not may_be_wrapper(no_sync.receiver)
+
+
+def test_modules_given_to_torch_containers_become_their_children():
+    facts = facts_of(
+        """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        encoder, head = Encoder(), nn.Linear(4, 4)
+        model = nn.Sequential(encoder, head)
+        blocks = nn.ModuleList([Block() for _ in range(4)])
+        fully_shard(encoder)
+        fully_shard(head)
+        fully_shard(blocks[0])
+        """
+    )
+    assert [canonical(target).text for shard in facts.traces[0].shards for target in shard.targets] == [
+        "model[0]",
+        "model[1]",
+        "blocks[0]",
+    ]

@@ -115,6 +115,17 @@ CASES = {
         optimizer = make_optimizer(model.parameters())
         optimizer.step()
     """,
+    "fsdp001-container-built-from-parts-sharded-later": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        encoder, decoder = Encoder(), Decoder()
+        model = nn.ModuleList([encoder, decoder])
+        opt = torch.optim.AdamW(model.parameters())  # expect: FSDP001
+        fully_shard(encoder)
+        fully_shard(decoder)
+        opt.step()
+    """,
     "fsdp001-good-helpers-in-right-order": """
         import torch
         from torch.distributed.fsdp import fully_shard
