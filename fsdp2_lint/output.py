@@ -13,9 +13,10 @@ import json
 import os
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence, TextIO
+from typing import TextIO
 from urllib.parse import quote
 
 from rich.cells import cell_len
@@ -237,7 +238,7 @@ def write_gitlab(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
             "severity": "major" if d.severity is Severity.ERROR else "minor",
             "location": {"path": repository_path(d.path, root), "lines": {"begin": d.line, "end": d.end_line}},
         }
-        for d, fingerprint in zip(diagnostics, fingerprints)
+        for d, fingerprint in zip(diagnostics, fingerprints, strict=True)
     ]
     json.dump(report, stream, indent=2)
     stream.write("\n")
@@ -264,7 +265,9 @@ def write_junit(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
     for d in diagnostics:
         by_path.setdefault(d.path, []).append(d)
     for path, found in by_path.items():
-        suite = ET.SubElement(suites, "testsuite", name=path, tests=str(len(found)), failures=str(len(found)), errors="0")
+        suite = ET.SubElement(
+            suites, "testsuite", name=path, tests=str(len(found)), failures=str(len(found)), errors="0"
+        )
         for d in found:
             case = ET.SubElement(suite, "testcase", name=f"fsdp2-lint.{d.code}", classname=path, file=path,
                                  line=str(d.line), column=str(d.column))  # fmt: skip
@@ -283,7 +286,10 @@ def write_sarif(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
     rules = [_sarif_parse_error_rule()] + [_sarif_rule(rule) for rule in all_rules()]
     index = {rule["id"]: position for position, rule in enumerate(rules)}
     fingerprints = stable_fingerprints(diagnostics, root)
-    results = [_sarif_result(d, index[d.code], fingerprint, root) for d, fingerprint in zip(diagnostics, fingerprints)]
+    results = [
+        _sarif_result(d, index[d.code], fingerprint, root)
+        for d, fingerprint in zip(diagnostics, fingerprints, strict=True)
+    ]
     run = {
         "tool": {"driver": {"name": "fsdp2-lint", "version": __version__, "informationUri": HOMEPAGE, "rules": rules}},
         "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},

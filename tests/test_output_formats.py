@@ -7,17 +7,16 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from sarif_kit.validate import validation_errors
+from test_cli import BAD, GOOD, write
 
 from fsdp2_lint.cli import main
 from fsdp2_lint.engine import Diagnostic
 from fsdp2_lint.output import write_github
 from fsdp2_lint.rule import Severity, all_rules
-from test_cli import BAD, GOOD, write
 
 BROKEN = "from torch.distributed.fsdp import fully_shard\ndef f(:\n"
 
@@ -56,7 +55,9 @@ def test_json_lines_holds_the_json_objects_one_per_line(project):
     write(project / "src" / "bad.py", BAD)
     write(project / "src" / "broken.py", BROKEN)
     lines = check("--output-format", "json-lines", "bad.py", "broken.py")[1].splitlines()
-    assert [json.loads(line) for line in lines] == json.loads(check("--output-format", "json", "bad.py", "broken.py")[1])
+    assert [json.loads(line) for line in lines] == json.loads(
+        check("--output-format", "json", "bad.py", "broken.py")[1]
+    )
     assert [json.loads(line)["code"] for line in lines] == ["FSDP001", "FSDP000"]
 
 
@@ -100,11 +101,20 @@ def test_junit_has_a_suite_per_file_and_a_failure_per_problem(project):
     assert (suites.tag, suites.get("tests"), suites.get("failures")) == ("testsuites", "2", "2")
     assert [suite.get("name") for suite in suites] == ["bad.py", "broken.py"]
     case = suites.find("testsuite/testcase")
-    assert (case.get("name"), case.get("classname"), case.get("line"), case.get("column")) == ("fsdp2-lint.FSDP001", "bad.py", "5", "7")
+    assert (case.get("name"), case.get("classname"), case.get("line"), case.get("column")) == (
+        "fsdp2-lint.FSDP001",
+        "bad.py",
+        "5",
+        "7",
+    )
     assert case.find("failure").get("message").startswith("optimizer built from parameters of `model`")
     write(project / "src" / "good.py", GOOD)
     clean = ET.fromstring(check("--output-format", "junit", "good.py")[1])
-    assert (clean.get("tests"), clean.get("failures"), clean.find("testsuite/testcase").get("name")) == ("1", "0", "No problems found")
+    assert (clean.get("tests"), clean.get("failures"), clean.find("testsuite/testcase").get("name")) == (
+        "1",
+        "0",
+        "No problems found",
+    )
 
 
 def test_sarif_is_valid_2_1_0_with_every_rule_and_repository_relative_results(project):
@@ -120,16 +130,25 @@ def test_sarif_is_valid_2_1_0_with_every_rule_and_repository_relative_results(pr
     assert optimizer_rule["name"] == "optimizer-before-shard" and optimizer_rule["helpUri"].endswith(".py")
     assert optimizer_rule["shortDescription"]["text"].startswith("optimizer built from parameters")
     assert optimizer_rule["fullDescription"]["text"] and optimizer_rule["help"]["markdown"].startswith("# FSDP001")
-    assert all(rule["shortDescription"]["text"] and rule["fullDescription"]["text"] and rule["help"]["text"] for rule in rules)
+    assert all(
+        rule["shortDescription"]["text"] and rule["fullDescription"]["text"] and rule["help"]["text"] for rule in rules
+    )
 
     optimizer, parse_error = run["results"]
-    assert (optimizer["ruleId"], optimizer["level"], rules[optimizer["ruleIndex"]]["id"]) == ("FSDP001", "error", "FSDP001")
+    assert (optimizer["ruleId"], optimizer["level"], rules[optimizer["ruleIndex"]]["id"]) == (
+        "FSDP001",
+        "error",
+        "FSDP001",
+    )
     assert optimizer["message"]["text"].startswith("optimizer built from parameters of `model`")
     location = optimizer["locations"][0]["physicalLocation"]
     assert location["artifactLocation"] == {"uri": "src/bad.py", "uriBaseId": "%SRCROOT%"}
     assert location["region"] == {"startLine": 5, "startColumn": 7, "endLine": 5, "endColumn": 44}
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.as_uri() + "/"
-    assert parse_error["ruleId"] == "FSDP000" and parse_error["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    assert (
+        parse_error["ruleId"] == "FSDP000"
+        and parse_error["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    )
 
     write(project / "src" / "good.py", GOOD)
     clean = json.loads(check("--output-format", "sarif", "good.py")[1])
@@ -163,7 +182,9 @@ def test_stdin_is_linted_as_the_named_file_with_its_settings(project):
     write(project / "pyproject.toml", '[tool.fsdp2-lint]\nper-file-ignores = { "tests/*" = ["FSDP001"] }\n')
     code, output = check("--output-format", "concise", "--stdin-filename", "train.py", stdin=BAD)
     assert code == 1 and output.startswith("train.py:5:7: FSDP001")
-    assert check("--stdin-filename", str(project / "tests" / "test_train.py"), stdin=BAD)[0] == 0  # per-file-ignores by NAME
+    assert (
+        check("--stdin-filename", str(project / "tests" / "test_train.py"), stdin=BAD)[0] == 0
+    )  # per-file-ignores by NAME
     code, output = check("--output-format", "concise", "-", stdin=BAD)
     assert code == 1 and output.startswith("-:5:7: FSDP001")
     code, output = check("--stdin-filename", "x.py", "other.py", stdin=BAD)
@@ -182,6 +203,8 @@ def test_output_format_from_the_environment_and_the_flag_wins(project):
     write(project / "src" / "bad.py", BAD)
     from_env = check("bad.py", env={"FSDP2_LINT_OUTPUT_FORMAT": "json-lines"})[1]
     assert json.loads(from_env)["code"] == "FSDP001"
-    assert check("--output-format", "concise", "bad.py", env={"FSDP2_LINT_OUTPUT_FORMAT": "json"})[1].startswith("bad.py:5:7:")
+    assert check("--output-format", "concise", "bad.py", env={"FSDP2_LINT_OUTPUT_FORMAT": "json"})[1].startswith(
+        "bad.py:5:7:"
+    )
     code, output = check("bad.py", env={"FSDP2_LINT_OUTPUT_FORMAT": "xml"})
     assert code == 2 and "'xml' is not one of" in output
