@@ -66,8 +66,11 @@ def main() -> int:
     check = [sys.executable, "-m", "fsdp2_lint", "check", "--isolated", "--exit-zero", "-q"]
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
     with tempfile.TemporaryDirectory() as cache:
+        version = linter_fingerprint()
         runs["cold"] = measure("fsdp2-lint check (cold)", [*check, *jobs, "--cache-dir", cache], files)
         runs["warm"] = measure("fsdp2-lint check (warm)", [*check, *jobs, "--cache-dir", cache], files)
+        if linter_fingerprint() != version:
+            print("WARNING: the linter's source changed between the cold and the warm run: run again")
     runs["serial"] = measure("fsdp2-lint check --jobs 1 --no-cache", [*check, "--jobs", "1", "--no-cache"], files)
     if args.ruff:
         select = ["--no-cache", "--isolated", "--exit-zero", "--quiet", "--select", args.ruff_rule]
@@ -123,6 +126,12 @@ def corpus_files(roots: list[Path], with_torch: bool, sample: int | None) -> lis
     if sample and len(files) > sample:
         files = files[:: len(files) // sample]
     return files
+
+
+def linter_fingerprint() -> str:
+    """What keys the cache (in a fresh process: the source may change while the benchmark runs)."""
+    code = "from fsdp2_lint.cache import linter_fingerprint; print(linter_fingerprint())"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
 
 
 def skip_ratio(files: list[Path]) -> float:

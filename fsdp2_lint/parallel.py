@@ -51,7 +51,7 @@ def default_jobs() -> int:
 def lint_tasks(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache | None = None) -> list[Diagnostic]:
     """The diagnostics of every task, in task order (each file's sorted by position)."""
     results: list[list[Diagnostic]] = [[] for _ in tasks]
-    pending: list[int] = []
+    pending: list[tuple[int, int]] = []  # (size, task index)
     for index, task in enumerate(tasks):
         try:
             data = task.path.read_bytes()
@@ -64,10 +64,11 @@ def lint_tasks(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache 
         if cached is not None:
             results[index] = cached
         else:
-            pending.append(index)
+            pending.append((len(data), index))
     jobs = default_jobs() if jobs is None else max(1, jobs)
     workers = min(jobs, len(pending)) if len(pending) >= PARALLEL_THRESHOLD else 1
-    for index, diagnostics in zip(pending, _analyse([tasks[index] for index in pending], workers, cache), strict=True):
+    order = [index for _, index in sorted(pending, key=lambda item: -item[0])]  # the largest first: no long tail
+    for index, diagnostics in zip(order, _analyse([tasks[index] for index in order], workers, cache), strict=True):
         results[index] = diagnostics
     return [
         diagnostic
