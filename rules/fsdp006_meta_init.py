@@ -134,9 +134,10 @@ def _loads_full_state(event: Event) -> bool:
 
 def _never_materialised(trace: Trace) -> Iterator[Finding]:
     reported = set()
+    built_on_meta = [event for event in trace.events if _constructs(event) and _on_meta(event)]
     for shard in trace.shards:
         for target in shard.targets:
-            creation = _meta_creation(target)
+            creation = _meta_creation(target) or _meta_part(built_on_meta, target)
             if creation is not None and id(creation) not in reported:
                 reported.add(id(creation))
                 if trace.handed_off([target], creation.index) is not None:
@@ -146,6 +147,20 @@ def _never_materialised(trace: Trace) -> Iterator[Finding]:
                     "built on the meta device and sharded, but never materialised with `to_empty()`: the first "
                     "forward fails with 'FSDP parameters should be materialized from meta device'",
                 )
+
+
+def _constructs(event: Event) -> bool:
+    return isinstance(event.result, Ref) and not event.result.path and event.result.root.event is event
+
+
+def _meta_part(built_on_meta: list[Event], module: Ref) -> Event | None:
+    """The first meta construction of a module inside ``module`` (``nn.Linear(..., device="meta")``
+    given to an ``nn.Sequential`` built on the CPU)."""
+    whole = canonical(module)
+    for creation in built_on_meta:
+        if may_overlap(canonical(creation.result), whole):  # type: ignore[arg-type]
+            return creation
+    return None
 
 
 def _meta_creation(module: Ref) -> Event | None:

@@ -537,7 +537,7 @@ CASES = {
         import torch.nn as nn
         from torch.distributed.fsdp import fully_shard
         def main():
-            model = nn.Sequential(nn.Linear(8, 8, device="meta"), nn.Linear(8, 8, device="meta"))
+            model = nn.Sequential(nn.Linear(8, 8, device="meta"), nn.Linear(8, 8, device="meta"))  # expect: FSDP006
             for layer in model:
                 fully_shard(layer)
             fully_shard(model)
