@@ -25,6 +25,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from fsdp2_lint.cli import main
+from fsdp2_lint.lsp import features
 
 # `fsdp2-lint lsp` with torch unimportable: the editor install (`fsdp2-lint[lsp]`) has no torch
 BLOCKED = "import sys; sys.modules[{!r}] = None; from fsdp2_lint.cli import main; main()"
@@ -130,9 +131,11 @@ def span(d: types.Diagnostic) -> tuple[int, int, int, int]:
 def apply_edit(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
     """Apply a workspace edit to ``text`` as an editor does (UTF-16 columns, edits in reverse)."""
     edits = [e for change in edit.document_changes or () for e in change.edits] or edit.changes[uri]
-    lines = text.splitlines(keepends=True)
+    lines, end = text.splitlines(keepends=True), len(text)
 
     def offset(position: types.Position) -> int:
+        if position.line == len(lines):  # the empty line after a final newline
+            return end
         line = lines[position.line].encode("utf-16-le")[: 2 * position.character].decode("utf-16-le")
         return sum(len(previous) for previous in lines[: position.line]) + len(line)
 
@@ -466,3 +469,29 @@ async def test_a_lint_that_raises_crashes_or_hangs_costs_one_document_not_the_se
 
     uri = open_document(client, tmp_path / "train.py", BAD)
     assert codes(await published(client, uri)) == ["FSDP001", "FSDP003"]
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_fix_all_applies_every_safe_fix_as_the_cli_does_when_asked_by_name(client: LanguageClient, tmp_path):
+    assert features.FIX_ALL in client.server_capabilities.code_action_provider.code_action_kinds
+    text = BAD + "with model.no_sync():\n    model(batch).sum().backward()\n"  # FSDP003, FSDP005: safe; FSDP001: unsafe
+    path = tmp_path / "train.py"
+    uri = open_document(client, path, text)
+    optimizer, *_ = await published(client, uri)
+    everything = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+    quick_fixes = await request_actions(client, uri, optimizer, only=None)
+    assert all(action.kind == types.CodeActionKind.QuickFix for action in quick_fixes)  # not on every cursor move
+
+    for only in ([types.CodeActionKind.SourceFixAll], [types.CodeActionKind.Source]):
+        context = types.CodeActionContext(diagnostics=[], only=only)
+        params = types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=everything, context=context
+        )
+        (fix_all,) = await client.text_document_code_action_async(params)
+        assert fix_all.kind == "source.fixAll.fsdp2-lint"
+    fixed = apply_edit(text, fix_all.edit, uri)
+    cli = CliRunner().invoke(main, ["check", "--fix", "--stdin-filename", str(path)], input=text)
+    assert fixed == cli.stdout and "out = model(batch)" in fixed and "set_requires_gradient_sync(True)" in fixed
+    change_document(client, uri, fixed, 2)
+    assert codes(await published(client, uri, lambda found: "FSDP003" not in found)) == ["FSDP001"]

@@ -17,6 +17,7 @@ from fsdp2_lint.rule import Rule, Severity, all_rules
 SOURCE = "fsdp2-lint"
 SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning}
 QUICK_FIX = types.CodeActionKind.QuickFix
+FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.fsdp2-lint"
 # an existing `# noqa: CODES` list in a comment, which a new code extends
 _NOQA_LIST = re.compile(r"#\s*noqa\s*:\s*[A-Za-z]+\d+(?:\s*,?\s*[A-Za-z]+\d+)*", re.IGNORECASE)
 
@@ -122,6 +123,16 @@ def _fix_action(
         edit=_workspace_edit(edits, document, versioned_edits),
         is_preferred=fix.applicability == "safe",
     )
+
+
+def fix_all_action(
+    text: DocumentText, fixed: str, document: types.OptionalVersionedTextDocumentIdentifier, versioned_edits: bool
+) -> types.CodeAction:
+    """Replace the whole text with ``fixed``: every safe fix applied, round after round."""
+    last = len(text.lines)
+    whole = types.Range(start=types.Position(line=0, character=0), end=text.position(last, len(text.lines[-1]) + 1))
+    edit = _workspace_edit([types.TextEdit(range=whole, new_text=fixed)], document, versioned_edits)
+    return types.CodeAction(title="Fix all fsdp2-lint problems with safe fixes", kind=FIX_ALL, edit=edit)
 
 
 def _noqa_edit(d: Diagnostic, text: DocumentText, comment_columns: dict[int, int | None]) -> types.TextEdit | None:

@@ -117,6 +117,13 @@ class Fsdp2LintServer(LanguageServer):
         self._analyses[uri] = pending
         return pending
 
+    async def fixed(self, uri: str, text: DocumentText) -> str | None:
+        """``text`` with every safe fix applied (None: nothing to fix), on the linting thread."""
+        source = text.to_bytes()
+        return await asyncio.get_running_loop().run_in_executor(
+            self._linter, self.worker.fix, document_path(uri), source
+        )
+
     def schedule_publish(self, uri: str, delay: float) -> None:
         """Publish the document's diagnostics after ``delay`` seconds without a newer schedule."""
         previous = self._debounced.pop(uri, None)
@@ -172,10 +179,13 @@ class Fsdp2LintServer(LanguageServer):
 def analyse(uri: str, version: int | None, text: DocumentText, worker: LintWorker, result_id: str) -> Analysis:
     """Lint one version of a document (on the linting thread). A document never saved has no path:
     its settings come from the server's working directory."""
-    file_path = to_fs_path(uri)
-    path = Path(file_path) if file_path else Path.cwd() / PurePosixPath(urlparse(uri).path).name
-    result = worker.lint(path, text.to_bytes())
+    result = worker.lint(document_path(uri), text.to_bytes())
     return Analysis(version, result_id, text, features.findings(result.diagnostics, text), result.config_error)
+
+
+def document_path(uri: str) -> Path:
+    file_path = to_fs_path(uri)
+    return Path(file_path) if file_path else Path.cwd() / PurePosixPath(urlparse(uri).path).name
 
 
 server = Fsdp2LintServer()
@@ -268,18 +278,34 @@ async def hover(ls: Fsdp2LintServer, params: types.HoverParams) -> types.Hover |
 
 @server.feature(
     types.TEXT_DOCUMENT_CODE_ACTION,
-    types.CodeActionOptions(code_action_kinds=[features.QUICK_FIX], resolve_provider=False),
+    types.CodeActionOptions(code_action_kinds=[features.QUICK_FIX, features.FIX_ALL], resolve_provider=False),
 )
 async def code_action(ls: Fsdp2LintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    """Quick fixes for the diagnostics in the range; "fix all" (every safe fix, as `--fix` applies
+    them) only when the client asks for that kind by name (VS Code's `editor.codeActionsOnSave`, its
+    Source Action menu): computing it lints the file again, too slow for every cursor move."""
+    only = params.context.only
     document = ls.open_python_document(params.text_document.uri)
-    if document is None or not features.wants_kind(params.context.only, features.QUICK_FIX):
+    quick_fixes, fix_all = (
+        features.wants_kind(only, features.QUICK_FIX),
+        only is not None and features.wants_kind(only, features.FIX_ALL),
+    )
+    if document is None or not (quick_fixes or fix_all):
         return None
     analysis = await ls.analysis(document)
     identifier = types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=analysis.version)
     versioned = bool(ls.capability("workspace.workspace_edit.document_changes"))
-    return features.code_actions(
-        features.overlapping(analysis.found, params.range), analysis.text, identifier, versioned
-    )
+    actions = []
+    if quick_fixes:
+        in_range = features.overlapping(analysis.found, params.range)
+        actions += features.code_actions(in_range, analysis.text, identifier, versioned)
+    if fix_all and any(
+        f.diagnostic.fix is not None and f.diagnostic.fix.applicability == "safe" for f in analysis.found
+    ):
+        fixed = await ls.fixed(document.uri, analysis.text)
+        if fixed is not None:
+            actions.append(features.fix_all_action(analysis.text, fixed, identifier, versioned))
+    return actions
 
 
 def serve() -> None:
