@@ -122,6 +122,9 @@ WRAPPER_ONLY = frozenset({"no_sync", "module"})
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
 
 
+Slot = tuple[int, tuple[str, ...]]  # a heap key: (id of the owning object, attribute path)
+
+
 class Env:
     """Variables of one scope; ``parent`` is the enclosing scope (closures, module globals)."""
 
@@ -347,11 +350,13 @@ class Interpreter:
         test = self.eval(node.test)
         then_guard, else_guard = _rank_guards(node, _rank_kind(test), len(self.frame.stack))
         then_narrowing, else_narrowing = self.narrowing(node.test)
+        arm_slots = self.slot_narrowing(node.test)
         base, outer = self.frame.env, self.ctx
         arms: list[tuple[Env, bool]] = []
         for arm, (guard, narrowing) in enumerate(((then_guard, then_narrowing), (else_guard, else_narrowing))):
             self.frame.env = base.branch()
             self.frame.env.vars.update(narrowing)
+            saved = self.narrow_slots(arm_slots[arm])
             self.ctx = outer.with_(branches=outer.branches + ((id(node), arm),), rank_guard=guard or outer.rank_guard)
             if arm == 0:
                 done = self.exec_block(statements(node.body))
@@ -361,6 +366,7 @@ class Interpreter:
                 done = self.exec_block(statements(node.orelse.body))
             else:
                 done = False
+            self.restore_slots(arm_slots[arm], saved)
             arms.append((self.frame.env, done))
         self.frame.env, self.ctx = base, outer
         (then_env, then_done), (else_env, else_done) = arms
@@ -370,6 +376,7 @@ class Interpreter:
             base.vars.clear()
             base.vars.update((else_env if then_done else then_env).vars)
             arm = 1 if then_done else 0
+            self.narrow_slots(arm_slots[arm])  # the rest of the block runs in that arm
             return Continuation((id(node), arm), else_guard if then_done else then_guard)
         for env, narrowing in ((then_env, then_narrowing), (else_env, else_narrowing)):
             _undo_narrowing(env, narrowing, base)  # what the test said holds only inside the arm
@@ -389,9 +396,12 @@ class Interpreter:
     def exec_while(self, node: cst.While) -> None:
         self.eval(node.test)
         inside, _ = self.narrowing(node.test)  # `while hasattr(model, "module"): model = model.module`
+        slots, _ = self.slot_narrowing(node.test)
         before = Env(None, dict(self.frame.env.vars))
         self.frame.env.vars.update(inside)
+        saved = self.narrow_slots(slots)
         self.loop_body(node, node.body, node.orelse)
+        self.restore_slots(slots, saved)
         _undo_narrowing(self.frame.env, inside, before)
 
     def loop_body(self, node: cst.CSTNode, body: cst.BaseSuite, orelse: cst.Else | None) -> None:
@@ -735,9 +745,12 @@ class Interpreter:
         self.eval(node.test)
         results = []
         base = self.frame.env
-        for narrowing, arm in zip(self.narrowing(node.test), (node.body, node.orelse), strict=True):
+        arms = zip(self.narrowing(node.test), self.slot_narrowing(node.test), (node.body, node.orelse), strict=True)
+        for narrowing, slots, arm in arms:
             self.frame.env = Env(base, dict(narrowing)) if narrowing else base
+            saved = self.narrow_slots(slots)
             results.append(self.eval(arm))
+            self.restore_slots(slots, saved)
             self.frame.env = base
         return choice(results)
 
@@ -1197,11 +1210,31 @@ class Interpreter:
         or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in the arm that rules
         that out, not an FSDP2 module.
         """
-        wrapper_true, wrapper_false = self._wrapper_narrowing(test)
+        wrapper_true, wrapper_false = (_variables(found) for found in self._wrapper_narrowing(test))
         loop_true, loop_false = self._loop_narrowing(test)
         return {**wrapper_true, **loop_true}, {**wrapper_false, **loop_false}
 
-    def _wrapper_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+    def slot_narrowing(self, test: cst.BaseExpression) -> tuple[dict[Slot, Value], dict[Slot, Value]]:
+        """The same type-guard narrowing for attributes (``hasattr(self.model, "no_sync")``),
+        as heap slots for the true and the false arm."""
+        true, false = self._wrapper_narrowing(test)
+        return _slots(true), _slots(false)
+
+    def narrow_slots(self, slots: dict[Slot, Value]) -> dict[Slot, Value | None]:
+        saved = {slot: self.heap.get(slot) for slot in slots}
+        self.heap.update(slots)
+        return saved
+
+    def restore_slots(self, slots: dict[Slot, Value], saved: dict[Slot, Value | None]) -> None:
+        for slot, value in slots.items():
+            if self.heap.get(slot) is not value:
+                continue  # assigned meanwhile
+            if saved[slot] is None:
+                del self.heap[slot]
+            else:
+                self.heap[slot] = saved[slot]  # type: ignore[assignment]
+
+    def _wrapper_narrowing(self, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             true, false = self._wrapper_narrowing(test.expression)
             return false, true
@@ -1210,20 +1243,33 @@ class Interpreter:
             if isinstance(test.operator, cst.And):
                 return {**left_true, **right_true}, {}
             return {}, {**left_false, **right_false}
-        if not (isinstance(test, cst.Call) and len(test.args) >= 2 and isinstance(test.args[0].value, cst.Name)):
+        if not (isinstance(test, cst.Call) and len(test.args) >= 2):
             return {}, {}
-        name = test.args[0].value.value
+        tested = test.args[0].value
+        name = tested.value if isinstance(tested, cst.Name) else self._slot_of(tested)
+        if name is None:
+            return {}, {}
         function, kind = dotted(test.func), test.args[1].value
         if function == "hasattr" and isinstance(kind, cst.SimpleString) and kind.evaluated_value in WRAPPER_ONLY:
-            return {name: _unknown_wrapper(name)}, {}
+            return {name: _unknown_wrapper(dotted(tested))}, {}
         if function != "isinstance":
             return {}, {}
         types = {option.qname for option in walk_contents(self._peek(kind)) if isinstance(option, Symbol)}
         if names.FSDP_MODULE in types:
             return {}, {name: UNKNOWN}
         if types & {names.DDP, names.FSDP1}:
-            return {name: _unknown_wrapper(name)}, {}
+            return {name: _unknown_wrapper(dotted(tested))}, {}
         return {}, {}
+
+    def _slot_of(self, node: cst.BaseExpression) -> Slot | None:
+        """The heap slot of ``name.attr`` when ``name`` holds one known object."""
+        if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
+            return None
+        owner = self.frame.env.lookup(node.value.value)
+        if not isinstance(owner, Ref) or owner.root.kind == "container":
+            return None
+        slot = canonical(owner).child(node.attr.value)
+        return (id(slot.root), slot.path)
 
     def _loop_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
         loop_modules = {
@@ -1328,6 +1374,14 @@ def _owned_by(slot: Ref, obj: Obj) -> bool:
             return True
         owner = owner.parent.root if owner.parent is not None else None
     return False
+
+
+def _variables(narrowing: dict[object, Value]) -> dict[str, Value]:
+    return {key: value for key, value in narrowing.items() if isinstance(key, str)}
+
+
+def _slots(narrowing: dict[object, Value]) -> dict[Slot, Value]:
+    return {key: value for key, value in narrowing.items() if isinstance(key, tuple)}
 
 
 def _undo_narrowing(env: Env, narrowing: dict[str, Value], base: Env) -> None:

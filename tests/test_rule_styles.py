@@ -506,6 +506,37 @@ CASES = {
         fully_shard(model)
         accumulate(model, batch)
     """,
+    "fsdp005-good-attribute-hasattr-guard": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        class Trainer:
+            def setup(self):
+                fully_shard(self.model)
+            def backward(self, loss, sync):
+                if not sync and hasattr(self.model, "no_sync"):
+                    ctx = self.model.no_sync()
+                else:
+                    ctx = contextlib.nullcontext()
+                with ctx:
+                    loss.backward()
+            def accumulate(self, loss):
+                if not isinstance(self.model, DDP):
+                    return
+                with self.model.no_sync():
+                    loss.backward()
+    """,
+    "fsdp005-attribute-after-a-guarded-branch": """
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def setup(self):
+                fully_shard(self.model)
+            def backward(self, loss):
+                if hasattr(self.model, "no_sync"):
+                    print("wrapper")
+                with self.model.no_sync():  # expect: FSDP005
+                    loss.backward()
+    """,
     "fsdp005-after-a-guarded-branch": """
         import contextlib
         from torch.distributed.fsdp import fully_shard
