@@ -58,7 +58,8 @@ fully_shard(model)
     )
     requires = (("fully_shard",), ("load", "from_pretrained"))
     signature = RuntimeSignature(
-        evidence="not_loaded", note="after sharding, the full parameters differ from the checkpoint rank 0 loaded"
+        evidence="not_loaded",
+        note="right after fully_shard, the other ranks' shards are not their chunks of what rank 0 loaded",
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
