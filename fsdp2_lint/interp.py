@@ -801,6 +801,8 @@ class Interpreter:
             return self.call_method(callee.receiver, callee.name, args, kwargs, node, attribute_read=True)
         if isinstance(callee, Ref):
             return self.invoke(callee, args, kwargs, node)
+        if isinstance(callee, RankDep):  # a rank flag whose definition we cannot see, called: is_main()
+            return callee
         if isinstance(callee, Partial):
             return choice(
                 [

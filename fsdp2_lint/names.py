@@ -158,6 +158,7 @@ _RANK_NAME = re.compile(
 _RANK_ZERO_NAME = re.compile(
     r"^_?(is_)?(local_|global_)?(main|master|chief|primary)(_process|_rank)?$"
     r"|^_?(is_)?(global_|local_)?(rank_?0|rank_zero|global_zero|local_zero)$"
+    r"|^_?(is_)?(world_|local_)?process_zero$"
 )
 _RANK_FUNCTION = re.compile(r"(^|\.)(get_(global_|local_|node_local_)?rank|get_process_index)$")
 _RANK_ZERO_FUNCTION = re.compile(r"(^|\.)(is_(local_|global_)?(main_process|master|rank_zero|rank0|primary))$")
@@ -182,6 +183,9 @@ def rank_kind_of_call(qname: str) -> str | None:
         return "rank"
     if _RANK_ZERO_FUNCTION.search(qname):
         return "zero"
+    last = qname.rpartition(".")[2]
+    if last.startswith("is_"):  # is_main(), is_rank_0(), trainer.is_world_process_zero()
+        return rank_kind_of_name(last)
     return None
 
 

@@ -54,7 +54,17 @@ def _names_a_rank(word: str) -> bool:
 # `get_rank`, `trainer.is_global_zero`), rank-0 decorators, rank environment variables.
 RANK_TOKENS = tuple(
     Word(core, _names_a_rank)
-    for core in ("rank", "main", "master", "chief", "primary", "process_index", "global_zero", "local_zero")
+    for core in (
+        "rank",
+        "main",
+        "master",
+        "chief",
+        "primary",
+        "process_index",
+        "process_zero",
+        "global_zero",
+        "local_zero",
+    )
 ) + (Word("RANK", names.RANK_ENV_VARS.__contains__), Word("SLURM_", names.RANK_ENV_VARS.__contains__))
 RANKS = {"zero": "rank 0", "nonzero": "the ranks other than 0", "subset": "some ranks"}
 

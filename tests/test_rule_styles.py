@@ -729,6 +729,18 @@ CASES = {
         if dist.get_rank() == 0:
             head = model.output.weight.full_tensor()  # expect: FSDP007
     """,
+    "fsdp007-rank-zero-checks-defined-elsewhere": """
+        import torch.distributed as dist
+        from utils import *
+        if is_main_process():
+            dist.barrier()  # expect: FSDP007
+        if trainer.is_world_process_zero():
+            dist.barrier()  # expect: FSDP007
+        if helpers.is_rank_0():
+            dist.all_reduce(loss)  # expect: FSDP007
+        if is_training():
+            dist.barrier()
+    """,
     "fsdp007-good-point-to-point": """
         import torch.distributed as dist
         if rank == 0:
