@@ -53,6 +53,7 @@ FORWARD_LINE = "out = model.forward(batch)"
 VSCODE = "visual-studio-code@v1.65.2"  # pushes, UTF-16 columns, versioned edits, watches files
 NEOVIM = "neovim@v0.11.0"  # pulls, UTF-8 columns
 EMACS = "emacs@v29.1"  # pushes, UTF-32 columns
+VSCODE_PULL = "visual-studio-code@v1.65.2 + pull"  # as today's VS Code: pulls, and re-pulls when asked
 ASYNC = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -68,10 +69,19 @@ async def client(lsp_client: LanguageClient, request, tmp_path_factory):
     lsp_client.registered = asyncio.Queue()
     lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: lsp_client.registered.put_nowait(params))
     root = tmp_path_factory.mktemp("workspace").as_uri()
-    params = types.InitializeParams(capabilities=client_capabilities(request.param), root_uri=root)
+    params = types.InitializeParams(capabilities=capabilities(request.param), root_uri=root)
     lsp_client.server_capabilities = (await lsp_client.initialize_session(params)).capabilities
     yield
     await lsp_client.shutdown_session()
+
+
+def capabilities(editor: str) -> types.ClientCapabilities:
+    if editor != VSCODE_PULL:
+        return client_capabilities(editor)
+    pulling = client_capabilities(VSCODE)
+    pulling.text_document.diagnostic = types.DiagnosticClientCapabilities(related_document_support=False)
+    pulling.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    return pulling
 
 
 def write(path: Path, text: str) -> Path:
@@ -495,3 +505,26 @@ async def test_fix_all_applies_every_safe_fix_as_the_cli_does_when_asked_by_name
     assert fixed == cli.stdout and "out = model(batch)" in fixed and "set_requires_gradient_sync(True)" in fixed
     change_document(client, uri, fixed, 2)
     assert codes(await published(client, uri, lambda found: "FSDP003" not in found)) == ["FSDP001"]
+
+
+@ASYNC
+@editors(VSCODE_PULL)
+async def test_a_pulling_client_is_asked_to_pull_again_when_the_configuration_changes(client: LanguageClient, tmp_path):
+    await asyncio.wait_for(client.registered.get(), WAIT_SECONDS)  # the pyproject.toml watcher
+    config = write(tmp_path / "pyproject.toml", '[tool.fsdp2-lint]\nignore = ["FSDP001"]\n')
+    document = types.TextDocumentIdentifier(uri=open_document(client, tmp_path / "train.py", BAD))
+    report = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
+    assert codes(report.items) == ["FSDP003"]
+
+    write(config, '[tool.fsdp2-lint]\nignore = ["FSDP003"]\n')
+    changed = types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[changed]))
+    await asyncio.wait_for(wait_until(lambda: client.diagnostic_refresh_count > 0), WAIT_SECONDS)
+    again = types.DocumentDiagnosticParams(text_document=document, previous_result_id=report.result_id)
+    report = await client.text_document_diagnostic_async(again)  # same text, new settings: a new report
+    assert report.kind == "full" and codes(report.items) == ["FSDP001"]
+
+
+async def wait_until(condition) -> None:
+    while not condition():
+        await asyncio.sleep(0.05)
