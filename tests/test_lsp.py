@@ -1,8 +1,9 @@
 """`fsdp2-lint lsp` driven over stdio by a real LSP client (pytest-lsp), as editors drive it.
 
 Each client announces the capabilities of a real editor release: VS Code 1.65 (push diagnostics,
-UTF-16 columns, versioned edits, file watching), Neovim 0.11 (pull diagnostics, UTF-8 columns)
-and Emacs 29 (push, UTF-32 columns).
+UTF-16 columns, versioned edits, file watching), Neovim 0.11 (pull diagnostics, UTF-8 columns, no
+file watching) and Emacs 29 (push, UTF-32 columns); and VS Code 1.65's with pull and refresh added,
+as today's VS Code has them. A second server has faults planted in its lints (lsp_faulty_server.py).
 """
 
 from __future__ import annotations
