@@ -868,6 +868,8 @@ class Interpreter:
             return event.result
         if names.is_optimizer(qname):
             return self.new_optimizer(event, event.arg(0, "params"), qname)
+        if names.is_optimizer_factory(qname):
+            return self.new_optimizer(event, _factory_params(event, None), qname)
         kind = names.rank_kind_of_call(qname)
         if kind is not None:
             event.result = RankDep(kind)
@@ -1047,6 +1049,8 @@ class Interpreter:
             return Ref(ref.root, ref.path + (ANY, ANY_DEPTH))
         if name in SUBMODULE_GETTERS:
             return Ref(ref.root, ref.path + (ANY, ANY_DEPTH))
+        if names.is_optimizer_factory(name):  # model.configure_optimizers(...) defined elsewhere
+            return self.new_optimizer(event, _factory_params(event, ref), None)
         kind = names.rank_kind_of_call(name)
         if kind is not None:
             return RankDep(kind)
@@ -1418,6 +1422,18 @@ def _super_method(value: Super, name: str) -> FunctionInfo | None:
         if name in cls.methods:
             return cls.methods[name]
     return None
+
+
+def _factory_params(event: Event, receiver: Ref | None) -> Value:
+    """What an outside optimizer factory optimizes: the parameters it is given, else the modules
+    it is given (or the module it is a method of), read when it is called."""
+    given = Tuple((*event.args, *event.kwargs.values()))
+    if any(isinstance(option, Params) for option in walk_contents(given)):
+        return given
+    first = walk_contents(event.args[0]) if event.args else ()
+    modules = [option for option in first if isinstance(option, Ref) and option.root.kind != "container"]
+    modules = modules or ([receiver] if receiver is not None else [])
+    return choice([Params(frozenset({ParamSource(module, None)})) for module in modules])
 
 
 def _collect_params(value: Value, index: int) -> Params | None:

@@ -149,6 +149,15 @@ def is_optimizer(qname: str) -> bool:
     return last in _OPTIMIZER_CLASSES or qname.startswith("torch.optim.") or "optim" in module
 
 
+_OPTIMIZER_FACTORY = re.compile(r"^_?(build|create|get|make|init|setup|configure)_optim(izer)?s?$")
+
+
+def is_optimizer_factory(name: str) -> bool:
+    """A function or method, defined outside the file, named for building the optimizer
+    (``build_optimizer(model, cfg)``, ``model.configure_optimizers(...)``)."""
+    return bool(_OPTIMIZER_FACTORY.match(name.rpartition(".")[2]))
+
+
 GRAD_DISABLING = {"torch.no_grad", "torch.inference_mode"}
 
 _RANK_NAME = re.compile(

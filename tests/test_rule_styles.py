@@ -126,6 +126,33 @@ CASES = {
         fully_shard(decoder)
         opt.step()
     """,
+    "fsdp001-imported-optimizer-factory": """
+        from torch.distributed.fsdp import fully_shard
+        from trainlib.optim import build_optimizers
+        model = Net()
+        optimizers = build_optimizers([model], job_config)  # expect: FSDP001
+        fully_shard(model)
+        optimizers.step()
+    """,
+    "fsdp001-configure-optimizers-of-a-model-defined-elsewhere": """
+        from torch.distributed.fsdp import fully_shard
+        from model import GPT
+        model = GPT(config)
+        optimizer = model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cuda")  # expect: FSDP001
+        for block in model.transformer.h:
+            fully_shard(block)
+        fully_shard(model)
+        optimizer.step()
+    """,
+    "fsdp001-good-factory-after-sharding": """
+        from torch.distributed.fsdp import fully_shard
+        from trainlib.optim import build_lr_schedulers, build_optimizer
+        model = Net()
+        fully_shard(model)
+        optimizer = build_optimizer(model, cfg)
+        scheduler = build_lr_schedulers(optimizer, cfg)
+        optimizer.step()
+    """,
     "fsdp001-good-helpers-in-right-order": """
         import torch
         from torch.distributed.fsdp import fully_shard
