@@ -83,15 +83,15 @@ fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mix
                             )
 
 
-# FSDP1 MixedPrecision fields that mean the same in MixedPrecisionPolicy, in positional order.
-SHARED_PRECISION_FIELDS = ("param_dtype", "reduce_dtype")
-
-
 # Why the CPUOffload fix is unsafe: FSDP2 ignored the FSDP1 object, so nothing was offloaded until now.
 OFFLOADING_STARTS = (
     ": offloading starts (FSDP2 ignored `CPUOffload`): parameters, gradients and optimizer states move to "
     "pinned CPU memory, which needs an accelerator, and the optimizer step runs on the CPU"
 )
+# FSDP1 MixedPrecision fields that mean the same in MixedPrecisionPolicy, in positional order.
+SHARED_PRECISION_FIELDS = ("param_dtype", "reduce_dtype")
+
+
 def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None:
     """``CPUOffload(offload_params=True)`` -> ``CPUOffloadPolicy()`` (unsafe: it starts offloading, which
     the ignored FSDP1 object never did); ``MixedPrecision(param_dtype=a,
@@ -116,11 +116,11 @@ def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None
     return RuleFix(
         f"use FSDP2's `{new_class}`{change}",
         (Replace(call, call.with_changes(func=expression, args=args)),),
+        safe=not change,
         imports=(needed,) if needed else (),
     )
 
 
-        safe=not change,
 def _shared_precision_fields_only(call: cst.Call) -> bool:
     return all(
         arg.keyword.value in SHARED_PRECISION_FIELDS
