@@ -218,6 +218,8 @@ class Interpreter:
         self.frame = Frame(self.module_env)
         instance = Ref(Obj("self", "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
         init = info.cls.method("__init__") if info.cls else None
+        if init is None and info.cls is not None and _is_dataclass(info.cls):
+            init = info.cls.method("__post_init__")
         if instance is not None and init is not None and init is not info:
             self.call_function(Function(init, self.module_env, instance), (), {}, None, symbolic=True)
         if instance is not None and info.name in ("forward", "__call__"):  # runs through `module(...)`
@@ -1088,8 +1090,20 @@ class Interpreter:
             # No frame for the constructor: a caller cannot reorder `__init__` after other
             # methods, so what happens inside it is reported inside it.
             self.call_function(Function(init, self.module_env, instance), args, kwargs, None)
+        elif _is_dataclass(info):
+            self.init_dataclass(info, instance, args, kwargs, node)
         event.result = instance
         return instance
+
+    def init_dataclass(self, info: ClassInfo, instance: Ref, args: tuple, kwargs: dict, node: cst.Call) -> None:
+        """The ``__init__`` a dataclass generates: store each field, then run ``__post_init__``."""
+        fields = [name for cls in reversed(list(info.mro())) for name in _annotated_fields(cls)]
+        for index, name in enumerate(dict.fromkeys(fields)):
+            if index < len(args) or name in kwargs:
+                self.store(instance, name, args[index] if index < len(args) else kwargs[name], node)
+        post_init = info.method("__post_init__")
+        if post_init is not None:
+            self.call_function(Function(post_init, self.module_env, instance), (), {}, None)
 
     def call_function(
         self, fn: Function, args: tuple, kwargs: dict, node: cst.CSTNode | None, symbolic: bool = False
@@ -1380,6 +1394,28 @@ def _owned_by(slot: Ref, obj: Obj) -> bool:
             return True
         owner = owner.parent.root if owner.parent is not None else None
     return False
+
+
+def _is_dataclass(info: ClassInfo) -> bool:
+    for cls in info.mro():
+        for decorator in cls.node.decorators:
+            target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+            if dotted(target).rpartition(".")[2] == "dataclass":
+                return True
+    return False
+
+
+def _annotated_fields(info: ClassInfo) -> list[str]:
+    """The fields a dataclass declares in its body (``model: nn.Module``), in order."""
+    found = []
+    for stmt in statements(info.node.body):
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                annotation = small.annotation.annotation
+                base = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+                if dotted(base).rpartition(".")[2] != "ClassVar":
+                    found.append(small.target.value)
+    return found
 
 
 def _variables(narrowing: dict[object, Value]) -> dict[str, Value]:

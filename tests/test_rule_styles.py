@@ -153,6 +153,25 @@ CASES = {
         scheduler = build_lr_schedulers(optimizer, cfg)
         optimizer.step()
     """,
+    "fsdp001-dataclass-post-init": """
+        from dataclasses import dataclass
+        from typing import ClassVar
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        @dataclass
+        class Trainer:
+            model: nn.Module
+            lr: float = 1e-3
+            name: ClassVar[str] = "trainer"
+            def __post_init__(self):
+                self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.lr)  # expect: FSDP001
+            def shard(self):
+                fully_shard(self.model)
+        trainer = Trainer(Net(), lr=3e-4)
+        trainer.shard()
+        trainer.optimizer.step()
+    """,
     "fsdp001-good-helpers-in-right-order": """
         import torch
         from torch.distributed.fsdp import fully_shard
@@ -445,6 +464,18 @@ CASES = {
         full = {k: v.full_tensor().cpu() for k, v in model.state_dict().items()}
         if rank == 0:
             torch.save(full, "model.pt")
+    """,
+    "fsdp004-dataclass-sharded-in-post-init": """
+        from dataclasses import dataclass
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        @dataclass
+        class Trainer:
+            model: object
+            def __post_init__(self):
+                fully_shard(self.model)
+            def save(self, path):
+                torch.save(self.model.state_dict(), path)  # expect: FSDP004
     """,
     "fsdp004-good-options-variable": """
         import torch
