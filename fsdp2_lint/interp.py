@@ -880,7 +880,7 @@ class Interpreter:
         if uniform is not None:
             event.result = Uniform(uniform)
             return event.result
-        if _rank_dependent(args, kwargs):  # os.path.join(root, f"rank{rank}.pt")
+        if _rank_dependent(args, kwargs) and _passes_rank_on(qname):  # os.path.join(root, f"rank{rank}.pt")
             event.result = RankDep("mixed")
             return event.result
         derived = _derived_from(args, kwargs, event.index)
@@ -1556,6 +1556,14 @@ def _derived_method(value: Derived, name: str, step: int) -> Value:
     elif name in ("full_tensor", "redistribute"):
         tags = tags - {"local"}
     return Derived(tags, value.steps | {step})
+
+
+def _passes_rank_on(qname: str) -> bool:
+    """Does a call of a rank-dependent value give a rank-dependent result? Path and string
+    builders do; torch's operations (a LoRA `rank` in a shape) and type checks do not."""
+    if qname.startswith("builtins."):
+        return qname in ("builtins.str", "builtins.format", "builtins.repr", "builtins.float")
+    return not qname.startswith("torch.")
 
 
 def _rank_dependent(args: tuple, kwargs: dict) -> bool:

@@ -2,11 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, RankGuard, Trace
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Const, StateDict, refs, walk_contents
+from fsdp2_lint.syntax import child_nodes, dotted
+from fsdp2_lint.values import Const, Derived, Params, Ref, StateDict, refs, walk_contents
 
 # torch.distributed collectives every rank of the group must enter (point-to-point send/recv
 # are deliberately rank-specific and not listed).
@@ -153,7 +156,9 @@ def save(model, rank):
             guarded = [
                 (event, name)
                 for event in trace.events
-                if event.ctx.rank_guard is not None and (name := _collective(trace, event)) is not None
+                if event.ctx.rank_guard is not None
+                and (name := _collective(trace, event)) is not None
+                and not _maybe_plain(facts, trace, event)
             ]
             for event, name in guarded:
                 guard = event.ctx.rank_guard
@@ -186,6 +191,44 @@ def _collective(trace: Trace, event: Event) -> str | None:
         if any(trace.is_fsdp_module(module, event) for module in refs(event.receiver)):
             return ".unshard()"
     return None
+
+
+def _maybe_plain(facts: FileFacts, trace: Trace, event: Event) -> bool:
+    """``if isinstance(x, DTensor): x = x.full_tensor()``: code written for a value that may be a
+    plain tensor (logits of an unsharded model on rank 0). Unless ``x`` is known to hold a sharded
+    module's parameters, gradients or state, the gather may never run."""
+    node = event.node
+    if not (event.kind == "method" and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return False
+    if any(
+        isinstance(value, (Params, StateDict, Derived))
+        or (isinstance(value, Ref) and trace.sharded_overlap(value, event))
+        for value in walk_contents(event.receiver or Const(None))
+    ):
+        return False
+    receiver = facts.code(node.func.value)
+    test = facts.enclosing(node, cst.If)
+    while test is not None:
+        if any(_is_dtensor_check(facts, call, receiver) for call in _calls(test.test)):  # type: ignore[attr-defined]
+            return True
+        test = facts.enclosing(test, cst.If)
+    return False
+
+
+def _is_dtensor_check(facts: FileFacts, call: cst.Call, receiver: str) -> bool:
+    return (
+        dotted(call.func) == "isinstance"
+        and len(call.args) == 2
+        and facts.code(call.args[0].value) == receiver
+        and "DTensor" in facts.code(call.args[1].value)
+    )
+
+
+def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
+    if isinstance(node, cst.Call):
+        yield node
+    for child in child_nodes(node):
+        yield from _calls(child)
 
 
 def _replicated(value) -> bool:

@@ -799,6 +799,35 @@ CASES = {
         if is_training():
             dist.barrier()
     """,
+    "fsdp007-good-lora-rank-is-not-a-process-rank": """
+        import torch
+        import torch.distributed as dist
+        def merge(rank, dim):
+            lora_a = torch.zeros(dim, rank)
+            if lora_a.numel() > 0 and isinstance(lora_a, torch.Tensor):
+                dist.all_reduce(lora_a)
+    """,
+    "fsdp007-good-gather-only-if-dtensor-on-rank-zero": """
+        import torch.distributed as dist
+        from torch.distributed.tensor import DTensor
+        def get_logits(model, ids):
+            out = model(ids)
+            if isinstance(out, DTensor):
+                out = out.full_tensor()
+            return out
+        if dist.get_rank() == 0:
+            reference = get_logits(hf_model, ids)
+    """,
+    "fsdp007-sharded-weight-gathered-if-dtensor-on-rank-zero": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        fully_shard(model)
+        if dist.get_rank() == 0:
+            weight = model.head.weight
+            if isinstance(weight, DTensor):
+                weight = weight.full_tensor()  # expect: FSDP007
+    """,
     "fsdp007-good-point-to-point": """
         import torch.distributed as dist
         if rank == 0:
