@@ -82,14 +82,24 @@ other = DDP(other_model)
 inner = other.module
 """,
         """
+import torch
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import fully_shard
 
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        fully_shard(self.model)
+
+    def clip(self):
+        if isinstance(self.model, FSDP):
+            return self.model.clip_grad_norm_(1.0)
+        return torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+
 fully_shard(model)
 raw = model.module if hasattr(model, "module") else model
-if isinstance(model, FSDP):
-    model.clip_grad_norm_(1.0)
 base = getattr(model, "module", model)
+Trainer(other).clip()
 """,
     )
     invalid = (
@@ -191,8 +201,9 @@ def _has_default(node: cst.CSTNode) -> bool:
 
 def _checked_first(facts: FileFacts, trace: Trace, access: Event) -> bool:
     """Is the access under an `if` (or a conditional expression) whose test checks the object
-    with `hasattr` / `isinstance`, as in `m.module if hasattr(m, "module") else m`? Code that
-    tells a wrapper from an FSDP2 module at runtime does not reach the access with the latter."""
+    with `hasattr` / `isinstance`, directly or through a helper, as in `m.module if
+    hasattr(m, "module") else m`? Code that tells a wrapper from an FSDP2 module at runtime does
+    not reach the access with the latter."""
     checks = [check for check in trace.calls(*CHECKS) if check.args and _same(check.args[0], access.receiver)]
     if not checks:
         return False
@@ -201,7 +212,7 @@ def _checked_first(facts: FileFacts, trace: Trace, access: Event) -> bool:
     while node is not None:
         tests.add(id(node.test))
         node = facts.enclosing(node, (cst.If, cst.IfExp))
-    return any(_inside(facts, check.node, tests) for check in checks)
+    return any(_inside(facts, frame, tests) for check in checks for frame in check.frames())
 
 
 def _same(a: Value, b: Value | None) -> bool:
