@@ -53,6 +53,16 @@ def _names_a_rank(word: str) -> bool:
     return bool(names.rank_kind_of_name(word) or names.rank_kind_of_call(word)) or word in RANK_DECORATORS
 
 
+def _last_names(qnames: frozenset[str]) -> frozenset[str]:
+    return frozenset(qname.rpartition(".")[2] for qname in qnames)
+
+
+DIST_WORDS = tuple(
+    Word(core, _last_names(DIST_COLLECTIVES).__contains__)
+    for core in ("reduce", "gather", "scatter", "broadcast", "barrier", "all_to_all")
+)
+DCP_WORDS = tuple(Word(core, _last_names(DCP_COLLECTIVES).__contains__) for core in ("save", "load"))
+OTHER_COLLECTIVES = ("full_tensor", "redistribute", "unshard")
 # What a rank guard is built from: rank-named identifiers (`local_rank`, `is_main_process`,
 # `get_rank`, `trainer.is_global_zero`), rank-0 decorators, rank environment variables.
 RANK_TOKENS = tuple(
@@ -137,14 +147,13 @@ def save(model, rank):
     torch.save(gather(model), "model.pt")  # expect: FSDP007
 """,
     )
-    # A collective: a torch.distributed one (`distributed` and its name; DCP's `checkpoint` with
-    # save/load or the full-state-dict helpers), a DTensor method, or `unshard`. And a rank guard.
+    # A collective: a torch.distributed one (its module and function names as words; DCP's
+    # `checkpoint` with save/load or the state-dict helpers' options), a DTensor method, or
+    # `unshard`. And a rank guard.
     requires = (
-        ("distributed", "full_tensor", "redistribute", "unshard"),
-        ("reduce", "gather", "scatter", "broadcast", "barrier", "all_to_all", "checkpoint")
-        + ("full_tensor", "redistribute", "unshard"),
-        ("reduce", "gather", "scatter", "broadcast", "barrier", "all_to_all", "save", "load", "full_state_dict")
-        + ("full_tensor", "redistribute", "unshard"),
+        (Word("distributed", "distributed".__eq__), *OTHER_COLLECTIVES),
+        (*DIST_WORDS, Word("checkpoint", "checkpoint".__eq__), *OTHER_COLLECTIVES),
+        (*DIST_WORDS, *DCP_WORDS, "full_state_dict", "broadcast_from_rank0", *OTHER_COLLECTIVES),
         RANK_TOKENS,
     )
     signature = RuntimeSignature(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import fsdp2_lint.rules.fsdp007_collective_on_some_ranks as fsdp007
 import pytest
 from fixture_marks import fixture_files
 from test_rule_styles import CASES
@@ -147,3 +148,9 @@ def test_without_comments_removes_comments_and_keeps_strings(source, code):
 def test_an_fstring_reusing_its_quote_keeps_the_file_whole():
     source = b'v = f"{d["k"]}#{x}"  # c\nfully_shard(m)\n'  # Python 3.12 syntax: the scan cannot be trusted
     assert without_comments(source) is source
+
+
+def test_fsdp007_word_tokens_cover_every_collective_it_knows():
+    for names, words in ((fsdp007.DIST_COLLECTIVES, fsdp007.DIST_WORDS), (fsdp007.DCP_COLLECTIVES, fsdp007.DCP_WORDS)):
+        for qname in names:
+            assert any(word.occurs_in(f"x.{qname.rpartition('.')[2]}(y)".encode()) for word in words), qname
