@@ -803,7 +803,7 @@ class Interpreter:
             return self.call_method(callee.receiver, callee.name, args, kwargs, node, attribute_read=True)
         if isinstance(callee, Ref):
             return self.invoke(callee, args, kwargs, node)
-        if isinstance(callee, RankDep):  # a rank flag whose definition we cannot see, called: is_main()
+        if isinstance(callee, (RankDep, Uniform)):  # a flag whose definition we cannot see, called: is_main()
             return callee
         if isinstance(callee, Partial):
             return choice(
@@ -1524,8 +1524,9 @@ def _rank_by_name(name: str, value: Value) -> Value:
         kind = names.rank_kind_of_name(name)
         if kind is not None:
             return RankDep(kind)
-        if names.is_world_size_name(name):
-            return Uniform("size")
+        uniform = names.uniform_kind_of_name(name) or names.uniform_kind_of_call(name)
+        if uniform is not None:
+            return Uniform(uniform)
     return value
 
 
@@ -1571,7 +1572,15 @@ def _rank_dependent(args: tuple, kwargs: dict) -> bool:
 
 
 def _rank_kind(value: Value) -> str | None:
-    return value.kind if isinstance(value, RankDep) else None
+    """The rank kind of a value; for alternatives, the kind of the rank-dependent one when the
+    others are constants (``return 0 if not dist.is_initialized() else dist.get_rank()``)."""
+    if isinstance(value, RankDep):
+        return value.kind
+    if isinstance(value, Choice):
+        kinds = {option.kind for option in value.options if isinstance(option, RankDep)}
+        if len(kinds) == 1 and all(isinstance(option, (RankDep, Const)) for option in value.options):
+            return kinds.pop()
+    return None
 
 
 def _negate_rank(value: Value) -> Value:
@@ -1612,6 +1621,16 @@ def _compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
         return RankDep(kind if isinstance(operator, cst.In) else _negate_rank(RankDep(kind)).kind)  # type: ignore[union-attr]
     if not isinstance(number, int) or isinstance(number, bool):
         return RankDep("mixed")
+    distributed = {  # rank -1 stands for "not launched distributed" (RANK unset)
+        (cst.NotEqual, -1): True,
+        (cst.GreaterThan, -1): True,
+        (cst.GreaterThanEqual, 0): True,
+        (cst.Equal, -1): False,
+        (cst.LessThan, 0): False,
+        (cst.LessThanEqual, -1): False,
+    }.get((type(operator), number))
+    if distributed is not None:
+        return Uniform("dist" if distributed else "single")
     zero_test = {
         cst.Equal: number == 0,
         cst.LessThan: number == 1,

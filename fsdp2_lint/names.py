@@ -172,6 +172,12 @@ _RANK_ZERO_NAME = re.compile(
 _RANK_FUNCTION = re.compile(r"(^|\.)(get_(global_|local_|node_local_)?rank|get_process_index)$")
 _RANK_ZERO_FUNCTION = re.compile(r"(^|\.)(is_(local_|global_)?(main_process|master|rank_zero|rank0|primary))$")
 _DISTRIBUTED_CHECK = re.compile(r"^torch\.distributed\.(is_initialized|is_available)$")
+# is_distributed(), is_dist_avail_and_initialized(), is_ddp(): helpers defined outside the file.
+_DISTRIBUTED_FUNCTION = re.compile(
+    r"^_?is_(torch_)?(dist|distributed|ddp)(_avail(able)?)?(_and)?(_initiali[sz]ed|_enabled)?$"
+)
+# Flags of a distributed run: nanoGPT's `ddp`, `is_distributed`, `use_ddp`.
+_DISTRIBUTED_NAME = re.compile(r"^_?((is|use)_(ddp|dist|distributed)|ddp|distributed)(_run|_training|_enabled)?$")
 _WORLD_SIZE_FUNCTION = re.compile(r"(^|\.)get_world_size$")
 _WORLD_SIZE_NAME = re.compile(r"^_?(world_size|num_processes|num_ranks)$")
 WORLD_SIZE_ENV_VARS = frozenset({"WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS"})
@@ -200,12 +206,15 @@ def rank_kind_of_call(qname: str) -> str | None:
 
 def uniform_kind_of_call(qname: str) -> str | None:
     """``"dist"`` for checks that the job is distributed, ``"size"`` for the world size."""
-    if _DISTRIBUTED_CHECK.match(qname):
+    if _DISTRIBUTED_CHECK.match(qname) or _DISTRIBUTED_FUNCTION.match(qname.rpartition(".")[2]):
         return "dist"
     if _WORLD_SIZE_FUNCTION.search(qname):
         return "size"
     return None
 
 
-def is_world_size_name(name: str) -> bool:
-    return bool(_WORLD_SIZE_NAME.match(name))
+def uniform_kind_of_name(name: str) -> str | None:
+    """``"size"`` for a variable holding the world size, ``"dist"`` for a distributed-run flag."""
+    if _WORLD_SIZE_NAME.match(name):
+        return "size"
+    return "dist" if _DISTRIBUTED_NAME.match(name) else None

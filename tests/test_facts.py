@@ -261,6 +261,9 @@ def test_methods_see_modules_sharded_by_other_methods_of_their_class():
         ("dist.get_world_size() > 1 and rank == 0", "zero"),
         ("int(os.environ['WORLD_SIZE']) == 1 or rank == 0", "zero"),
         ("args.verbose or rank == 0", None),
+        ("int(os.environ.get('RANK', -1)) != -1", None),
+        ("is_dist_avail_and_initialized() and rank == 0", "zero"),
+        ("ddp and dist.get_rank() != 0", "nonzero"),
     ],
 )
 def test_rank_conditions(condition, ranks):

@@ -828,6 +828,38 @@ CASES = {
             if isinstance(weight, DTensor):
                 weight = weight.full_tensor()  # expect: FSDP007
     """,
+    "fsdp007-good-nanogpt-ddp-flag": """
+        import os
+        import torch.distributed as dist
+        ddp = int(os.environ.get("RANK", -1)) != -1
+        if ddp:
+            dist.init_process_group(backend="nccl")
+            master_process = int(os.environ["RANK"]) == 0
+        else:
+            master_process = True
+        for it in range(max_iters):
+            if ddp:
+                dist.all_reduce(loss)
+            if master_process:
+                print(loss.item())
+        if ddp:
+            dist.barrier()
+    """,
+    "fsdp007-rank-helpers-for-single-and-distributed-runs": """
+        import torch.distributed as dist
+        from myutils import is_distributed
+        def get_rank():
+            if not dist.is_initialized():
+                return 0
+            return dist.get_rank()
+        def save(state):
+            if get_rank() == 0:
+                dist.barrier()  # expect: FSDP007
+        if is_distributed() and get_rank() != 0:
+            dist.gather_object(names, dst=0)
+        else:
+            dist.gather_object(names, gathered, dst=0)
+    """,
     "fsdp007-good-point-to-point": """
         import torch.distributed as dist
         if rank == 0:
