@@ -158,6 +158,16 @@ def is_optimizer_factory(name: str) -> bool:
     return bool(_OPTIMIZER_FACTORY.match(name.rpartition(".")[2]))
 
 
+_SHARDING_HELPER = re.compile(r"shard|fsdp|parallel|wrap|distribut", re.IGNORECASE)
+
+
+def is_sharding_helper(qname: str) -> bool:
+    """A function from outside torch whose name says it may apply ``fully_shard`` to the modules
+    it is given (``apply_fsdp``, ``parallelize_model``, ``prepare_fully_shard``). torch's own
+    ``parallelize_module`` (tensor parallelism) is not one."""
+    return not qname.startswith("torch.") and bool(_SHARDING_HELPER.search(qname.rpartition(".")[2]))
+
+
 GRAD_DISABLING = {"torch.no_grad", "torch.inference_mode"}
 
 _RANK_NAME = re.compile(

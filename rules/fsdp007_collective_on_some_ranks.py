@@ -190,7 +190,7 @@ def _collective(trace: Trace, event: Event) -> str | None:
             return None
         if event.qname in DIST_COLLECTIVES or event.qname in DCP_COLLECTIVES:
             return event.qname.replace("torch.distributed.checkpoint.", "dcp.").replace("torch.distributed.", "dist.")
-        if event.qname in FULL_STATE_DICT_HELPERS and _gathers_full(event):
+        if event.qname in FULL_STATE_DICT_HELPERS and _gathers_full(event) and not _plain_model(trace, event):
             return f"{event.name}(full_state_dict=True)"
         if event.qname in (names.SET_MODEL_STATE_DICT, names.SET_OPTIMIZER_STATE_DICT) and _broadcasts(event):
             return f"{event.name}(broadcast_from_rank0=True)"
@@ -245,6 +245,15 @@ def _replicated(value) -> bool:
     (every rank already holds the value), so `.full_tensor()` on it communicates nothing."""
     found = list(refs(value)) if value is not None else []
     return bool(found) and all(not ref.path and ref.root.qname in REPLICATED_NORMS for ref in found)
+
+
+def _plain_model(trace: Trace, event: Event) -> bool:
+    """Is the model sharded only later (a full state dict of a plain module gathers nothing, as
+    in FSDP1's sync_module_states habit: rank 0 reads its weights, then the model is sharded)?"""
+    found = list(refs(event.arg(0, "model") or Const(None)))
+    return bool(found) and all(
+        not trace.sharded_overlap(ref, event) and trace.sharded_later(ref, event) for ref in found
+    )
 
 
 def _gathers_full(event: Event) -> bool:

@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
 from fsdp2_lint.values import Ref, is_any, is_any_depth, may_contain, may_overlap, refs, walk_contents
 
-# Names of functions that may apply fully_shard to the blocks of the model they are given.
-SHARDING_NAME = re.compile(r"shard|fsdp|parallel|wrap|distribut", re.IGNORECASE)
 # torch.nn modules without submodules: sharding one alone is the whole story.
 LEAF_MODULES = frozenset(
     f"torch.nn.{name}"
@@ -144,8 +142,7 @@ def _sharded_elsewhere(trace: Trace, shard: Event, root: Ref) -> bool:
 
 
 def _may_shard(event: Event) -> bool:
-    name = event.qname or event.name or ""
-    return not name.startswith("torch.") and bool(SHARDING_NAME.search(name.rpartition(".")[2]))
+    return names.is_sharding_helper(event.qname or event.name or "")
 
 
 def _trained(trace: Trace, module: Ref) -> bool:

@@ -860,6 +860,28 @@ CASES = {
         else:
             dist.gather_object(names, gathered, dst=0)
     """,
+    "fsdp007-good-full-state-dict-of-a-plain-model-on-rank-zero": """
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from mylib.fsdp import prepare_fully_shard
+        def parallelize(model, config):
+            full_state_dict = {}
+            if dist.get_rank() == 0:
+                options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+                full_state_dict = get_model_state_dict(model, options=options)
+            prepare_fully_shard(model, config)
+            return full_state_dict
+    """,
+    "fsdp007-full-state-dict-of-a-sharded-model-on-rank-zero": """
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model):
+            fully_shard(model)
+            if dist.get_rank() == 0:
+                options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+                state = get_model_state_dict(model, options=options)  # expect: FSDP007
+    """,
     "fsdp007-good-point-to-point": """
         import torch.distributed as dist
         if rank == 0:
