@@ -18,6 +18,7 @@ from pathlib import Path
 import libcst as cst
 
 from fsdp2_lint import fixes
+from fsdp2_lint.edits import fix_edits
 from fsdp2_lint.facts import FileFacts
 from fsdp2_lint.interp import interpret
 from fsdp2_lint.prefilter import applicable_rules
@@ -179,11 +180,8 @@ def _diagnostic(rule: type[Rule], finding: Finding, facts: FileFacts, lines: lis
 
 
 def _fix(fix: RuleFix, facts: FileFacts) -> Fix:
-    """The fix as whole-line edits of the file: the fix alone applied to the module, diffed."""
-    fixed = fixes.apply(facts.module, [fix])
-    edits = tuple(
-        Edit(edit.start, 1, edit.end, 1, edit.text) for edit in fixes.line_edits(facts.module.code, fixed.code)
-    )
+    """The fix as whole-line edits of the file (what applying it alone changes)."""
+    edits = tuple(Edit(edit.start, 1, edit.end, 1, edit.text) for edit in fix_edits(facts, fix))
     return Fix(fix.description, "safe" if fix.safe else "unsafe", edits)
 
 
@@ -215,7 +213,7 @@ def fix_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None
         chosen = _compatible_fixes(linted.findings, linted.facts, unsafe)
         if not chosen:
             break
-        candidate = fixes.apply(linted.facts.module, [fix for _, fix in chosen]).bytes
+        candidate = fixes.apply(linted.facts.module, [fix for _, fix in chosen], linted.facts.parents).bytes
         after = _lint(candidate, path, rules)
         if candidate == data or after.broken or (after.facts is None and not _parses(candidate)):
             break

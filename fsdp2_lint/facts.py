@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from fsdp2_lint import names
-from fsdp2_lint.syntax import child_nodes
+from fsdp2_lint.syntax import child_nodes, source_lines, statement_spans
 from fsdp2_lint.values import (
     Obj,
     Ref,
@@ -386,7 +386,22 @@ class FileFacts:
         return self.module.code_for_node(node)
 
     @cached_property
-    def _parents(self) -> dict[int, cst.CSTNode]:
+    def module_code(self) -> str:
+        return self.module.code
+
+    @cached_property
+    def code_lines(self) -> list[str]:
+        """The module's lines as Python and editors count them, line ends kept (its code is the
+        decoded file: libcst round-trips it)."""
+        return source_lines(self.source.decode(self.module.encoding))
+
+    @cached_property
+    def statement_spans(self) -> dict[int, tuple[int, int]]:
+        return statement_spans(self.module)
+
+    @cached_property
+    def parents(self) -> dict[int, cst.CSTNode]:
+        """The parent of every syntax node (by ``id``) but the module."""
         parents: dict[int, cst.CSTNode] = {}
         stack: list[cst.CSTNode] = [self.module]
         while stack:
@@ -399,8 +414,8 @@ class FileFacts:
     def statement_of(self, node: cst.CSTNode) -> tuple[cst.BaseStatement, cst.Module | cst.IndentedBlock] | None:
         """The statement that contains ``node`` and the block (module or indented block) it is in."""
         current = node
-        while id(current) in self._parents:
-            parent = self._parents[id(current)]
+        while id(current) in self.parents:
+            parent = self.parents[id(current)]
             if isinstance(current, cst.BaseStatement) and isinstance(parent, (cst.Module, cst.IndentedBlock)):
                 return current, parent
             current = parent
@@ -408,9 +423,9 @@ class FileFacts:
 
     def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
         """The nearest ancestor of ``node`` of the given syntax type."""
-        current = self._parents.get(id(node))
+        current = self.parents.get(id(node))
         while current is not None and not isinstance(current, kind):
-            current = self._parents.get(id(current))
+            current = self.parents.get(id(current))
         return current
 
     def events(self) -> Iterator[tuple[Trace, Event]]:

@@ -12,7 +12,6 @@ import contextlib
 import difflib
 import io
 import os
-import re
 import stat
 import tempfile
 import tokenize
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from fsdp2_lint.rule import NeededImport, Replace, RuleFix
-from fsdp2_lint.syntax import dotted
+from fsdp2_lint.syntax import dotted, source_lines
 
 if TYPE_CHECKING:
     from fsdp2_lint.facts import FileFacts
@@ -56,11 +55,13 @@ def reference(module: cst.Module, qname: str) -> tuple[cst.BaseExpression, Neede
     return cst.Name(name), NeededImport(package, name)
 
 
-def apply(module: cst.Module, fixes: Iterable[RuleFix]) -> cst.Module:
-    """The module with every fix's replacements made and the imports they need added once."""
+def apply(module: cst.Module, fixes: Iterable[RuleFix], parents: dict[int, cst.CSTNode] | None = None) -> cst.Module:
+    """The module with every fix's replacements made and the imports they need added once. Given
+    the module's ``parents`` map, only the replaced nodes' ancestors are visited and rebuilt: every
+    other node stays the same object, and the work follows the fix, not the file."""
     fixes = list(fixes)
     replacements = {id(change.old): change.new for fix in fixes for change in fix.changes}
-    fixed = module.visit(_Replace(replacements))
+    fixed = module.visit(_Replace(replacements, _ancestors(replacements, parents) if parents is not None else None))
     needed = list(dict.fromkeys(needed for fix in fixes for needed in fix.imports))
     return _add_imports(fixed, needed) if needed else fixed
 
@@ -296,23 +297,23 @@ class LineEdit:
 
 
 def line_edits(old: str, new: str) -> list[LineEdit]:
-    """The smallest set of whole-line replacements that turns ``old`` into ``new``."""
+    """The smallest set of whole-line replacements that turns ``old`` into ``new``. The lines both
+    share at the start and at the end are set aside first: matching repeated lines costs difflib
+    time quadratic in their number."""
     before, after = source_lines(old), source_lines(new)
+    head = 0
+    while head < min(len(before), len(after)) and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(before), len(after)) - head and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    before, after = before[head : len(before) - tail], after[head : len(after) - tail]
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     return [
-        LineEdit(i1 + 1, i2 + 1, "".join(after[j1:j2]))
+        LineEdit(head + i1 + 1, head + i2 + 1, "".join(after[j1:j2]))
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()
         if tag != "equal"
     ]
-
-
-def source_lines(text: str) -> list[str]:
-    """The lines as Python and editors count them (ends kept): only \\n, \\r\\n and \\r end a line,
-    not the form feeds and other separators ``str.splitlines`` also breaks at."""
-    return _LINE.findall(text)
-
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
@@ -350,10 +351,23 @@ def write_fixed(path: Path, original: bytes, fixed: bytes) -> bool:
     return True
 
 
+def _ancestors(replacements: dict[int, object], parents: dict[int, cst.CSTNode]) -> set[int]:
+    found: set[int] = set()
+    for key in replacements:
+        while key in parents and id(parents[key]) not in found:
+            key = id(parents[key])
+            found.add(key)
+    return found
+
+
 class _Replace(cst.CSTTransformer):
-    def __init__(self, replacements: dict[int, object]) -> None:
+    def __init__(self, replacements: dict[int, object], visited: set[int] | None) -> None:
         super().__init__()
         self.replacements = replacements
+        self.visited = visited  # the nodes whose children may hold a replacement; None: all
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return self.visited is None or id(node) in self.visited
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
         return self.replacements.get(id(original_node), updated_node)

@@ -1,0 +1,65 @@
+"""A fix's text edits are computed from the statements it changes, not from the whole file."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from fsdp2_lint.edits import fix_edits
+from fsdp2_lint.facts import FileFacts
+from fsdp2_lint.fixes import apply, source_lines
+from fsdp2_lint.interp import interpret
+from fsdp2_lint.rule import all_rules
+
+HEADER = "# a training script\nimport torch\nfrom torch.distributed.fsdp import fully_shard\n\n"
+CASES = {
+    "expression in a nested block": HEADER + "def main():\n    if True:\n        fully_shard(model)\n"
+    "        out = model.forward(x)  # keep\n    return out\n",
+    "import added and a with block rewritten": "from torch.distributed.fsdp import fully_shard\n\n"
+    "def step(model, batches):\n    fully_shard(model)\n    for b in batches:\n        with model.no_sync():\n"
+    "            # accumulate\n            model(b).sum().backward()\n",
+    "a statement moved inside main()": HEADER + "def main():\n    model = Net()\n"
+    "    opt = torch.optim.AdamW(model.parameters())\n    for blk in model.blocks:\n        fully_shard(blk)\n"
+    "    fully_shard(model)\n    opt.step()\n",
+    "the last line, no final newline, CRLF": HEADER.replace("\n", "\r\n") + "fully_shard(model)\r\nmodel.forward(x)",
+    "inside try/except/else": HEADER + "try:\n    fully_shard(model)\nexcept ValueError:\n    pass\nelse:\n"
+    "    y = model.forward(x)\n",
+}
+
+
+def fixes_of(source: str) -> tuple[FileFacts, list]:
+    module = cst.parse_module(source)
+    facts = FileFacts("train.py", source.encode(), module, interpret(module, source.encode()))
+    found = [finding.fix for rule in all_rules() for finding in rule().check(facts) if finding.fix is not None]
+    return facts, found
+
+
+def applied(source: str, edits) -> str:
+    lines = source_lines(source)
+    for edit in sorted(edits, key=lambda e: e.start, reverse=True):
+        lines[edit.start - 1 : edit.end - 1] = source_lines(edit.text)
+    return "".join(lines)
+
+
+def whole_module_code(module: cst.Module) -> str:
+    raise AssertionError("the whole module was generated again")
+
+
+@pytest.mark.parametrize("source", CASES.values(), ids=CASES.keys())
+def test_edits_rebuild_only_the_changed_statements_and_match_the_whole_fix(source, monkeypatch):
+    facts, fixes = fixes_of(source)
+    assert fixes
+    for fix in fixes:
+        with monkeypatch.context() as patch:
+            patch.setattr(cst.Module, "code", property(whole_module_code))
+            edits = fix_edits(facts, fix)
+        assert applied(source, edits) == apply(facts.module, [fix]).code
+        assert all(edit.end - edit.start <= 4 for edit in edits)  # a few lines each, not the file
+
+
+def test_a_change_to_the_files_header_falls_back_to_comparing_whole_files():
+    source = HEADER + "fully_shard(model)\nmodel.forward(x)\n"
+    facts, (fix,) = fixes_of(source)
+    comment = facts.module.header[0]
+    header_fix = type(fix)("drop the comment", (type(fix.changes[0])(comment, cst.RemoveFromParent()),))
+    assert applied(source, fix_edits(facts, header_fix)) == source.replace("# a training script\n", "")
