@@ -162,16 +162,14 @@ def save(model, rank):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
-            guarded = [
+            collectives = [
                 (event, name)
                 for event in trace.events
-                if event.ctx.rank_guard is not None
-                and (name := _collective(trace, event)) is not None
-                and not _maybe_plain(facts, trace, event)
+                if (name := _collective(trace, event)) is not None and not _maybe_plain(facts, trace, event)
             ]
-            for event, name in guarded:
+            for event, name in collectives:
                 guard = event.ctx.rank_guard
-                if any(_matches(guard, other, other_name, name) for other, other_name in guarded):
+                if guard is None or any(_matches(guard, other, other_name, name) for other, other_name in collectives):
                     continue
                 frames = event.frames()
                 line = facts.position(guard.node).start.line
@@ -275,6 +273,6 @@ def _matches(guard: RankGuard, other: Event, other_name: str, name: str) -> bool
     theirs = other.ctx.rank_guard
     if other_name != name:
         return False
-    if guard.arm and theirs.arm and guard.arm[0] == theirs.arm[0] and guard.arm[1] != theirs.arm[1]:
-        return True
-    return theirs.ranks == COMPLEMENT.get(guard.ranks)
+    if guard.arm and any(node == guard.arm[0] and arm != guard.arm[1] for node, arm in other.ctx.branches):
+        return True  # the other arm (`if main and sender: send(gather()) else: gather()`)
+    return theirs is not None and theirs.ranks == COMPLEMENT.get(guard.ranks)

@@ -882,6 +882,18 @@ CASES = {
                 options = StateDictOptions(full_state_dict=True, cpu_offload=True)
                 state = get_model_state_dict(model, options=options)  # expect: FSDP007
     """,
+    "fsdp007-good-other-arm-of-a-partly-rank-test": """
+        import torch.distributed as dist
+        def gathered(model):
+            for name, param in model.named_parameters():
+                yield name, param.full_tensor()
+        def sync_weights(model):
+            if dist.get_rank() == 0 and transfer is not None:
+                transfer.send(gathered(model))
+            else:
+                for _ in gathered(model):
+                    pass
+    """,
     "fsdp007-good-point-to-point": """
         import torch.distributed as dist
         if rank == 0:
