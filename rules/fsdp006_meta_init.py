@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
-from fsdp2_lint.values import Const, Ref, may_overlap, refs, walk_contents
+from fsdp2_lint.values import Const, Params, Ref, may_overlap, options, refs, walk_contents
 
 # Calls after `to_empty()` that give the parameters real values.
 SET_STATE_DICT = f"{names.STATE_DICT}.set_state_dict"
@@ -202,8 +202,18 @@ def _initialised_after(facts: FileFacts, trace: Trace, to_empty: Event) -> bool:
 def _initialises(event: Event, modules: list[Ref]) -> bool:
     if event.kind == "call" and event.qname and INIT_CALLS.search(event.qname):
         return True
-    touched = [canonical(ref) for ref in refs(event.receiver)] if event.receiver is not None else []
+    touched = [canonical(ref) for ref in _modules_of(event.receiver)] if event.receiver is not None else []
     return event.kind == "method" and bool(INIT_METHOD.search(event.name or "")) and _overlaps(touched, modules)
+
+
+def _modules_of(value) -> Iterator[Ref]:
+    """The modules a value is, or whose parameters it holds (``p.normal_()`` for ``p`` in
+    ``model.parameters()``)."""
+    for option in options(value):
+        if isinstance(option, Ref):
+            yield option
+        elif isinstance(option, Params):
+            yield from (source.ref for source in option.sources)
 
 
 def _overlaps(some: list[Ref], others: list[Ref]) -> bool:

@@ -684,6 +684,28 @@ CASES = {
         set_model_state_dict(model, sharded, options=StateDictOptions(full_state_dict=False))
         model(x).sum().backward()
     """,
+    "fsdp006-good-parameters-initialised-in-place": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        with torch.no_grad():
+            for p in model.parameters():
+                p.normal_(0.0, 0.02)
+    """,
+    "fsdp006-other-model-initialised": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cuda")  # expect: FSDP006
+        with torch.no_grad():
+            for p in head.parameters():
+                p.normal_(0.0, 0.02)
+    """,
     "fsdp006-good-init-in-helper": """
         import torch
         from torch.distributed.fsdp import fully_shard
