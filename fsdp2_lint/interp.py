@@ -904,6 +904,8 @@ class Interpreter:
             container = Obj("container", None, node=node)
             container.items = list(kwargs.items())  # dict(mesh=mesh, ...)
             return Ref(container)
+        if name == "filter" and len(args) == 2 and any(isinstance(o, ModuleIter) for o in options(args[1])):
+            return self.filtered_modules(first, args[1], node)
         if name in ("iter", "filter") and args:
             return args[-1] if name == "filter" else first
         if name == "next":
@@ -1290,6 +1292,24 @@ class Interpreter:
             return None
         slot = canonical(owner).child(node.attr.value)
         return (id(slot.root), slot.path)
+
+    def filtered_modules(self, predicate: Value, modules: Value, node: cst.Call) -> Value:
+        """``filter(lambda m: isinstance(m, Block), model.modules())``: like a filtered loop, the
+        root is left out unless the predicate is a type test its class passes."""
+        element = self.element_of(modules, lazy=False)
+        kept = []
+        for option in options(element):
+            if isinstance(option, Ref) and option.path and is_any_depth(option.path[-1]):
+                if not (isinstance(predicate, Lambda) and self._lambda_admits_root(predicate.node, option)):
+                    option = Ref(option.root, option.path[:-1] + (ANY, ANY_DEPTH))
+            kept.append(option)
+        container = Obj("container", None, node=node)
+        container.items = [(None, choice(kept))]
+        return Ref(container)
+
+    def _lambda_admits_root(self, fn: cst.Lambda, module: Ref) -> bool:
+        params = fn.params.params
+        return len(params) == 1 and self._type_test_admits_root(fn.body, params[0].name.value, module)
 
     def _loop_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
         loop_modules = {

@@ -272,6 +272,18 @@ CASES = {
         for i in range(n_layers):
             fully_shard(model.get_submodule(f"layers.{i}"))  # expect: FSDP002
     """,
+    "fsdp002-good-filter-lambda-over-modules": """
+        from torch.distributed.fsdp import fully_shard
+        for m in filter(lambda m: isinstance(m, Block), model.modules()):
+            fully_shard(m)
+        fully_shard(model)
+    """,
+    "fsdp002-filter-admits-every-module": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        for m in filter(lambda m: isinstance(m, nn.Module), model.modules()):
+            fully_shard(m)  # expect: FSDP002
+    """,
     "fsdp002-good-class-name-filter": """
         from torch.distributed.fsdp import fully_shard
         for module in model.modules():
