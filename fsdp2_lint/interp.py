@@ -1013,7 +1013,9 @@ class Interpreter:
             return receiver
         if isinstance(receiver, Derived):
             return _derived_method(receiver, name, event.index)
-        if isinstance(receiver, Loaded) and name in ("get", "pop", "copy", "setdefault"):
+        if isinstance(receiver, Loaded) and name in ("items", "values"):
+            return Iter(name, (receiver,))
+        if isinstance(receiver, Loaded) and name in (*STATE_PRESERVING, "setdefault"):
             return receiver
         kind = names.rank_kind_of_call(name)
         return RankDep(kind) if kind else UNKNOWN
@@ -1216,7 +1218,7 @@ class Interpreter:
         if value.kind == "zip":
             return Tuple(tuple(self.element_of(part, lazy) for part in value.parts))
         container = value.parts[0]
-        if isinstance(container, StateDict):  # its tensors: the state dict's values
+        if isinstance(container, (StateDict, Loaded)):  # its tensors: the state dict's values
             return container if value.kind == "values" else Tuple((UNKNOWN, container))
         if isinstance(container, Ref) and container.root.kind == "container":
             return choice([Tuple((Const(key), item)) for key, item in container.root.items])

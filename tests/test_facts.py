@@ -10,7 +10,7 @@ import pytest
 from fsdp2_lint import names
 from fsdp2_lint.facts import FileFacts, canonical, may_be_wrapper, report_node
 from fsdp2_lint.interp import interpret
-from fsdp2_lint.values import Const, RankDep, StateDict, may_be_same, walk_contents
+from fsdp2_lint.values import Const, Loaded, RankDep, StateDict, may_be_same, walk_contents
 
 
 def facts_of(source: str) -> FileFacts:
@@ -413,3 +413,16 @@ def test_modules_given_to_torch_containers_become_their_children():
         "model[1]",
         "blocks[0]",
     ]
+
+
+def test_values_read_from_a_checkpoint_stay_loaded_through_copies():
+    facts = facts_of(
+        """
+        import torch
+        raw = torch.load("pretrained.pt", map_location="cpu")
+        state = {k.replace("module.", ""): v.float() for k, v in raw.items()}
+        model.load_state_dict(state)
+        """
+    )
+    (load,) = facts.traces[0].methods("load_state_dict")
+    assert any(isinstance(value, Loaded) for value in walk_contents(load.args[0]))
