@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 from fsdp2_lint.facts import Event, FileFacts, Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Const
+from fsdp2_lint.values import Const, refs
 
 SYNC = "set_requires_gradient_sync"
 
@@ -22,7 +22,8 @@ class GradientSyncNeverEnabled(Rule):
 ## What it does
 Flags `model.set_requires_gradient_sync(False)` when no later call (in the same function, in the
 same loop, or in another method of the same class) sets it to `True` or to a computed value before
-an optimizer `step()`.
+an optimizer `step()`, including a loop that switches it back on only after the step (the next
+iteration switches it off again before any backward).
 
 ## Why is this bad?
 With gradient sync off, FSDP2 skips the reduce-scatter: gradients are never reduced into the
@@ -62,13 +63,19 @@ optimizer.step()
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
+            enables = [e for e in trace.methods(SYNC) if e.arg(0, "requires_gradient_sync") != Const(False)]
             for call in trace.methods(SYNC):
                 if call.arg(0, "requires_gradient_sync") != Const(False):
                     continue
                 later = _follows(trace, call)
-                if not any(e.arg(0, "requires_gradient_sync") != Const(False) for e in later(trace.methods(SYNC))):
-                    if any(True for _ in later(trace.methods("step"))) and not _enabled_by_sibling(facts, trace):
-                        yield Finding(call.node)
+                steps = list(later(trace.methods("step")))
+                if not steps or _enabled_by_sibling(facts, trace):
+                    continue
+                reenables = list(later(enables))
+                if not reenables or any(
+                    _optimizer_step(step) and not _enabled_between(call, step, reenables) for step in steps
+                ):
+                    yield Finding(call.node)
 
 
 def _follows(trace: Trace, call: Event):
@@ -84,6 +91,25 @@ def _follows(trace: Trace, call: Event):
                 yield event
 
     return later
+
+
+def _enabled_between(call: Event, step: Event, enables: list[Event]) -> bool:
+    """Is sync switched back on after ``call`` and before ``step`` (through the loop when the
+    step comes earlier in the loop body)? Switched on only after the step is too late: the next
+    iteration turns it off again before any backward reduces."""
+    if step.index > call.index:
+        return any(call.index < enable.index < step.index for enable in enables)
+    return any(enable.index > call.index or enable.index < step.index for enable in enables)
+
+
+def _optimizer_step(step: Event) -> bool:
+    """``optimizer.step()`` (or ``scaler.step(optimizer)``), not a scheduler or profiler step."""
+    values = (step.receiver, *step.args) if step.receiver is not None else step.args
+    return any(
+        ref.root.kind == "optimizer" or "optim" in ref.text.lower() or ref.text.rpartition(".")[2] == "opt"
+        for value in values
+        for ref in refs(value)
+    )
 
 
 def _enabled_by_sibling(facts: FileFacts, trace: Trace) -> bool:

@@ -1099,6 +1099,25 @@ CASES = {
             if last:
                 optimizer.step()
     """,
+    "fsdp014-reenabled-only-after-the-step": """
+        def train(model, optimizer, loader, accum):
+            for i, batch in enumerate(loader):
+                model.set_requires_gradient_sync(False)  # expect: FSDP014
+                model(batch).mean().backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    model.set_requires_gradient_sync(True)
+    """,
+    "fsdp014-good-profiler-step-while-disabled": """
+        def train(model, optimizer, micro, prof):
+            model.set_requires_gradient_sync(False)
+            for mb in micro[:-1]:
+                model(mb).mean().backward()
+                prof.step()
+            model.set_requires_gradient_sync(True)
+            model(micro[-1]).mean().backward()
+            optimizer.step()
+    """,
     "fsdp014-good-no-step-in-file": """
         def freeze_sync(model):
             model.set_requires_gradient_sync(False)
