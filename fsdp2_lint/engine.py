@@ -35,6 +35,12 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 _SYNTAX_HINT = "fix the syntax error: fsdp2-lint checked nothing else in this file"
 _DECODE_HINT = "save the file as UTF-8, or declare its encoding (PEP 263): fsdp2-lint checked nothing else in it"
 _READ_HINT = "check the path and its permissions"
+_TOO_DEEP_HINT = "Python itself cannot compile this file: fsdp2-lint checked nothing else in it"
+_PYTHON_MAX_BRACKETS = 200  # CPython's parser: "too many nested parentheses" beyond this
+_PYTHON_RECURSION_LIMIT = 1000  # what `python train.py` compiles the file with
+_LONG_LINE = re.compile(rb"[^\r\n]{4000}")
+_OPENING = frozenset(b"([{")
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"()[]{}")
 _INTERNAL_HINT = "a bug in fsdp2-lint: please report it with the file; the other files were checked"
 
 _RULE_INSTANCES: dict[type[Rule], Rule] = {}
@@ -118,6 +124,9 @@ def _lint(data: bytes, path: str, rules: Sequence[type[Rule]] | None) -> _Linted
     applicable = applicable_rules(selected, data)
     if not applicable:
         return _Linted([])
+    refused = _refused_by_python(data, path)
+    if refused is not None:
+        return _Linted([(refused, None)], broken=True)
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
@@ -251,6 +260,37 @@ def _parses(data: bytes) -> bool:
     except (cst.ParserSyntaxError, UnicodeDecodeError, LookupError, SyntaxError):
         return False
     return True
+
+
+def _refused_by_python(data: bytes, path: str) -> Diagnostic | None:
+    """FSDP000 for a file nested deeper than Python itself accepts. libcst's native parser crashes
+    the process on brackets nested a few thousand deep and slows to minutes (then crashes) on
+    operator chains thousands of terms long, all code that Python refuses to compile. A cheap scan
+    picks the suspects; CPython, with its default recursion limit, has the last word."""
+    if _bracket_depth(data) <= _PYTHON_MAX_BRACKETS and not _LONG_LINE.search(data):
+        return None
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
+    try:
+        compile(data, path, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return _file_error(path, f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1)
+    except (RecursionError, MemoryError) as error:
+        return _file_error(path, f"Python cannot compile this file: {error}", hint=_TOO_DEEP_HINT)
+    except ValueError:  # null bytes: libcst's own account follows
+        pass
+    finally:
+        sys.setrecursionlimit(limit)
+    return None
+
+
+def _bracket_depth(data: bytes) -> int:
+    """How deep brackets nest, counting those in strings and comments too (an upper bound)."""
+    depth = deepest = 0
+    for byte in data.translate(None, _NOT_BRACKETS):
+        depth += 1 if byte in _OPENING else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _syntax_error(data: bytes, path: str, error: cst.ParserSyntaxError) -> Diagnostic:

@@ -106,7 +106,13 @@ def test_json_output(project):
             "applicability": "unsafe",
             "edits": [
                 {"line": 5, "column": 1, "end_line": 6, "end_column": 1, "content": ""},
-                {"line": 9, "column": 1, "end_line": 9, "end_column": 1, "content": "opt = torch.optim.AdamW(model.parameters())\n"},
+                {
+                    "line": 9,
+                    "column": 1,
+                    "end_line": 9,
+                    "end_column": 1,
+                    "content": "opt = torch.optim.AdamW(model.parameters())\n",
+                },
             ],
         },
     }
@@ -262,3 +268,35 @@ def test_installed_entry_point_runs(project):
     script = Path(sysconfig.get_path("scripts")) / "fsdp2-lint"
     result = subprocess.run([str(script), "check", "bad.py"], capture_output=True, text=True, cwd=project)
     assert result.returncode == 1 and "FSDP001" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "expression, message",
+    [
+        ("[" * 3000 + "]" * 3000, "syntax error: too many nested parentheses"),
+        ("f(" * 3000 + ")" * 3000, "syntax error: too many nested parentheses"),
+        ("+".join(["1"] * 20000), "Python cannot compile this file: maximum recursion depth exceeded"),
+    ],
+    ids=["brackets", "calls", "operator-chain"],
+)
+def test_code_nested_deeper_than_python_accepts_is_fsdp000_not_a_crash(project, expression, message):
+    """libcst's native parser crashes the process on these (or takes minutes); Python refuses them."""
+    write(project / "deep.py", f"from torch.distributed.fsdp import fully_shard\nx = {expression}\n")
+    write(project / "bad.py", BAD)
+    result = subprocess.run(
+        [sys.executable, "-m", "fsdp2_lint", "check", "--no-cache", "--output-format", "json", "deep.py", "bad.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    found = {d["path"]: d for d in json.loads(result.stdout)}
+    assert found["deep.py"]["code"] == "FSDP000" and found["deep.py"]["message"].startswith(message)
+    assert found["bad.py"]["code"] == "FSDP001"
+
+
+def test_long_lines_and_brackets_inside_strings_python_accepts_are_still_linted(project):
+    write(project / "bad.py", BAD + f"TABLE = [{', '.join(['1'] * 5000)}]\nDOC = '{'(' * 300}'\n")
+    code, output = run("check", "--no-cache", "--output-format", "json", "bad.py")
+    assert [d["code"] for d in json.loads(output)] == ["FSDP001"]
