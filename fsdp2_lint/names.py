@@ -10,6 +10,7 @@ are the same thing to every rule, and a different library's ``fully_shard`` is n
 from __future__ import annotations
 
 import re
+from functools import cache
 
 FSDP = "torch.distributed.fsdp"
 FULLY_SHARD = f"{FSDP}.fully_shard"
@@ -194,6 +195,7 @@ WORLD_SIZE_ENV_VARS = frozenset({"WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS
 RANK_ENV_VARS = frozenset({"RANK", "LOCAL_RANK", "GLOBAL_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID"})
 
 
+@cache  # the same few names are classified over and over
 def rank_kind_of_name(name: str) -> str | None:
     """``"rank"`` for names that hold a process rank, ``"zero"`` for rank-0 flags, else None."""
     if _RANK_NAME.match(name):
@@ -203,6 +205,7 @@ def rank_kind_of_name(name: str) -> str | None:
     return None
 
 
+@cache
 def rank_kind_of_call(qname: str) -> str | None:
     if _RANK_FUNCTION.search(qname):
         return "rank"
@@ -214,6 +217,7 @@ def rank_kind_of_call(qname: str) -> str | None:
     return None
 
 
+@cache
 def uniform_kind_of_call(qname: str) -> str | None:
     """``"dist"`` for checks that the job is distributed, ``"size"`` for the world size."""
     if _DISTRIBUTED_CHECK.match(qname) or _DISTRIBUTED_FUNCTION.match(qname.rpartition(".")[2]):
@@ -223,6 +227,7 @@ def uniform_kind_of_call(qname: str) -> str | None:
     return None
 
 
+@cache
 def uniform_kind_of_name(name: str) -> str | None:
     """``"size"`` for a variable holding the world size, ``"dist"`` for a distributed-run flag."""
     if _WORLD_SIZE_NAME.match(name):
