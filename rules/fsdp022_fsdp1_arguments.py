@@ -24,6 +24,7 @@ REPLACEMENTS = {
     "backward_prefetch": "nothing, or explicit prefetching with `set_modules_to_backward_prefetch`",
     "forward_prefetch": "explicit prefetching with `set_modules_to_forward_prefetch`",
     "process_group": "`mesh=` (a DeviceMesh)",
+    "device_mesh": "`mesh=` (the same DeviceMesh, under FSDP2's name)",
     "ignored_modules": "`ignored_params=`",
 }
 SHARDING_STRATEGY = f"{names.FSDP}.ShardingStrategy."
@@ -98,6 +99,12 @@ from torch.distributed.fsdp import ShardingStrategy, fully_shard
 fully_shard(model, mesh)  # expect: FSDP022
 fully_shard(model.head, reshard_after_forward=ShardingStrategy.SHARD_GRAD_OP)  # expect: FSDP022
 """,
+        """
+import torch.distributed.fsdp as fsdp
+
+for block in model.blocks:
+    fsdp.fully_shard(block, device_mesh=mesh)  # expect: FSDP022
+""",
     )
     signature = RuntimeSignature(
         evidence="exception",
@@ -153,6 +160,9 @@ def _fsdp2_arguments(shard: Event) -> RuleFix | None:
             )
             args.append(arg.with_changes(keyword=cst.Name("mesh"), equal=no_space))
             notes.append("the mesh as `mesh=`")
+        elif name == "device_mesh" and "mesh" not in shard.kwargs and len(positional) < 2:
+            args.append(arg.with_changes(keyword=cst.Name("mesh")))
+            notes.append("`device_mesh=` as `mesh=`")
         elif name in DROPPED:
             no_op, change = DROPPED[name]
             if no_op is None or value == Const(no_op):

@@ -321,6 +321,15 @@ def test_fsdp022_dropping_what_changes_behaviour_is_unsafe_and_says_why():
     assert fixed_text(source) == case("fully_shard(model, mesh=mesh)\n")
 
 
+def test_fsdp022_renames_fsdp1s_device_mesh_keyword_to_mesh():
+    source = case("fully_shard(model, device_mesh=mesh, reshard_after_forward=True)\n")
+    (diagnostic,) = lint_source(source.encode(), "train.py")
+    assert "`device_mesh`" in diagnostic.message and diagnostic.fix.applicability == "safe"
+    assert fixed_text(source, unsafe=False) == case("fully_shard(model, mesh=mesh, reshard_after_forward=True)\n")
+    both = case("fully_shard(model, mesh=mesh, device_mesh=mesh)\n")
+    assert [d.fix for d in lint_source(both.encode(), "train.py")] == [None]  # which one was meant?
+
+
 @pytest.mark.parametrize(
     "call",
     [
