@@ -106,6 +106,9 @@ class Context:
     loops: tuple[cst.CSTNode, ...] = ()
     forward_of: tuple[Ref, ...] = ()  # modules whose forward() this code runs inside
     managers: tuple[Value, ...] = ()  # values of the enclosing `with` items
+    # Modules a type test proved are no FSDP2 modules here (`isinstance(m, FSDPModule)` failed, or
+    # `m` is a DDP/FSDP1 wrapper): in this arm nothing in them is sharded, whatever else ran.
+    not_fsdp2: tuple[Ref, ...] = ()
 
     def with_(self, **changes: object) -> Context:
         return replace(self, **changes)
@@ -258,12 +261,15 @@ class Trace:
                 return event
         return None
 
-    def optimizes_sharded(self, optimizer: Obj) -> bool:
+    def optimizes_sharded(self, optimizer: Obj, at: Event | None = None) -> bool:
         """Was the optimizer given its parameters after their module was sharded (its state and
-        parameters are DTensors)? False for an optimizer built outside this trace."""
+        parameters are DTensors)? False for an optimizer built outside this trace, and, seen from
+        the event ``at``, for one whose modules a type test there proved unsharded."""
         if optimizer.params is None or optimizer.event is None or optimizer.event not in self.events:
             return False
         for source in optimizer.params.sources:
+            if at is not None and _proved_unsharded(source.ref, at):
+                continue
             captured = source.captured_at if source.captured_at is not None else optimizer.event.index
             if self.sharded_overlap(source.ref, self.events[min(captured + 1, len(self.events) - 1)]):
                 return True
@@ -300,6 +306,8 @@ class Trace:
 
         Returns the shard event, or True for a module sharded by another method of the class.
         """
+        if _proved_unsharded(ref, event):
+            return False
         for shard, target in self.shards_before(event):
             if may_be_same(target, canonical(ref)):
                 return shard
@@ -307,6 +315,8 @@ class Trace:
 
     def is_managed(self, ref: Ref, event: Event) -> Event | bool:
         """Is ``ref`` or one of its ancestors sharded before ``event`` (its params are DTensors)?"""
+        if _proved_unsharded(ref, event):
+            return False
         for shard, target in self.shards_before(event):
             if may_contain(target, canonical(ref)):
                 return shard
@@ -315,6 +325,8 @@ class Trace:
     def sharded_overlap(self, ref: Ref, event: Event, since: int = -1) -> Event | bool:
         """Is a module inside ``ref``'s subtree, or an ancestor of it, sharded after ``since``
         and before ``event`` (some of ``ref``'s parameters are DTensors by then)?"""
+        if _proved_unsharded(ref, event):
+            return False
         for shard, target in self.shards_before(event, since):
             if may_overlap(target, canonical(ref)):
                 return shard
@@ -329,6 +341,11 @@ def fsdp2_model(trace: Trace, event: Event, value: Value | None) -> bool:
     if value is None or may_be_wrapper(value):
         return False
     return any(trace.sharded_overlap(ref, event) for ref in refs(value))
+
+
+def _proved_unsharded(ref: Ref, event: Event) -> bool:
+    target = canonical(ref)
+    return any(may_contain(proved, target) for proved in event.ctx.not_fsdp2)
 
 
 def may_be_wrapper(value: Value | None) -> bool:

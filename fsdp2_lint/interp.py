@@ -153,6 +153,7 @@ class Continuation:
 
     arm: tuple[int, int]
     rank_guard: RankGuard | None
+    not_fsdp2: tuple[Ref, ...] = ()
 
 
 @dataclass
@@ -267,6 +268,7 @@ class Interpreter:
                     self.ctx = self.ctx.with_(
                         branches=self.ctx.branches + (outcome.arm,),
                         rank_guard=outcome.rank_guard or self.ctx.rank_guard,
+                        not_fsdp2=self.ctx.not_fsdp2 + outcome.not_fsdp2,
                     )
             return False
         finally:
@@ -353,13 +355,18 @@ class Interpreter:
         then_guard, else_guard = _rank_guards(node, _rank_kind(test), len(self.frame.stack))
         then_narrowing, else_narrowing = self.narrowing(node.test)
         arm_slots = self.slot_narrowing(node.test)
+        not_fsdp2 = self.proved_not_fsdp2(node.test)
         base, outer = self.frame.env, self.ctx
         arms: list[tuple[Env, bool]] = []
         for arm, (guard, narrowing) in enumerate(((then_guard, then_narrowing), (else_guard, else_narrowing))):
             self.frame.env = base.branch()
             self.frame.env.vars.update(narrowing)
             saved = self.narrow_slots(arm_slots[arm])
-            self.ctx = outer.with_(branches=outer.branches + ((id(node), arm),), rank_guard=guard or outer.rank_guard)
+            self.ctx = outer.with_(
+                branches=outer.branches + ((id(node), arm),),
+                rank_guard=guard or outer.rank_guard,
+                not_fsdp2=outer.not_fsdp2 + not_fsdp2[arm],
+            )
             if arm == 0:
                 done = self.exec_block(statements(node.body))
             elif isinstance(node.orelse, cst.If):
@@ -379,7 +386,7 @@ class Interpreter:
             base.vars.update((else_env if then_done else then_env).vars)
             arm = 1 if then_done else 0
             self.narrow_slots(arm_slots[arm])  # the rest of the block runs in that arm
-            return Continuation((id(node), arm), else_guard if then_done else then_guard)
+            return Continuation((id(node), arm), else_guard if then_done else then_guard, not_fsdp2[arm])
         for env, narrowing in ((then_env, then_narrowing), (else_env, else_narrowing)):
             _undo_narrowing(env, narrowing, base)  # what the test said holds only inside the arm
         merged = dict(else_env.vars)
@@ -1257,6 +1264,15 @@ class Interpreter:
                 del self.heap[slot]
             else:
                 self.heap[slot] = saved[slot]  # type: ignore[assignment]
+
+    def proved_not_fsdp2(self, test: cst.BaseExpression) -> tuple[tuple[Ref, ...], tuple[Ref, ...]]:
+        """The modules the test proves are no FSDP2 modules, in the true and in the false arm:
+        those the type-guard narrowing rebinds, as they are before it."""
+        found = []
+        for narrowed in self._wrapper_narrowing(test):
+            values = (self.frame.env.lookup(key) if isinstance(key, str) else self.heap.get(key) for key in narrowed)
+            found.append(tuple(canonical(ref) for value in values if value is not None for ref in refs(value)))
+        return found[0], found[1]
 
     def _wrapper_narrowing(self, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):

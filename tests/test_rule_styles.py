@@ -1208,6 +1208,55 @@ CASES = {
         fully_shard(model, mesh=mesh)
         optimizer = torch.optim.AdamW(model.parameters())
     """,
+    "fsdp021-good-plain-load-in-the-unsharded-arm": """
+        import torch
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict, StateDictOptions
+        def resume(model, optimizer, path):
+            state = torch.load(path)
+            if isinstance(model, FSDPModule):
+                set_optimizer_state_dict(model, optimizer, state, options=StateDictOptions(full_state_dict=True))
+            else:
+                optimizer.load_state_dict(state)
+        def main(shard):
+            model = Net()
+            if shard:
+                for block in model.blocks:
+                    fully_shard(block)
+                fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+            resume(model, optimizer, "ckpt.pt")
+    """,
+    "fsdp021-plain-load-after-an-early-exit-for-wrappers-only": """
+        import torch
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def resume(model, optimizer, path):
+            if isinstance(model, FSDPModule):
+                return
+            optimizer.load_state_dict(torch.load(path))
+        def resume_any(model, optimizer, path):
+            if isinstance(model, DDP):
+                return
+            optimizer.load_state_dict(torch.load(path))  # expect: FSDP021
+        model = Net()
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        resume(model, optimizer, "ckpt.pt")
+        resume_any(model, optimizer, "ckpt.pt")
+    """,
+    "fsdp004-good-plain-save-when-the-model-is-not-fsdp2": """
+        import torch
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def save(model, path):
+            if not isinstance(model, FSDPModule):
+                torch.save(model.state_dict(), path)
+        model = Net()
+        fully_shard(model)
+        save(model, "model.pt")
+    """,
     "fsdp034-root-only-after-tensor-parallel": """
         import torch
         from torch.distributed.fsdp import fully_shard
