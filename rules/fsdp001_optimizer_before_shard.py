@@ -88,7 +88,7 @@ def main():
     )
     signature = RuntimeSignature(
         evidence="params_unchanged",
-        note="an optimizer step leaves every model parameter unchanged; the optimizer holds no DTensors",
+        note="the optimizer holds the tensors fully_shard replaced, no DTensor; its steps change no model parameter",
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

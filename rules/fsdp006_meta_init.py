@@ -88,7 +88,7 @@ loss = model(tokens).sum()
         evidence="not_materialized",
         exception=("RuntimeError",),
         message=r"should be materialized from meta device",
-        note="or, after to_empty() without init, parameters that are non-finite or uninitialised-looking",
+        note="or, after to_empty() without init, parameters still holding to_empty()'s memory at the first step",
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

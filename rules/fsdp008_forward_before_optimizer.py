@@ -71,7 +71,8 @@ optimizer.step()
     )
     signature = RuntimeSignature(
         evidence="partial_update",
-        note="after a step some parameters change but the root's own never do; the optimizer holds plain tensors for them",
+        note="the optimizer holds the root's parameters as they were when it was built, unsharded; after a step the "
+        "others change but the root's own never do",
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

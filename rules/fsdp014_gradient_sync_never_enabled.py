@@ -58,7 +58,8 @@ optimizer.step()
     requires = (("set_requires_gradient_sync",), ("step",))
     signature = RuntimeSignature(
         evidence="grads_not_reduced",
-        note="at the optimizer step every sharded parameter's grad is None and no parameter changes",
+        note="at the optimizer step the parameters whose gradient sync was off at the backward have no grad and do "
+        "not change",
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

@@ -81,7 +81,8 @@ class Trainer:
 """,
     )
     signature = RuntimeSignature(
-        evidence="single_param_group", note="one FSDP parameter group holds every parameter of the model"
+        evidence="single_param_group",
+        note="at the first forward, the model's outermost group holds the parameters of all its modules",
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

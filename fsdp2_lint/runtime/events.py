@@ -15,19 +15,24 @@ from pathlib import Path
 from typing import Any
 
 START = "start"  # rank, world_size, pid, script, device, backend
-# line, module, params, nested (sharded submodules), owners; call (ordinal on this rank), values
+# line, module, params; call (ordinal on this rank), values
 # (per parameter: name, index of this rank's shard, local fingerprint, and where this rank had loaded
 # it: loaded_line, chunks = every rank's chunk fingerprint); fsdp1_params (FSDP1-managed parameters
 # this call sharded again); offload_policy, foreign_offload, group_params, offloaded
 FULLY_SHARD = "fully_shard"
+# line, module, shard_line, params, nested (groups inside it), owners (modules owning parameters of its
+# own group): a sharded module no other sharded module contains, at its first forward
+FIRST_FORWARD = "first_forward"
 LOAD = "load"  # line, module, params: load_state_dict into a module not sharded yet
 GRAD_NORM = "grad_norm"  # line, function, occurrence, value, local_sq, global_sq (+ given* for clipping)
 STATE_DICT = "state_dict"  # line, module, requested, config_line, tensors, dtensors (after set_state_dict_type)
 SUMMON = "summon"  # line, module, params, sharded: inside FSDP.summon_full_params
 TO_EMPTY = "to_empty"  # line, module, params
 MATERIALIZED = "materialized"  # at the first step: to_empty_line, compared, untouched(_count)
-OPTIMIZER = "optimizer"  # line, optimizer, params, dtensor_params, optimizer_id
-STEP = "step"  # see probes.StepProbe
+# line, optimizer, params, dtensor_params, replaced_params (tensors fully_shard replaced), unsharded_params
+# (plain tensors that were the sharded model's parameters when it was built), optimizer_id
+OPTIMIZER = "optimizer"
+STEP = "step"  # see Probes._after_step
 SAVE = "save"  # line, target, dtensors, tensors
 COLLECTIVE = "collective"  # op, line
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback

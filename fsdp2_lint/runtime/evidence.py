@@ -89,6 +89,10 @@ def _at(line: int | None) -> str:
     return f" at line {line}" if line is not None else ""
 
 
+def _at_lines(lines: list[int]) -> str:
+    return f" at line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}" if lines else ""
+
+
 # exception ----------------------------------------------------------------------------------------
 
 
@@ -140,15 +144,20 @@ def _steps_by_optimizer(run: RunRecord) -> dict[tuple[int, int], list[Event]]:
 
 
 def _step_evidence(
-    run: RunRecord, kind: str, holds: Callable[[Event], bool], describe: Callable[[list[Event]], str]
+    run: RunRecord,
+    kind: str,
+    holds: Callable[[Event], bool],
+    describe: Callable[[list[Event]], str],
+    cause_lines: Callable[[Event], tuple[int, ...]] = lambda step: (),
 ) -> list[Evidence]:
-    """One item per optimizer (merged across ranks) whose every probed step ``holds``."""
+    """One item per optimizer (merged across ranks) whose every probed step ``holds``; its lines
+    are the optimizer's construction, the last probed step and the ``cause_lines`` of that step."""
     grouped: dict[tuple[str, tuple[int, ...]], list[int]] = defaultdict(list)
     for (rank, _), steps in _steps_by_optimizer(run).items():
         if all(holds(step) for step in steps):
             last = steps[-1]
-            lines = tuple(line for line in (last["optimizer_line"], last.get("line")) if line is not None)
-            grouped[(describe(steps), lines)].append(rank)
+            lines = (last["optimizer_line"], last.get("line"), *cause_lines(last))
+            grouped[(describe(steps), tuple(line for line in lines if line is not None))].append(rank)
     return [
         Evidence(kind=kind, summary=f"{summary} ({_ranks(ranks)})", ranks=tuple(ranks), lines=lines)
         for (summary, lines), ranks in grouped.items()
@@ -170,33 +179,40 @@ def _sharded(step: Event) -> bool:
 
 @evidence_kind("params_unchanged", "optimizer steps leave all (sharded) parameters unchanged")
 def detect_params_unchanged(run: RunRecord) -> list[Evidence]:
-    """The optimizer holds the pre-shard tensors (no DTensor) and no parameter of the sharded model
-    changes at any probed step (FSDP001)."""
-    return _step_evidence(
-        run,
-        "params_unchanged",
-        lambda step: _sharded(step) and step["optimizer_dtensor"] == 0 and step["changed"] == 0,
-        lambda steps: (
-            f"{_optimizer(steps)} holds no DTensor; {_after(steps)} 0 of {steps[-1]['model_params']} parameters changed"
-        ),
-    )
+    """The optimizer holds no DTensor but tensors that were parameters until ``fully_shard``
+    replaced them, and no parameter of the sharded model changes at any probed step (FSDP001). An
+    optimizer over a model nobody sharded holds none of those, whatever the sharded model does."""
+
+    def holds(step: Event) -> bool:
+        stale = step["optimizer_dtensor"] == 0 and step["optimizer_replaced"] > 0
+        return _sharded(step) and stale and step["changed"] == 0
+
+    def describe(steps: list[Event]) -> str:
+        last = steps[-1]
+        return (
+            f"{_optimizer(steps)} holds no DTensor but {last['optimizer_replaced']} tensor(s) fully_shard replaced; "
+            f"{_after(steps)} 0 of {last['model_params']} parameters changed"
+        )
+
+    return _step_evidence(run, "params_unchanged", holds, describe)
 
 
 @evidence_kind("partial_update", "some parameters never change: the optimizer holds plain tensors for them")
 def detect_partial_update(run: RunRecord) -> list[Evidence]:
-    """Some parameters change at every probed step, the others never do, and the optimizer does not
-    hold those: it holds plain tensors captured instead (FSDP008: the root after a forward)."""
+    """Some parameters change at every probed step, the others never do and the optimizer does not
+    hold them: it holds the plain tensors that were the sharded model's parameters when it was built
+    instead (FSDP008: the root, unsharded after a forward)."""
 
     def holds(step: Event) -> bool:
-        partial = 0 < step["changed"] < step["compared"] and step["optimizer_dtensor"] < step["optimizer_params"]
+        partial = 0 < step["changed"] < step["compared"] and step["optimizer_unsharded"] > 0
         return partial and set(step["unchanged"]) <= set(step["not_held"])
 
     def describe(steps: list[Event]) -> str:
         last = steps[-1]
-        plain = last["optimizer_params"] - last["optimizer_dtensor"]
         return (
-            f"{_optimizer(steps)} holds {plain} plain tensor(s); {_after(steps)} {last['changed']} of "
-            f"{last['compared']} parameters changed, never: {', '.join(last['unchanged'])}"
+            f"{_optimizer(steps)} holds {last['optimizer_unsharded']} plain tensor(s), the sharded model's unsharded "
+            f"parameters when it was built; {_after(steps)} {last['changed']} of {last['compared']} parameters "
+            f"changed, never: {', '.join(last['unchanged'])}"
         )
 
     found = _step_evidence(run, "partial_update", holds, describe)
@@ -213,22 +229,24 @@ def _same_unchanged(run: RunRecord, evidence: Evidence) -> bool:
 
 @evidence_kind("grads_not_reduced", "sharded parameters the optimizer holds get no gradient and never change")
 def detect_grads_not_reduced(run: RunRecord) -> list[Evidence]:
-    """At every probed step some trainable sharded parameters held by the optimizer have no gradient
-    and do not change (FSDP014: gradient sync switched off and never back on)."""
+    """At every probed step, trainable sharded parameters held by the optimizer have no gradient
+    and do not change, and their gradient sync was off at the backward before it (FSDP014:
+    ``set_requires_gradient_sync(False)`` never switched back on). A parameter the forward did not
+    use has no gradient either, with sync on: that is no evidence."""
 
     def holds(step: Event) -> bool:
-        missing = set(step["no_grad"])
-        held = not missing & set(step["not_held"])
-        return _sharded(step) and bool(missing) and missing <= set(step["unchanged"]) and held
+        stuck = step["sync_off_changed"] == 0 and step["sync_off_not_held"] == 0
+        return _sharded(step) and step["sync_off_count"] > 0 and stuck
 
     def describe(steps: list[Event]) -> str:
         last = steps[-1]
         return (
-            f"{_after(steps)} of {_optimizer(steps)}: {last['grads_missing']} of {last['model_params']} sharded "
-            f"parameters had no gradient and did not change ({', '.join(last['no_grad'])})"
+            f"{_after(steps)} of {_optimizer(steps)}: {last['sync_off_count']} of {last['model_params']} sharded "
+            f"parameters had no gradient and did not change, their gradient sync switched off by "
+            f"set_requires_gradient_sync(False){_at_lines(last['sync_off_lines'])} ({', '.join(last['sync_off'])})"
         )
 
-    return _step_evidence(run, "grads_not_reduced", holds, describe)
+    return _step_evidence(run, "grads_not_reduced", holds, describe, lambda step: tuple(step["sync_off_lines"]))
 
 
 def _kind_or_exception(name: str) -> Matcher:
@@ -284,21 +302,24 @@ def detect_not_materialized(run: RunRecord) -> list[Evidence]:
 
 @evidence_kind("single_param_group", "one FSDP parameter group holds the parameters of several modules")
 def detect_single_param_group(run: RunRecord) -> list[Evidence]:
-    """A module sharded with no sharded submodule while several of its modules own parameters: its
-    one group holds them all, so each forward all-gathers the whole of it (FSDP034)."""
+    """At the model's first forward, its outermost sharded module has no group inside it while
+    several of its modules own parameters: its one group holds them all, so each forward
+    all-gathers the whole of it (FSDP034). A block sharded on its own, before its root, is not."""
     grouped: dict[tuple, list[int]] = defaultdict(list)
-    for rank, event in run.of_kind(events.FULLY_SHARD):
+    for rank, event in run.of_kind(events.FIRST_FORWARD):
         if event["nested"] == 0 and event["owners"] >= 2:
-            grouped[(event["module"], event.get("line"), event["params"], event["owners"])].append(rank)
+            key = (event["module"], event["shard_line"], event.get("line"), event["params"], event["owners"])
+            grouped[key].append(rank)
     return [
         Evidence(
             kind="single_param_group",
-            summary=f"fully_shard({module}){_at(line)}: one parameter group holds all {params} parameters of "
-            f"{owners} modules; no submodule has a group of its own ({_ranks(ranks)})",
+            summary=f"fully_shard({module}){_at(shard_line)}: one parameter group holds all {params} parameters of "
+            f"{owners} modules and no submodule has a group of its own; its first forward{_at(line)} all-gathers "
+            f"them all ({_ranks(ranks)})",
             ranks=tuple(ranks),
-            lines=(line,) if line is not None else (),
+            lines=tuple(line for line in (shard_line, line) if line is not None),
         )
-        for (module, line, params, owners), ranks in grouped.items()
+        for (module, shard_line, line, params, owners), ranks in grouped.items()
     ]
 
 
@@ -354,6 +375,8 @@ def describe_event(event: Event | None) -> str:
         return f"{event['optimizer']}.step #{event['step']}{line}"
     if kind == events.FULLY_SHARD:
         return f"fully_shard({event['module']}){line}"
+    if kind == events.FIRST_FORWARD:
+        return f"first forward of {event['module']}{line}"
     if kind == events.OPTIMIZER:
         return f"{event['optimizer']}(...){line}"
     if kind == events.SAVE:
@@ -449,12 +472,11 @@ def detect_not_loaded(run: RunRecord) -> list[Evidence]:
         if not load["differ"]:
             continue
         shard_lines = sorted(line for line in load["shard_lines"] if line is not None)
-        at_shards = f" at line{'s' if len(shard_lines) > 1 else ''} {', '.join(map(str, shard_lines))}"
         found.append(
             Evidence(
                 kind="not_loaded",
                 summary=f"{_ranks(load['loaders'])} loaded {len(load['loaded'])} parameters{_at(load_line)}; right "
-                f"after fully_shard{at_shards if shard_lines else ''}, {_ranks(load['ranks'])}'s shard of "
+                f"after fully_shard{_at_lines(shard_lines)}, {_ranks(load['ranks'])}'s shard of "
                 f"{len(load['differ'])} of them is not the loaded values (it kept its own)",
                 ranks=tuple(sorted(load["ranks"])),
                 lines=tuple(line for line in (load_line, *shard_lines) if line is not None),
@@ -475,13 +497,13 @@ def _relative_difference(a: float, b: float) -> float:
 
 
 def _stale_clip(norm: Event, global_norm: float) -> bool:
-    """Clipping given tensors that are not the model's parameters, shaped like them, none with a
-    gradient (captured before fully_shard replaced them): it returns 0 and clips nothing."""
+    """Clipping given tensors that are not the model's parameters, none with a gradient, captured
+    before fully_shard replaced them: it returns 0 and clips nothing."""
     return (
         norm.get("given", 0) > 0
         and norm["given_model"] == 0
         and norm["given_grads"] == 0
-        and norm["given_model_shapes"]
+        and norm["given_replaced"] > 0
         and norm["value"] == 0.0
         and global_norm > 0.0
     )

@@ -18,14 +18,16 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 import torch.distributed.fsdp as fsdp
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP1
 from torch.distributed.tensor import DTensor
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.utils.weak import WeakIdKeyDictionary
 
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.events import EventLog
@@ -116,13 +118,13 @@ def _outward(frame: FrameType | None) -> Iterator[tuple[str, int]]:
 
 
 def group_layout(module: torch.nn.Module) -> tuple[int, int]:
-    """For a module just given to fully_shard: (submodules already sharded, i.e. groups nested in
-    it; modules that own parameters of its own group)."""
+    """For a sharded module: (groups nested in it: sharded submodules, FSDP1 units included;
+    modules that own parameters of its own group)."""
     nested = owners = 0
     pending = [module]
     while pending:
         current = pending.pop()
-        if current is not module and isinstance(current, fsdp.FSDPModule):
+        if current is not module and isinstance(current, (fsdp.FSDPModule, FSDP1)):
             nested += 1
             continue
         owners += any(True for _ in current.parameters(recurse=False))
@@ -130,10 +132,115 @@ def group_layout(module: torch.nn.Module) -> tuple[int, int]:
     return nested, owners
 
 
+def own_group_parameters(module: torch.nn.Module) -> Iterator[torch.nn.Parameter]:
+    """Parameters of a sharded module's own group: not those of sharded submodules."""
+    pending = [module]
+    while pending:
+        current = pending.pop()
+        if current is module or not isinstance(current, fsdp.FSDPModule):
+            yield from current.parameters(recurse=False)
+            pending.extend(current.children())
+
+
 def save_target(f: object) -> str:
     if isinstance(f, (str, os.PathLike)):
         return os.path.abspath(os.fspath(f))
     return f"<{type(f).__name__}>"
+
+
+class ParamSnapshot(NamedTuple):
+    """A model parameter just before an optimizer step."""
+
+    param: torch.nn.Parameter
+    before: torch.Tensor  # its local values
+    no_grad: bool  # trainable, and no gradient
+    sync_off: bool  # no gradient, and its gradient sync was off when the last backward started
+    sync_off_line: int | None  # the line that switched it off
+
+
+class EmptyParam(NamedTuple):
+    """A parameter right after ``to_empty()``: the module attribute that holds it, and its memory."""
+
+    owner: torch.nn.Module
+    name: str
+    param: torch.Tensor
+    before: torch.Tensor  # its local values right after to_empty
+
+    def untouched(self) -> bool:
+        """Still the module's parameter (a state dict loaded with assign=True puts other tensors in
+        its place), holding the same bits."""
+        return getattr(self.owner, self.name, None) is self.param and self.same_memory()
+
+    def same_memory(self) -> bool:
+        with torch.no_grad():
+            return same_bits(local_tensor(self.param), self.before)
+
+
+class ReplacedParameters:
+    """Shard observer: remembers the tensors that were a module's parameters until ``fully_shard``
+    replaced them with DTensors. An optimizer or a clip that holds them works on tensors the model
+    no longer uses (FSDP001, FSDP015); one over a model nobody sharded holds none of them."""
+
+    def __init__(self) -> None:
+        # by identity: tensors compare elementwise; weak, so a replaced tensor nobody holds is dropped
+        self.tensors: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+    def before(self, modules: list[torch.nn.Module]) -> list[torch.Tensor]:
+        return [p for m in modules for p in m.parameters() if not isinstance(p, DTensor)]
+
+    def after(self, modules: list[torch.nn.Module], before: list[torch.Tensor] | None) -> dict[str, Any]:
+        current = {id(p) for m in modules for p in m.parameters()}
+        for param in before or ():
+            if id(param) not in current:  # a failed call leaves the module its parameters
+                self.tensors[param] = True
+        return {}
+
+    def count(self, tensors: Iterable[torch.Tensor]) -> int:
+        return sum(tensor in self.tensors for tensor in tensors)
+
+
+class GradientSyncProbe:
+    """FSDP014. The parameters whose gradient sync ``set_requires_gradient_sync(False)`` had switched
+    off when the last backward started: that backward leaves their gradients unreduced, so their
+    ``grad`` stays None. (A parameter the forward never used has no gradient either, on purpose.)"""
+
+    def __init__(self, probes: Probes) -> None:
+        self.probes = probes
+        self.off: WeakIdKeyDictionary = WeakIdKeyDictionary()  # parameter -> line that switched its sync off
+        self.off_at_backward: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+    def install(self) -> None:
+        original_sync = fsdp.FSDPModule.set_requires_gradient_sync
+        on_sync = self.probes.guarded("gradient_sync", self._on_sync)
+
+        @functools.wraps(original_sync)
+        def set_requires_gradient_sync(module: Any, requires_gradient_sync: bool, *args: Any, **kwargs: Any) -> Any:
+            result = original_sync(module, requires_gradient_sync, *args, **kwargs)
+            on_sync(module, requires_gradient_sync, kwargs.get("recurse", True), sys._getframe(1))
+            return result
+
+        fsdp.FSDPModule.set_requires_gradient_sync = set_requires_gradient_sync
+        original_backward = torch.autograd.backward
+        on_backward = self.probes.guarded("gradient_sync", self._on_backward)
+
+        @functools.wraps(original_backward)
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            on_backward()
+            return original_backward(*args, **kwargs)
+
+        torch.autograd.backward = backward  # Tensor.backward calls it too
+
+    def _on_sync(self, module: torch.nn.Module, enabled: bool, recurse: bool, frame: FrameType) -> None:
+        params = module.parameters() if recurse else own_group_parameters(module)
+        line = self.probes.locator.locate_stack(frame)["line"]
+        for param in params:
+            if enabled:
+                self.off.pop(param, None)
+            else:
+                self.off[param] = line
+
+    def _on_backward(self) -> None:
+        self.off_at_backward = self.off.copy()
 
 
 class Probes:
@@ -145,15 +252,21 @@ class Probes:
         self.stack_file = open(events.stack_path(run_dir, rank), "w", encoding="utf-8")
         self.sharded: list[weakref.ref[torch.nn.Module]] = []
         self.optimizer_lines: weakref.WeakKeyDictionary[torch.optim.Optimizer, int | None] = weakref.WeakKeyDictionary()
+        # plain tensors each optimizer was given that were the sharded model's parameters then (FSDP008)
+        self.optimizer_unsharded: weakref.WeakKeyDictionary[torch.optim.Optimizer, int] = weakref.WeakKeyDictionary()
         self.probed_steps: weakref.WeakKeyDictionary[torch.optim.Optimizer, int] = weakref.WeakKeyDictionary()
-        self.snapshots: weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[str, tuple]] = weakref.WeakKeyDictionary()
+        self.snapshots: weakref.WeakKeyDictionary[torch.optim.Optimizer, dict[str, ParamSnapshot]] = (
+            weakref.WeakKeyDictionary()
+        )
         self.last_collective: tuple | None = None
-        # (line of the to_empty call, {name: (param, local values right after to_empty)}), until the
-        # first optimizer step compares them
-        self.materialized: list[tuple[int | None, dict[str, tuple[torch.Tensor, torch.Tensor]]]] = []
+        # (line of the to_empty call, {qualified name: what to_empty left}), until the first
+        # optimizer step compares them
+        self.materialized: list[tuple[int | None, dict[str, EmptyParam]]] = []
         self.loads = LoadProbe(self)
+        self.replaced = ReplacedParameters()
+        self.gradient_sync = GradientSyncProbe(self)
         # each sees the modules before a fully_shard call and adds fields to its event after it
-        self.shard_observers = (self.loads, Fsdp1ShardObserver())
+        self.shard_observers = (self.loads, Fsdp1ShardObserver(), self.replaced)
 
     def install(self) -> None:
         faulthandler.register(STACK_DUMP_SIGNAL, file=self.stack_file, all_threads=True)
@@ -161,6 +274,7 @@ class Probes:
         self.loads.install()
         GradNormProbe(self).install()
         Fsdp1Probes(self).install()
+        self.gradient_sync.install()
         self._wrap_to_empty()
         self._wrap_optimizer_init()
         register_optimizer_step_pre_hook(self.guarded("step", self._before_step))
@@ -208,18 +322,45 @@ class Probes:
     def _on_fully_shard(self, module: Any, frame: FrameType, seen: list[Any] | None) -> None:
         modules = _as_modules(module)
         self.sharded.extend(weakref.ref(m) for m in modules)
-        layouts = [group_layout(m) for m in modules]
         observed: dict[str, Any] = {}
         for observer, before in zip(self.shard_observers, seen or [None] * len(self.shard_observers), strict=True):
             observed.update(self.guarded("fully_shard", observer.after)(modules, before) or {})
+        where = self.locator.locate_stack(frame)
+        self._follow_materialized()
         self.log.write(
             events.FULLY_SHARD,
             module=", ".join(type(m).__name__ for m in modules),
             params=sum(1 for m in modules for _ in m.parameters()),
-            nested=sum(nested for nested, _ in layouts),
-            owners=sum(owners for _, owners in layouts),
             **observed,
-            **self.locator.locate_stack(frame),
+            **where,
+        )
+        for m in modules:
+            self._watch_first_forward(m, where["line"])
+
+    def _watch_first_forward(self, module: torch.nn.Module, shard_line: int | None) -> None:
+        """The group layout that counts is the one a model runs with: blocks are sharded before
+        their root, and a top-down script fails before its first forward."""
+        on_forward = self.guarded("fully_shard", self._on_first_forward)
+
+        def pre_forward(forwarded: torch.nn.Module, args: Any) -> None:
+            handle.remove()
+            on_forward(forwarded, shard_line)
+
+        handle = module.register_forward_pre_hook(pre_forward)
+
+    def _on_first_forward(self, module: torch.nn.Module, shard_line: int | None) -> None:
+        live = [m for m in (ref() for ref in self.sharded) if m is not None]
+        if any(module is not outer and any(sub is module for sub in outer.modules()) for outer in live):
+            return  # a group inside a sharded model: its root's layout says how the model is grouped
+        nested, owners = group_layout(module)
+        self.log.write(
+            events.FIRST_FORWARD,
+            module=type(module).__name__,
+            shard_line=shard_line,
+            params=sum(1 for _ in module.parameters()),
+            nested=nested,
+            owners=owners,
+            **self.locator.locate_stack(sys._getframe()),
         )
 
     def model_parameters(self) -> dict[str, torch.nn.Parameter]:
@@ -253,18 +394,32 @@ class Probes:
     def _on_to_empty(self, module: torch.nn.Module, frame: FrameType) -> None:
         """Keep the uninitialised values: the first optimizer step tells whether anything wrote them."""
         with torch.no_grad():
-            values = {name: (p, local_tensor(p).detach().clone()) for name, p in module.named_parameters()}
+            values = {
+                ".".join(filter(None, (owner_name, name))): EmptyParam(owner, name, p, local_tensor(p).detach().clone())
+                for owner_name, owner in module.named_modules()
+                for name, p in owner.named_parameters(recurse=False)
+            }
         where = self.locator.locate_stack(frame)
         self.materialized.append((where["line"], values))
         self.log.write(events.TO_EMPTY, module=type(module).__name__, params=len(values), **where)
+
+    def _follow_materialized(self) -> None:
+        """fully_shard after to_empty: the DTensor that replaced a parameter still uninitialised holds
+        a copy of its memory, which is what an initialisation after sharding overwrites."""
+        for _, values in self.materialized:
+            for name, empty in values.items():
+                current = getattr(empty.owner, empty.name, None)
+                if isinstance(current, DTensor) and empty.param in self.replaced.tensors and empty.same_memory():
+                    with torch.no_grad():
+                        values[name] = empty._replace(param=current, before=current.to_local().detach().clone())
 
     def _check_materialized(self, frame: FrameType) -> None:
         """At the first optimizer step: which parameters still hold exactly what to_empty() left."""
         where = self.locator.locate_stack(frame)
         for to_empty_line, values in self.materialized:
             with torch.no_grad():
-                compared = {name: (p, before) for name, (p, before) in values.items() if before.numel() > 0}
-                untouched = [name for name, (p, before) in compared.items() if same_bits(local_tensor(p), before)]
+                compared = {name: empty for name, empty in values.items() if empty.before.numel() > 0}
+                untouched = [name for name, empty in compared.items() if empty.untouched()]
             self.log.write(
                 events.MATERIALIZED,
                 to_empty_line=to_empty_line,
@@ -292,12 +447,17 @@ class Probes:
         where = self.locator.locate_stack(frame)
         self.optimizer_lines[optimizer] = where["line"]
         params = _optimizer_params(optimizer)
+        model_ids = {id(p) for p in self.model_parameters().values()}
+        unsharded = sum(not isinstance(p, DTensor) and id(p) in model_ids for p in params)
+        self.optimizer_unsharded[optimizer] = unsharded
         self.log.write(
             events.OPTIMIZER,
             optimizer=type(optimizer).__name__,
             optimizer_id=id(optimizer),
             params=len(params),
             dtensor_params=sum(isinstance(p, DTensor) for p in params),
+            replaced_params=self.replaced.count(params),
+            unsharded_params=unsharded,  # a sharded module's own, unsharded after its forward
             **where,
         )
 
@@ -308,7 +468,13 @@ class Probes:
             return
         with torch.no_grad():
             self.snapshots[optimizer] = {
-                name: (param, local_tensor(param).detach().clone(), param.requires_grad and param.grad is None)
+                name: ParamSnapshot(
+                    param,
+                    local_tensor(param).detach().clone(),
+                    no_grad := param.requires_grad and param.grad is None,
+                    no_grad and param in self.gradient_sync.off_at_backward,
+                    self.gradient_sync.off_at_backward.get(param),
+                )
                 for name, param in self.model_parameters().items()
             }
 
@@ -321,9 +487,10 @@ class Probes:
         self.probed_steps[optimizer] = step
         optimizer_params = _optimizer_params(optimizer)
         held = {id(p) for p in optimizer_params}
-        compared = {name: entry for name, entry in snapshot.items() if entry[1].numel() > 0}
+        compared = {name: entry for name, entry in snapshot.items() if entry.before.numel() > 0}
         with torch.no_grad():
-            unchanged = [name for name, (p, before, _) in compared.items() if same_bits(local_tensor(p), before)]
+            unchanged = [name for name, entry in compared.items() if same_bits(local_tensor(entry.param), entry.before)]
+        sync_off = {name: entry for name, entry in snapshot.items() if entry.sync_off}
         self.log.write(
             events.STEP,
             optimizer=type(optimizer).__name__,
@@ -332,12 +499,19 @@ class Probes:
             step=step,
             optimizer_params=len(optimizer_params),
             optimizer_dtensor=sum(isinstance(p, DTensor) for p in optimizer_params),
+            optimizer_replaced=self.replaced.count(optimizer_params),
+            optimizer_unsharded=self.optimizer_unsharded.get(optimizer, 0),
             model_params=len(snapshot),
-            model_dtensor=sum(isinstance(p, DTensor) for p, _, _ in snapshot.values()),
-            grads_missing=sum(no_grad for _, _, no_grad in snapshot.values()),
-            no_grad=[name for name, (_, _, no_grad) in snapshot.items() if no_grad][:MAX_NAMES],
-            held_by_optimizer=sum(id(p) in held for p, _, _ in snapshot.values()),
-            not_held=[name for name, (p, _, _) in snapshot.items() if id(p) not in held][:MAX_NAMES],
+            model_dtensor=sum(isinstance(entry.param, DTensor) for entry in snapshot.values()),
+            grads_missing=sum(entry.no_grad for entry in snapshot.values()),
+            no_grad=[name for name, entry in snapshot.items() if entry.no_grad][:MAX_NAMES],
+            sync_off=list(sync_off)[:MAX_NAMES],
+            sync_off_count=len(sync_off),
+            sync_off_changed=sum(name in compared and name not in unchanged for name in sync_off),
+            sync_off_not_held=sum(id(entry.param) not in held for entry in sync_off.values()),
+            sync_off_lines=sorted({entry.sync_off_line for entry in sync_off.values()} - {None}),
+            held_by_optimizer=sum(id(entry.param) in held for entry in snapshot.values()),
+            not_held=[name for name, entry in snapshot.items() if id(entry.param) not in held][:MAX_NAMES],
             compared=len(compared),
             changed=len(compared) - len(unchanged),
             unchanged=unchanged[:MAX_NAMES],

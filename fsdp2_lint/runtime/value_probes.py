@@ -202,16 +202,13 @@ class GradNormProbe:
         if parts is None:
             return None
         tensors = [given] if isinstance(given, torch.Tensor) else list(given or ())
-        model = self.probes.model_parameters().values()
-        model_ids = {id(p) for p in model}
-        shapes = Counter(tuple(p.shape) for p in model)
-        given_shapes = Counter(tuple(t.shape) for t in tensors)
+        model_ids = {id(p) for p in self.probes.model_parameters().values()}
         return {
             **parts,
             "given": len(tensors),
             "given_model": sum(id(t) in model_ids for t in tensors),
             "given_grads": sum(t.grad is not None for t in tensors),
-            "given_model_shapes": not given_shapes - shapes,  # each shape is one of the model's parameters'
+            "given_replaced": self.probes.replaced.count(tensors),  # parameters before fully_shard
         }
 
     def _after(self, label: str, result: Any, reference: dict[str, Any] | None, frame: FrameType) -> None:

@@ -27,14 +27,21 @@ def step(
     step_number: int = 1,
     no_grad: int = 0,
     not_held: int = 4,
+    replaced: int = 0,
+    sync_off: int = 0,
+    unsharded: int = 0,
 ) -> dict:
     """A step event of a 4-parameter model; the first parameters are the unchanged / gradient-less /
-    not-held ones."""
+    not-held / gradient-sync-off ones. The optimizer holds ``replaced`` tensors fully_shard replaced
+    and ``unsharded`` plain tensors that were the sharded model's parameters when it was built."""
     return {
         "kind": "step", "optimizer": "AdamW", "optimizer_id": 7, "optimizer_line": 12, "step": step_number,
-        "optimizer_params": 4, "optimizer_dtensor": optimizer_dtensor, "model_params": 4,
-        "model_dtensor": model_dtensor, "held_by_optimizer": 4 - not_held, "not_held": NAMES[:not_held],
-        "grads_missing": no_grad, "no_grad": NAMES[:no_grad], "compared": 4, "changed": changed,
+        "optimizer_params": 4, "optimizer_dtensor": optimizer_dtensor, "optimizer_replaced": replaced,
+        "optimizer_unsharded": unsharded, "model_params": 4, "model_dtensor": model_dtensor,
+        "held_by_optimizer": 4 - not_held, "not_held": NAMES[:not_held], "grads_missing": no_grad,
+        "no_grad": NAMES[:no_grad], "sync_off": NAMES[:sync_off], "sync_off_count": sync_off,
+        "sync_off_changed": max(0, sync_off - (4 - changed)), "sync_off_not_held": min(sync_off, not_held),
+        "sync_off_lines": [16] if sync_off else [], "compared": 4, "changed": changed,
         "unchanged": NAMES[: 4 - changed], "line": 20,
     }  # fmt: skip
 
@@ -68,10 +75,12 @@ def test_clean_run_shows_nothing_and_completes():
 @pytest.mark.parametrize(
     "steps, expected",
     [
-        ([step(0), step(0, step_number=2)], True),  # FSDP001: stale optimizer, nothing moves
-        ([step(0), step(3, step_number=2)], False),  # something changed on a later step
+        ([step(0, replaced=4), step(0, replaced=4, step_number=2)], True),  # FSDP001: stale optimizer, nothing moves
+        ([step(0, replaced=4), step(3, replaced=4, step_number=2)], False),  # something changed on a later step
         ([step(0, optimizer_dtensor=4, not_held=0)], False),  # optimizer holds the DTensors (e.g. lr=0)
-        ([step(0, model_dtensor=0)], False),  # model not sharded: not this failure
+        ([step(0, replaced=4, model_dtensor=0)], False),  # model not sharded: not this failure
+        # an optimizer over another, unsharded model: the sharded one does not move at its step
+        ([step(0), step(0, step_number=2)], False),
     ],
 )
 def test_params_unchanged_needs_a_stale_optimizer_and_no_change_on_every_probed_step(steps, expected):
@@ -86,18 +95,22 @@ def test_params_unchanged_needs_a_stale_optimizer_and_no_change_on_every_probed_
 @pytest.mark.parametrize(
     "steps, kind",
     [
-        # FSDP008: the root's 2 params never change and the optimizer holds plain tensors instead
+        # FSDP008: the root's 2 params never change and the optimizer holds their unsharded tensors instead
         (
-            [step(2, optimizer_dtensor=2, not_held=2), step(2, optimizer_dtensor=2, not_held=2, step_number=2)],
+            [step(2, 2, not_held=2, unsharded=2), step(2, 2, not_held=2, unsharded=2, step_number=2)],
             "partial_update",
         ),
         # different parameters stuck at different steps: not "never"
-        ([step(2, optimizer_dtensor=2, not_held=2), step(3, optimizer_dtensor=2, not_held=2, step_number=2)], None),
+        ([step(2, 2, not_held=2, unsharded=2), step(3, 2, not_held=2, unsharded=2, step_number=2)], None),
         # unchanged but held by the optimizer: not a capture problem
-        ([step(2, optimizer_dtensor=2, not_held=0)], None),
-        # FSDP014: held, trainable, no gradient, unchanged
-        ([step(0, optimizer_dtensor=4, not_held=0, no_grad=4)], "grads_not_reduced"),
-        ([step(2, optimizer_dtensor=4, not_held=0, no_grad=2)], "grads_not_reduced"),  # sync off on one block
+        ([step(2, 2, not_held=0, unsharded=2)], None),
+        # the plain tensors held are not the model's (a learnable scale of its own), the rest left out on purpose
+        ([step(2, 2, not_held=2), step(2, 2, not_held=2, step_number=2)], None),
+        # FSDP014: held, trainable, no gradient (its sync off at the backward), unchanged
+        ([step(0, optimizer_dtensor=4, not_held=0, no_grad=4, sync_off=4)], "grads_not_reduced"),
+        ([step(2, optimizer_dtensor=4, not_held=0, no_grad=2, sync_off=2)], "grads_not_reduced"),  # one block
+        ([step(2, optimizer_dtensor=4, not_held=0, no_grad=2)], None),  # sync on: parameters the forward left out
+        ([step(0, no_grad=4, sync_off=4)], None),  # sync off, but the optimizer holds other tensors
         ([step(4, optimizer_dtensor=4, not_held=0)], None),  # every parameter trained
     ],
 )
@@ -129,23 +142,30 @@ def test_not_materialized_is_to_empty_memory_nobody_wrote_or_fsdps_meta_error():
     assert not matches(observe(synthetic_record({0: [START, other], 1: [START, EXIT]}))[0], META)
 
 
-def fully_shard(nested: int, owners: int) -> dict:
-    return {"kind": "fully_shard", "module": "FSDPModel", "params": 7, "nested": nested, "owners": owners,
-            "line": 25, "site": None}  # fmt: skip
+def fully_shard() -> dict:
+    return {"kind": "fully_shard", "module": "FSDPModel", "params": 7, "line": 25, "site": None}
+
+
+def first_forward(nested: int, owners: int) -> dict:
+    return {"kind": "first_forward", "module": "FSDPModel", "shard_line": 25, "params": 7, "nested": nested,
+            "owners": owners, "line": 31, "site": None}  # fmt: skip
 
 
 @pytest.mark.parametrize(
     "events, evidence",
     [
-        ([fully_shard(nested=0, owners=4)], True),  # only the root: one group for 4 modules
-        ([fully_shard(nested=0, owners=1), fully_shard(nested=0, owners=1)], False),  # blocks, each alone
-        ([fully_shard(nested=2, owners=2)], False),  # the root's own group after its blocks: normal
-        ([fully_shard(nested=0, owners=1)], False),  # a one-module model
+        ([first_forward(nested=0, owners=4)], True),  # only the root: one group for 4 modules
+        ([first_forward(nested=2, owners=2)], False),  # the root's own group after its blocks: normal
+        ([first_forward(nested=0, owners=1)], False),  # a one-module model
+        ([fully_shard()], False),  # sharded, never run (a top-down script fails before its forward)
     ],
 )
-def test_single_param_group_needs_several_modules_in_a_group_with_no_nested_group(events, evidence):
+def test_single_param_group_is_the_layout_of_the_outermost_group_at_its_first_forward(events, evidence):
     run = synthetic_record({0: [START, *events, EXIT], 1: [START, *events, EXIT]})
-    assert [e.kind for e in observe(run)] == (["single_param_group"] if evidence else [])
+    found = observe(run)
+    assert [e.kind for e in found] == (["single_param_group"] if evidence else [])
+    if evidence:
+        assert found[0].lines == (25, 31)
 
 
 @pytest.mark.parametrize(
@@ -244,8 +264,8 @@ def shard_values(index: int, local: list, chunks: list | None = None, call: int 
     value = {"name": "weight", "index": index, "local": local}
     if chunks is not None:
         value.update(loaded_line=12, chunks=chunks)
-    return {"kind": "fully_shard", "module": "FSDPModel", "params": 1, "nested": 0, "owners": 1, "call": call,
-            "values": [value], "line": 20, "site": None}  # fmt: skip
+    return {"kind": "fully_shard", "module": "FSDPModel", "params": 1, "call": call, "values": [value], "line": 20,
+            "site": None}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -274,7 +294,7 @@ def grad_norm(value: float, local_sq: float, global_sq: float | None = None, occ
             **given, "line": 44, "site": None}  # fmt: skip
 
 
-STALE = dict(function="torch.nn.utils.clip_grad_norm_", given=4, given_model=0, given_grads=0, given_model_shapes=True)
+STALE = dict(function="torch.nn.utils.clip_grad_norm_", given=4, given_model=0, given_grads=0, given_replaced=4)
 
 
 @pytest.mark.parametrize(
@@ -288,8 +308,8 @@ STALE = dict(function="torch.nn.utils.clip_grad_norm_", given=4, given_model=0, 
         (grad_norm(0.0, 0.09, **STALE), grad_norm(0.0, 0.16, **STALE), "returned 0 over 4 tensors"),
         (grad_norm(0.0, 0.09, **{**STALE, "given_model": 4}), grad_norm(0.0, 0.16, **{**STALE, "given_model": 4}),
          None),  # the model's own parameters without gradients (frozen): 0 is right
-        (grad_norm(0.0, 0.09, **{**STALE, "given_model_shapes": False}),
-         grad_norm(0.0, 0.16, **{**STALE, "given_model_shapes": False}), None),  # another model's tensors
+        (grad_norm(0.0, 0.09, **{**STALE, "given_replaced": 0}),
+         grad_norm(0.0, 0.16, **{**STALE, "given_replaced": 0}), None),  # another model's tensors
         (grad_norm(0.0, 0.0, **STALE), grad_norm(0.0, 0.0, **STALE), None),  # no gradient anywhere: 0 is right
         (grad_norm(0.3, 0.09), grad_norm(0.4, 0.16, occurrence=2), None),  # not the same call on both ranks
     ],
@@ -339,7 +359,7 @@ POLICY = RuntimeSignature("offload_policy_ignored", ("AttributeError",), r"outpu
 
 
 def shard_call(**fields) -> dict:
-    return {**fully_shard(nested=1, owners=1), "fsdp1_params": 0, "offload_policy": "OffloadPolicy",
+    return {**fully_shard(), "fsdp1_params": 0, "offload_policy": "OffloadPolicy",
             "foreign_offload": False, "group_params": 2, "offloaded": 0, **fields}  # fmt: skip
 
 

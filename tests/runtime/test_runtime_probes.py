@@ -44,12 +44,57 @@ def test_step_probe_sees_an_optimizer_that_updates_nothing(run_scripts):
     assert len(steps) == 4  # 2 probed steps on each rank
     assert all(step["changed"] == 0 and step["model_dtensor"] == step["model_params"] == 4 for step in steps)
     assert all(step["optimizer_dtensor"] == 0 and step["held_by_optimizer"] == 0 for step in steps)
+    assert all(step["optimizer_replaced"] == 4 for step in steps)  # the parameters fully_shard replaced
 
     for record in (good, zero_lr):
         assert record.completed()
         assert observe(record) == []
     assert all(event["changed"] == 4 for _, event in good.of_kind(events.STEP))
     assert all(event["changed"] == 0 and event["optimizer_dtensor"] == 4 for _, event in zero_lr.of_kind(events.STEP))
+
+
+# A plain model trained in the same loop as the sharded one (a single-process reference).
+PLAIN_MODEL_BESIDE = """
+model = shard(make_model())
+reference = make_model()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+reference_optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)  # <plain>
+x = torch.randn(4, 8)
+for _ in range(2):
+    for net, opt in ((model, optimizer), (reference, reference_optimizer)):
+        net(x).sum().backward()
+        opt.step()
+        opt.zero_grad()
+"""
+# An unsharded copy taken before sharding (same shapes, never the model's parameters), trained and
+# clipped (it has no gradient: 0 is its right norm) while the sharded model has gradients.
+UNSHARDED_COPY = """
+import copy
+
+base = make_model()
+teacher = copy.deepcopy(base)
+model = shard(base)
+teacher_optimizer = torch.optim.SGD(teacher.parameters(), lr=0.1)  # <plain>
+train(teacher, teacher_optimizer)
+model(torch.randn(4, 8)).sum().backward()
+teacher_optimizer.zero_grad()
+assert torch.nn.utils.clip_grad_norm_(teacher.parameters(), 1.0).item() == 0.0
+model.zero_grad()
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+
+
+def test_an_optimizer_over_an_unsharded_model_beside_a_sharded_one_is_no_evidence(run_scripts):
+    records = run_scripts(PLAIN_MODEL_BESIDE, UNSHARDED_COPY)
+    for body, record in zip((PLAIN_MODEL_BESIDE, UNSHARDED_COPY), records, strict=True):
+        assert record.completed() and observe(record) == []
+        plain_line = line_of(script_source(body), "# <plain>")
+        plain_steps = [event for _, event in record.of_kind(events.STEP) if event["optimizer_line"] == plain_line]
+        # what used to pass for FSDP001: no DTensor held, and the sharded model unchanged by the step
+        assert plain_steps and all(step["optimizer_dtensor"] == 0 and step["changed"] == 0 for step in plain_steps)
+        assert all(step["optimizer_replaced"] == 0 for step in plain_steps)
+    clips = [event for _, event in record.of_kind(events.GRAD_NORM) if "given" in event]
+    assert clips and all(clip["value"] == 0.0 and clip["given_replaced"] == 0 for clip in clips)
 
 
 FORWARD_BEFORE_OPTIMIZER = """
@@ -64,8 +109,45 @@ train(model, optimizer)
 SYNC_NEVER_ENABLED = """
 model = shard(make_model())
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-model.set_requires_gradient_sync(False)
+model.set_requires_gradient_sync(False)  # <off>
 train(model, optimizer)
+"""
+# Switched back on after the backward, before the step: too late, that backward reduced nothing.
+SYNC_ENABLED_AFTER_BACKWARD = """
+model = shard(make_model())
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+model[2].set_requires_gradient_sync(False, recurse=False)  # <off>
+model(torch.randn(4, 8)).sum().backward()
+model[2].set_requires_gradient_sync(True, recurse=False)
+optimizer.step()
+"""
+# Only the head trains, with a learnable scale outside the model: the first layer is left out on purpose.
+HEAD_AND_SCALE = """
+model = shard(make_model())
+scale = nn.Parameter(torch.ones(()))
+optimizer = torch.optim.AdamW([*model[2].parameters(), scale], lr=1e-2)
+x = torch.randn(4, 8)
+for _ in range(2):
+    (model(x).sum() * scale).backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+# A layer the forward never uses gets no gradient with sync on: correct code.
+UNUSED_LAYER = """
+class WithPooler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = make_model()
+        self.pooler = nn.Linear(4, 4)  # this task's forward never uses it
+
+    def forward(self, x):
+        return self.body(x)
+
+
+model = WithPooler()
+fully_shard(model.body[0])
+fully_shard(model)
+train(model, torch.optim.AdamW(model.parameters(), lr=1e-2))
 """
 FROZEN_LAYER = """
 model = shard(make_model())
@@ -76,17 +158,35 @@ train(model, optimizer)
 
 
 def test_step_probe_sees_parameters_that_never_train(run_scripts):
-    frozen_root, no_sync, frozen_layer = run_scripts(FORWARD_BEFORE_OPTIMIZER, SYNC_NEVER_ENABLED, FROZEN_LAYER)
+    frozen_root, no_sync, late_sync, frozen_layer, unused_layer, head_only = run_scripts(
+        FORWARD_BEFORE_OPTIMIZER,
+        SYNC_NEVER_ENABLED,
+        SYNC_ENABLED_AFTER_BACKWARD,
+        FROZEN_LAYER,
+        UNUSED_LAYER,
+        HEAD_AND_SCALE,
+    )
 
     [evidence] = observe(frozen_root)
     assert evidence.kind == "partial_update" and evidence.ranks == (0, 1)
     assert line_of(script_source(FORWARD_BEFORE_OPTIMIZER), "# <opt>") in evidence.lines
-    assert "holds 2 plain tensor(s)" in evidence.summary
+    assert "holds 2 plain tensor(s), the sharded model's unsharded parameters" in evidence.summary
     assert "2 of 4 parameters changed, never: 2.weight, 2.bias" in evidence.summary
 
-    [evidence] = observe(no_sync)
-    assert evidence.kind == "grads_not_reduced"
-    assert "4 of 4 sharded parameters had no gradient and did not change" in evidence.summary
+    for record, body, count in ((no_sync, SYNC_NEVER_ENABLED, 4), (late_sync, SYNC_ENABLED_AFTER_BACKWARD, 2)):
+        [evidence] = observe(record)
+        assert evidence.kind == "grads_not_reduced"
+        assert f"{count} of 4 sharded parameters had no gradient and did not change" in evidence.summary
+        assert line_of(script_source(body), "# <off>") in evidence.lines
+
+    assert head_only.completed() and observe(head_only) == []
+    steps = [event for _, event in head_only.of_kind(events.STEP)]
+    assert steps and all(step["changed"] == 2 and step["optimizer_dtensor"] == 2 for step in steps)
+
+    assert unused_layer.completed() and observe(unused_layer) == []
+    steps = [event for _, event in unused_layer.of_kind(events.STEP)]
+    assert steps and all(step["no_grad"] == ["pooler.weight", "pooler.bias"] for step in steps)
+    assert all(step["sync_off_count"] == 0 for step in steps)
 
     assert frozen_layer.completed() and observe(frozen_layer) == []
     assert all(event["changed"] == 2 for _, event in frozen_layer.of_kind(events.STEP))
@@ -109,6 +209,26 @@ for module in model.modules():
         module.reset_parameters()
 train(model, torch.optim.SGD(model.parameters(), lr=0.1))
 """
+# Materialised before sharding: what initialises the parameters is what writes the DTensors after.
+META_TO_EMPTY_THEN_SHARD = """
+with torch.device("meta"):
+    model = make_model()
+model.to_empty(device="cpu")  # <to_empty>
+model = shard(model)
+if INIT:
+    for module in model.modules():
+        if hasattr(module, "reset_parameters"):
+            module.reset_parameters()
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+META_ASSIGN_LOAD = """
+full = make_model().state_dict()
+with torch.device("meta"):
+    model = make_model()
+model.to_empty(device="cpu")
+model.load_state_dict(full, assign=True)  # other tensors take the parameters' places
+train(shard(model), torch.optim.SGD(model.parameters(), lr=0.1))
+"""
 ROOT_ONLY = """
 model = make_model()
 fully_shard(model)  # <root>
@@ -119,6 +239,64 @@ model = nn.Linear(8, 4)
 fully_shard(model)
 train(model, torch.optim.SGD(model.parameters(), lr=0.1))
 """
+# Blocks of several modules each, sharded before their root, and one group of two leaves.
+BLOCKS_THEN_ROOT = """
+def block():
+    return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+
+
+model = nn.Sequential(block(), block(), nn.Linear(8, 8), nn.Linear(8, 4))
+fully_shard(model[0])
+fully_shard(model[1])
+fully_shard([model[2], model[3]])
+fully_shard(model)
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+# Top-down: the root first, then its submodule (FSDP002's failure, caught): nothing ever runs forward.
+ROOT_FIRST = """
+model = make_model()
+fully_shard(model)
+try:
+    fully_shard(model[0])
+except (TypeError, RuntimeError) as error:
+    print("top-down sharding failed:", error)
+"""
+# FSDP1 units under an FSDP2 root: each block has a group (FSDP1's) of its own.
+FSDP1_BLOCKS = """
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+model = make_model()
+model[0] = FSDP(model[0], device_id=torch.device("cpu"))
+model[2] = FSDP(model[2], device_id=torch.device("cpu"))
+fully_shard(model)
+model(torch.randn(4, 8)).sum().backward()
+"""
+
+
+def test_single_param_group_is_the_outermost_group_at_its_first_forward(run_scripts):
+    blocks, root_first, fsdp1_blocks = run_scripts(BLOCKS_THEN_ROOT, ROOT_FIRST, FSDP1_BLOCKS)
+
+    assert blocks.completed() and observe(blocks) == []
+    [(_, forward)] = [item for item in blocks.of_kind(events.FIRST_FORWARD) if item[0] == 0]
+    assert (forward["module"], forward["nested"]) == ("FSDPSequential", 4)  # the root only, not its blocks
+
+    assert root_first.completed() and observe(root_first) == []
+    assert root_first.of_kind(events.FULLY_SHARD) and not root_first.of_kind(events.FIRST_FORWARD)
+
+    assert kinds(fsdp1_blocks) == ["fsdp1_params_resharded"]
+
+
+def test_to_empty_probe_follows_parameters_that_fully_shard_or_an_assigning_load_replace(run_scripts):
+    no_init, init, assigned = run_scripts(
+        "INIT = False" + META_TO_EMPTY_THEN_SHARD, "INIT = True" + META_TO_EMPTY_THEN_SHARD, META_ASSIGN_LOAD
+    )
+    [evidence] = observe(no_init)
+    assert evidence.kind == "not_materialized" and "left 4 parameters uninitialised" in evidence.summary
+    assert evidence.lines[0] == line_of(script_source("INIT = False" + META_TO_EMPTY_THEN_SHARD), "# <to_empty>")
+    for record in (init, assigned):
+        assert record.completed() and observe(record) == []
+        [(_, event), _] = record.of_kind(events.MATERIALIZED)
+        assert event["compared"] == 4 and event["untouched_count"] == 0
 
 
 def test_to_empty_and_fully_shard_probes_see_uninitialised_memory_and_root_only_sharding(run_scripts):
@@ -131,7 +309,7 @@ def test_to_empty_and_fully_shard_probes_see_uninitialised_memory_and_root_only_
 
     [evidence] = observe(root_only)
     assert evidence.kind == "single_param_group"
-    assert evidence.lines == (line_of(script_source(ROOT_ONLY), "# <root>"),)
+    assert evidence.lines[0] == line_of(script_source(ROOT_ONLY), "# <root>")
     assert "holds all 4 parameters of 2 modules" in evidence.summary
 
     for record in (reset, one_module):
