@@ -120,13 +120,13 @@ def _same(old: object, new: object) -> bool:
 
 def _region_edits(facts: FileFacts, fixed: cst.Module, region: _Region) -> list[LineEdit] | None:
     """The region's old lines against its statements generated again, as edits of the file."""
-    spans, lines = facts.statement_spans, facts.code_lines
+    lines, span = facts.code_lines, facts.layout.statement_lines
     if region.old:
-        start, end = spans[id(region.old[0])][0], spans[id(region.old[-1])][1]
+        start, end = span(region.old[0])[0], span(region.old[-1])[1]
     elif region.following is not None:
-        start = end = spans[id(region.following)][0]
+        start = end = span(region.following)[0]
     elif region.previous is not None:
-        start = end = spans[id(region.previous)][1]
+        start = end = span(region.previous)[1]
     else:
         return None
     if start > 1 and not lines[start - 2].endswith(("\n", "\r")):

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from fsdp2_lint import names
-from fsdp2_lint.syntax import child_nodes, source_lines, statement_spans
+from fsdp2_lint.syntax import Layout, child_nodes, source_lines
 from fsdp2_lint.values import (
     Obj,
     Ref,
@@ -391,13 +391,12 @@ class FileFacts:
         self.traces = traces
 
     @cached_property
-    def _positions(self) -> dict[cst.CSTNode, CodeRange]:
-        # Computed only for files that have findings: position metadata costs a full codegen pass.
-        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        return dict(wrapper.resolve(PositionProvider))
+    def layout(self) -> Layout:
+        # Computed only for files that have findings: it costs a code-generation pass.
+        return Layout(self.module)
 
     def position(self, node: cst.CSTNode) -> CodeRange:
-        return self._positions[node]
+        return self.layout.position(node)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -411,10 +410,6 @@ class FileFacts:
         """The module's lines as Python and editors count them, line ends kept (its code is the
         decoded file: libcst round-trips it)."""
         return source_lines(self.source.decode(self.module.encoding))
-
-    @cached_property
-    def statement_spans(self) -> dict[int, tuple[int, int]]:
-        return statement_spans(self.module)
 
     @cached_property
     def parents(self) -> dict[int, cst.CSTNode]:

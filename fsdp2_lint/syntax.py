@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the state libcst's own code generation uses
+from libcst.metadata import CodePosition, CodeRange
 
 
 def statements(block: cst.BaseSuite | cst.Module) -> list[cst.CSTNode]:
@@ -45,22 +47,44 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield from (item for item in value if isinstance(item, cst.CSTNode))
 
 
-def statement_spans(module: cst.Module) -> dict[int, tuple[int, int]]:
-    """The lines of every statement (by ``id``), the comment lines above it and its decorators
-    included: (first, end) 1-based, end exclusive. One code-generation pass, as libcst's own
-    position metadata makes."""
-    state = _SpanRecorder(default_indent=module.default_indent, default_newline=module.default_newline)
-    module._codegen(state)
-    tokens = state.tokens
-    breaks = [0]
-    for token in tokens:
-        breaks.append(breaks[-1] + _line_breaks(token))
-    spans = {}
-    for key, (start, end) in state.spans.items():
-        end = min(end, len(tokens))  # the module drops the newline a file does not end with
-        partial = end > start and _line_breaks(tokens[end - 1][-1:]) == 0
-        spans[key] = (breaks[start] + 1, breaks[end] + 1 + partial)
-    return spans
+class Layout:
+    """Where each node of a module is in its code, from one code-generation pass (what libcst's
+    ``PositionProvider`` computes, without its per-token and per-node objects): ``position`` is
+    libcst's syntactic range of a node, ``statement_lines`` the lines a statement occupies with the
+    comment lines above it and its decorators."""
+
+    def __init__(self, module: cst.Module) -> None:
+        state = _LayoutRecorder(default_indent=module.default_indent, default_newline=module.default_newline)
+        module._codegen(state)
+        self._ranges = state.ranges
+        self._statements = state.statements
+        self._tokens = state.tokens
+        self._starts: list[tuple[int, int]] | None = None
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        start, end = self._ranges[id(node)]
+        return CodeRange(CodePosition(*self._start_of(start)), CodePosition(*self._start_of(end)))
+
+    def statement_lines(self, statement: cst.BaseStatement) -> tuple[int, int]:
+        """(first, end) 1-based, end exclusive."""
+        start, end = self._statements[id(statement)]
+        return self._start_of(start)[0], self._start_of(end)[0]
+
+    def _start_of(self, index: int) -> tuple[int, int]:
+        """(line, column) where the token at ``index`` starts (1-based line, 0-based column)."""
+        if self._starts is None:
+            starts, line, column = [], 1, 0
+            for token in self._tokens:
+                starts.append((line, column))
+                breaks = _line_breaks(token)
+                if breaks:
+                    line += breaks
+                    column = len(token) - max(token.rfind("\n"), token.rfind("\r")) - 1
+                else:
+                    column += len(token)
+            starts.append((line, column))
+            self._starts = starts
+        return self._starts[index]
 
 
 def generate(module: cst.Module, nodes: Iterable[cst.CSTNode], indent: Iterable[str]) -> str:
@@ -75,19 +99,41 @@ def generate(module: cst.Module, nodes: Iterable[cst.CSTNode], indent: Iterable[
 
 
 @dataclasses.dataclass
-class _SpanRecorder(CodegenState):
-    """Code generation that notes where each statement's tokens start and end."""
+class _LayoutRecorder(CodegenState):
+    """Code generation that notes token indexes: each node's syntactic range (or, for a node that
+    records none, the range of all its tokens, as libcst does) and each statement's tokens."""
 
-    starts: dict[int, int] = dataclasses.field(default_factory=dict)
-    spans: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    ranges: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    statements: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    _open: list[int] = dataclasses.field(default_factory=list)
+
+    def pop_trailing_newline(self) -> None:
+        """Keep the newline a file does not end with: libcst's positions count it (a statement
+        on the last line ends at the start of the next)."""
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.BaseStatement):
-            self.starts[id(node)] = len(self.tokens)
+        self._open.append(len(self.tokens))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._open.pop()
+        self.ranges.setdefault(id(node), (start, len(self.tokens)))
         if isinstance(node, cst.BaseStatement):
-            self.spans[id(node)] = (self.starts.pop(id(node)), len(self.tokens))
+            self.statements[id(node)] = (start, len(self.tokens))
+
+    @contextlib.contextmanager
+    def record_syntactic_position(
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> Iterator[None]:
+        start = len(self.tokens)
+        try:
+            yield
+        finally:
+            end = len(self.tokens)
+            if start_node is not None:
+                start = self.ranges[id(start_node)][0]
+            if end_node is not None:
+                end = self.ranges[id(end_node)][1]
+            self.ranges[id(node)] = (start, end)
 
 
 def _line_breaks(text: str) -> int:
