@@ -1738,7 +1738,7 @@ def _decorated(ctx: Context, decorators: tuple[Value, ...], info: FunctionInfo, 
             if isinstance(option, Ref):
                 qname = option.root.qname or ""
             last = qname.rpartition(".")[2] or dotted(node.decorator).rpartition(".")[2]
-            if last in ("rank_zero_only", "main_process_only", "on_main_process", "on_rank0", "rank0_only"):
+            if last in names.RANK_ZERO_DECORATORS:
                 ctx = ctx.with_(rank_guard=RankGuard(node, "zero", depth))
             ctx = _enter(ctx, option) if isinstance(option, Ref) else ctx
     return ctx

@@ -192,6 +192,8 @@ _DISTRIBUTED_NAME = re.compile(r"^_?((is|use)_(ddp|dist|distributed)|ddp|distrib
 _WORLD_SIZE_FUNCTION = re.compile(r"(^|\.)get_world_size$")
 _WORLD_SIZE_NAME = re.compile(r"^_?(world_size|num_processes|num_ranks)$")
 WORLD_SIZE_ENV_VARS = frozenset({"WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS"})
+# Decorators that run a function on rank 0 only (Lightning, Accelerate, and home-grown ones).
+RANK_ZERO_DECORATORS = frozenset({"rank_zero_only", "main_process_only", "on_main_process", "on_rank0", "rank0_only"})
 RANK_ENV_VARS = frozenset({"RANK", "LOCAL_RANK", "GLOBAL_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID"})
 
 

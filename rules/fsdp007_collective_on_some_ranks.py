@@ -44,13 +44,12 @@ REPLICATED_NORMS = frozenset(
     {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.get_total_norm"}
 )
 COMPLEMENT = {"zero": "nonzero", "nonzero": "zero"}
-RANK_DECORATORS = frozenset({"rank_zero_only", "main_process_only", "on_main_process", "on_rank0", "rank0_only"})
 
 
 def _names_a_rank(word: str) -> bool:
     """Can the interpreter take this identifier for a rank, a rank-0 flag or test, or a rank-0
     decorator (as `interp._decorated` knows them)?"""
-    return bool(names.rank_kind_of_name(word) or names.rank_kind_of_call(word)) or word in RANK_DECORATORS
+    return bool(names.rank_kind_of_name(word) or names.rank_kind_of_call(word)) or word in names.RANK_ZERO_DECORATORS
 
 
 def _last_names(qnames: frozenset[str]) -> frozenset[str]:
