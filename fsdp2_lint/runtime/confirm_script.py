@@ -4,10 +4,13 @@ it showed (torch-free; the run is one torchrun launch with probes and line traci
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -24,7 +27,8 @@ from fsdp2_lint.runtime.torchrun_launcher import TorchrunLauncher
 
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"  # the run went through the line without the rule's failure
-NOT_REACHED = "not reached"  # no rank executed the line
+# no rank got past the line: none executed it, or it raised the failure of another static finding
+NOT_REACHED = "not reached"
 NOT_RUNNABLE = "not runnable here"
 
 
@@ -43,37 +47,83 @@ class RuntimeOnly:
     rules: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class _Finding:
+    diagnostic: Diagnostic
+    rule: type[Rule]
+    span: range
+    reached: bool
+
+    def distance(self, evidence: Evidence) -> float:
+        """0 when the evidence involves a line of the finding, else the gap to its nearest line."""
+        if not evidence.lines:
+            return math.inf
+        return min(0 if line in self.span else min(abs(line - self.span.start), abs(line - self.span[-1]))
+                   for line in evidence.lines)  # fmt: skip
+
+    def explains(self, evidence: Evidence) -> bool:
+        """The rule declares this evidence, and the run went through the finding or the evidence involves it."""
+        return matches(evidence, self.rule.signature) and (self.reached or self.distance(evidence) == 0)
+
+
 def compare(
     diagnostics: Sequence[Diagnostic], run: RunRecord, rules: Sequence[type[Rule]]
 ) -> tuple[list[StaticFinding], list[RuntimeOnly]]:
+    """A failure often shows away from the line a finding points at (the first forward of a model
+    built on meta in a helper; the step of an optimizer built too early), so evidence of the kind a
+    rule declares confirms a finding of that rule: one on whose lines it is, else the nearest one
+    the run went through that no evidence is on. (Evidence away from a finding that has its own is
+    another occurrence of the failure, which the static pass missed.)"""
     by_code = {rule.code: rule for rule in rules}
-    observed = observe(run)
-    used: set[int] = set()
-    static = []
-    for diagnostic in diagnostics:
-        rule = by_code.get(diagnostic.code)
-        if rule is None:
-            continue  # not a rule (an unreadable file)
-        span = set(range(diagnostic.line, diagnostic.end_line + 1))
-        found = next(
-            (i for i, e in enumerate(observed) if matches(e, rule.signature) and span & set(e.lines)), None
-        )
-        if found is not None:
-            used.add(found)
-            static.append(StaticFinding(diagnostic, CONFIRMED, observed[found]))
-        elif not can_reproduce(rule.signature.min_gpus, run.device, run.world_size, run.world_size):
-            # on CUDA every rank had its own GPU, so at least world_size were visible
-            static.append(StaticFinding(diagnostic, NOT_RUNNABLE))
-        elif span & run.reached_lines:
-            static.append(StaticFinding(diagnostic, NOT_CONFIRMED))
-        else:
-            static.append(StaticFinding(diagnostic, NOT_REACHED))
-    runtime_only = [
-        RuntimeOnly(evidence, tuple(rule.code for rule in rules if matches(evidence, rule.signature)))
-        for i, evidence in enumerate(observed)
-        if i not in used
+    findings = [
+        _Finding(d, by_code[d.code], span := range(d.line, d.end_line + 1), bool(set(span) & run.reached_lines))
+        for d in diagnostics
+        if d.code in by_code  # not FSDP000 (an unreadable file)
     ]
+    observed = observe(run)
+    confirming: dict[int, list[Evidence]] = defaultdict(list)  # finding index -> its evidence
+    away = []
+    for evidence in observed:
+        on_it = [
+            i for i, finding in enumerate(findings) if finding.explains(evidence) and not finding.distance(evidence)
+        ]
+        for i in on_it:
+            confirming[i].append(evidence)
+        if not on_it:
+            away.append(evidence)
+    evidence_on = set(confirming)
+    runtime_only = []
+    for evidence in away:
+        candidates = [i for i, finding in enumerate(findings) if finding.explains(evidence) and i not in evidence_on]
+        if not candidates:
+            rules_matched = tuple(rule.code for rule in rules if matches(evidence, rule.signature))
+            runtime_only.append(RuntimeOnly(evidence, rules_matched))
+            continue
+        nearest = min(findings[i].distance(evidence) for i in candidates)
+        for i in candidates:
+            if findings[i].distance(evidence) == nearest:
+                confirming[i].append(evidence)
+    static = []
+    for i, finding in enumerate(findings):
+        if confirming[i]:
+            best = min(confirming[i], key=finding.distance)
+            static.append(StaticFinding(finding.diagnostic, CONFIRMED, best))
+        else:
+            static.append(StaticFinding(finding.diagnostic, _unconfirmed_status(finding, run, confirming)))
     return static, runtime_only
+
+
+def _unconfirmed_status(finding: _Finding, run: RunRecord, confirming: dict[int, list[Evidence]]) -> str:
+    if not can_reproduce(finding.rule.signature.min_gpus, run.device, run.world_size, run.world_size):
+        return NOT_RUNNABLE  # on CUDA every rank had its own GPU, so at least world_size were visible
+    raised_here = any(
+        evidence.kind == "exception" and finding.distance(evidence) == 0
+        for evidence_list in confirming.values()
+        for evidence in evidence_list
+    )
+    if raised_here:
+        return NOT_REACHED  # its statement raised another finding's failure: it never completed
+    return NOT_CONFIRMED if finding.reached else NOT_REACHED
 
 
 def run_script_check(

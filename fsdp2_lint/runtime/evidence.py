@@ -151,13 +151,14 @@ def _step_evidence(
     cause_lines: Callable[[Event], tuple[int, ...]] = lambda step: (),
 ) -> list[Evidence]:
     """One item per optimizer (merged across ranks) whose every probed step ``holds``; its lines
-    are the optimizer's construction, the last probed step and the ``cause_lines`` of that step."""
+    are the optimizer's construction (and the calls that led to it), the last probed step and the
+    ``cause_lines`` of that step."""
     grouped: dict[tuple[str, tuple[int, ...]], list[int]] = defaultdict(list)
     for (rank, _), steps in _steps_by_optimizer(run).items():
         if all(holds(step) for step in steps):
             last = steps[-1]
-            lines = (last["optimizer_line"], last.get("line"), *cause_lines(last))
-            grouped[(describe(steps), tuple(line for line in lines if line is not None))].append(rank)
+            lines = (*last["optimizer_lines"], last.get("line"), *cause_lines(last))
+            grouped[(describe(steps), tuple(dict.fromkeys(line for line in lines if line is not None)))].append(rank)
     return [
         Evidence(kind=kind, summary=f"{summary} ({_ranks(ranks)})", ranks=tuple(ranks), lines=lines)
         for (summary, lines), ranks in grouped.items()

@@ -23,9 +23,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.device import Device, choose_device
@@ -205,6 +206,7 @@ class RankPool:
                     "env": _rank_env(server.rank, self.nproc, port, job),
                     "device": {"kind": self.device.kind, "backend": self.device.backend},
                     "world_size": self.nproc,
+                    "trace_lines": spec.trace_lines,
                 }
             )
 

@@ -24,7 +24,6 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 import torch.distributed.fsdp as fsdp
-from torch.distributed.fsdp import FullyShardedDataParallel as FSDP1
 from torch.distributed.tensor import DTensor
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils.weak import WeakIdKeyDictionary
@@ -99,6 +98,10 @@ class CodeLocator:
     def locate_stack(self, frame: FrameType | None) -> dict[str, Any]:
         return self.locate(_outward(frame))
 
+    def script_lines(self, frame: FrameType | None) -> list[int]:
+        """Every line of the script on the stack, innermost first: a helper's line, then its callers'."""
+        return [lineno for filename, lineno in _outward(frame) if filename == self.script]
+
     def locate_traceback(self, tb: TracebackType | None) -> dict[str, Any]:
         """Also ``script_lines``: every line of the script in the traceback, innermost first (a
         static finding at a call site matches an exception raised deeper inside the script)."""
@@ -118,13 +121,13 @@ def _outward(frame: FrameType | None) -> Iterator[tuple[str, int]]:
 
 
 def group_layout(module: torch.nn.Module) -> tuple[int, int]:
-    """For a sharded module: (groups nested in it: sharded submodules, FSDP1 units included;
-    modules that own parameters of its own group)."""
+    """For a sharded module: (groups nested in it, i.e. sharded submodules; modules that own
+    parameters of its own group, FSDP1 units' flat parameters included: fully_shard takes them)."""
     nested = owners = 0
     pending = [module]
     while pending:
         current = pending.pop()
-        if current is not module and isinstance(current, (fsdp.FSDPModule, FSDP1)):
+        if current is not module and isinstance(current, fsdp.FSDPModule):
             nested += 1
             continue
         owners += any(True for _ in current.parameters(recurse=False))
@@ -251,7 +254,8 @@ class Probes:
         self.locator = CodeLocator(script)
         self.stack_file = open(events.stack_path(run_dir, rank), "w", encoding="utf-8")
         self.sharded: list[weakref.ref[torch.nn.Module]] = []
-        self.optimizer_lines: weakref.WeakKeyDictionary[torch.optim.Optimizer, int | None] = weakref.WeakKeyDictionary()
+        # where each optimizer was built: the script's lines on the stack, innermost first
+        self.optimizer_lines: weakref.WeakKeyDictionary[torch.optim.Optimizer, list[int]] = weakref.WeakKeyDictionary()
         # plain tensors each optimizer was given that were the sharded model's parameters then (FSDP008)
         self.optimizer_unsharded: weakref.WeakKeyDictionary[torch.optim.Optimizer, int] = weakref.WeakKeyDictionary()
         self.probed_steps: weakref.WeakKeyDictionary[torch.optim.Optimizer, int] = weakref.WeakKeyDictionary()
@@ -445,7 +449,7 @@ class Probes:
 
     def _on_optimizer(self, optimizer: torch.optim.Optimizer, frame: FrameType) -> None:
         where = self.locator.locate_stack(frame)
-        self.optimizer_lines[optimizer] = where["line"]
+        self.optimizer_lines[optimizer] = self.locator.script_lines(frame)
         params = _optimizer_params(optimizer)
         model_ids = {id(p) for p in self.model_parameters().values()}
         unsharded = sum(not isinstance(p, DTensor) and id(p) in model_ids for p in params)
@@ -495,7 +499,8 @@ class Probes:
             events.STEP,
             optimizer=type(optimizer).__name__,
             optimizer_id=id(optimizer),
-            optimizer_line=self.optimizer_lines.get(optimizer),
+            optimizer_line=next(iter(self.optimizer_lines.get(optimizer, ())), None),
+            optimizer_lines=self.optimizer_lines.get(optimizer, []),
             step=step,
             optimizer_params=len(optimizer_params),
             optimizer_dtensor=sum(isinstance(p, DTensor) for p in optimizer_params),

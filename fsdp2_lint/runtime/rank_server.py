@@ -6,7 +6,7 @@
 - server → harness: ``{"op": "hello", "rank", "gpus", "torch"}`` or ``{"op": "hello", "error"}``;
   ``{"op": "done", "job", "rank", "returncode"}`` when a run's child has exited;
 - harness → server: ``{"op": "run", "job", "script", "argv", "run_dir", "cwd", "env", "device",
-  "world_size"}``; ``{"op": "stop", "job"}`` (dump the child's stacks, kill it shortly after);
+  "world_size", "trace_lines"}``; ``{"op": "stop", "job"}`` (dump the child's stacks, kill it shortly after);
   ``{"op": "shutdown"}``.
 
 Fork safety: the server is single-threaded, never initialises a process group or CUDA and runs
@@ -205,7 +205,13 @@ def _child(job: dict[str, Any], rank: int, control_fd: int) -> NoReturn:
         from fsdp2_lint.runtime.rank import run_script  # imported by the server already
 
         code = run_script(
-            Path(job["script"]), job["argv"], Path(job["run_dir"]), rank, job["world_size"], Device(**job["device"])
+            Path(job["script"]),
+            job["argv"],
+            Path(job["run_dir"]),
+            rank,
+            job["world_size"],
+            Device(**job["device"]),
+            trace_lines=job["trace_lines"],
         )
     except BaseException:
         traceback.print_exc()

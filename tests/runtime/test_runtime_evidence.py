@@ -35,7 +35,8 @@ def step(
     not-held / gradient-sync-off ones. The optimizer holds ``replaced`` tensors fully_shard replaced
     and ``unsharded`` plain tensors that were the sharded model's parameters when it was built."""
     return {
-        "kind": "step", "optimizer": "AdamW", "optimizer_id": 7, "optimizer_line": 12, "step": step_number,
+        "kind": "step", "optimizer": "AdamW", "optimizer_id": 7, "optimizer_line": 12, "optimizer_lines": [12],
+        "step": step_number,
         "optimizer_params": 4, "optimizer_dtensor": optimizer_dtensor, "optimizer_replaced": replaced,
         "optimizer_unsharded": unsharded, "model_params": 4, "model_dtensor": model_dtensor,
         "held_by_optimizer": 4 - not_held, "not_held": NAMES[:not_held], "grads_missing": no_grad,

@@ -261,7 +261,7 @@ try:
 except (TypeError, RuntimeError) as error:
     print("top-down sharding failed:", error)
 """
-# FSDP1 units under an FSDP2 root: each block has a group (FSDP1's) of its own.
+# FSDP1 units under an FSDP2 root: fully_shard takes their flat parameters into the root's one group.
 FSDP1_BLOCKS = """
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
@@ -283,7 +283,7 @@ def test_single_param_group_is_the_outermost_group_at_its_first_forward(run_scri
     assert root_first.completed() and observe(root_first) == []
     assert root_first.of_kind(events.FULLY_SHARD) and not root_first.of_kind(events.FIRST_FORWARD)
 
-    assert kinds(fsdp1_blocks) == ["fsdp1_params_resharded"]
+    assert kinds(fsdp1_blocks) == ["fsdp1_params_resharded", "single_param_group"]
 
 
 def test_to_empty_probe_follows_parameters_that_fully_shard_or_an_assigning_load_replace(run_scripts):
