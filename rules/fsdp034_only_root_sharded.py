@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from fsdp2_lint import names
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
-from fsdp2_lint.values import Ref, is_any, is_any_depth, may_contain, may_overlap, refs, walk_contents
+from fsdp2_lint.values import UNKNOWN, Ref, is_any, is_any_depth, may_contain, may_overlap, refs, walk_contents
 
 # torch.nn modules without submodules: sharding one alone is the whole story.
 LEAF_MODULES = frozenset(
@@ -98,6 +98,7 @@ class Trainer:
                     and _has_submodules(trace, root)
                     and _trained(trace, root)
                     and not _sharded_elsewhere(trace, shard, root)
+                    and not _fsdp1_blocks(trace, shard, root)
                 ):
                     yield Finding(shard.node, f"only `{canonical(root).text}` is sharded: {self.summary}")
 
@@ -139,6 +140,18 @@ def _sharded_elsewhere(trace: Trace, shard: Event, root: Ref) -> bool:
         )
         for event in trace.events[: shard.index]
         if event.kind in ("call", "method")
+    )
+
+
+def _fsdp1_blocks(trace: Trace, shard: Event, root: Ref) -> bool:
+    """Are blocks inside the root already wrapped in FSDP1's FullyShardedDataParallel? They are
+    sharded, by the wrong API: FSDP017 reports that mix."""
+    whole = canonical(root)
+    return any(
+        may_contain(whole, canonical(wrapped)) and canonical(wrapped) != whole
+        for event in trace.calls(names.FSDP1)
+        if event.index < shard.index
+        for wrapped in refs(event.arg(0, "module") or UNKNOWN)
     )
 
 
