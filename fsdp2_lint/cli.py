@@ -25,6 +25,7 @@ from fsdp2_lint.output import FORMATS, Fixing, console, rule_markdown, write_rep
 from fsdp2_lint.parallel import LintTask, lint_tasks
 from fsdp2_lint.rule import Rule, all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path
+from fsdp2_lint.runtime.command import confirm
 
 
 def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -284,8 +285,7 @@ def explain_rule(code: str) -> None:
 
 
 LSP_INSTALL_HINT = (
-    "fsdp2-lint lsp needs pygls, which is not installed.\n"
-    "Install the editor extra:  pip install 'fsdp2-lint[lsp]'"
+    "fsdp2-lint lsp needs pygls, which is not installed.\nInstall the editor extra:  pip install 'fsdp2-lint[lsp]'"
 )
 
 
@@ -300,5 +300,4 @@ def language_server() -> None:
     serve()
 
 
-from fsdp2_lint.runtime.command import confirm  # noqa: E402  (torch-free; registered last)
-main.add_command(confirm)
+main.add_command(confirm)  # `fsdp2-lint confirm`: imports torch only when it runs
