@@ -184,6 +184,8 @@ class Trace:
     events: list[Event]
     instance: Ref | None = None  # `self` of a method analysed as an entry point
     assumed_sharded: list[Ref] = field(default_factory=list)  # sharded by other methods of the class
+    # Attributes of the instance that other methods of the class set to an optimizer over sharded parameters.
+    assumed_optimizers: list[Ref] = field(default_factory=list)
 
     @cached_property
     def shards(self) -> list[Event]:
@@ -274,6 +276,13 @@ class Trace:
             if self.sharded_overlap(source.ref, self.events[min(captured + 1, len(self.events) - 1)]):
                 return True
         return False
+
+    def sharded_optimizer(self, ref: Ref, at: Event | None = None) -> bool:
+        """Is ``ref`` an optimizer over sharded parameters: one this trace built, or an attribute
+        of the instance that another method of the class set to one (``self.optimizer``)?"""
+        if ref.root.kind == "optimizer" and not ref.path:
+            return self.optimizes_sharded(ref.root, at)
+        return any(may_be_same(slot, canonical(ref)) for slot in self.assumed_optimizers)
 
     # --- sharding questions ----------------------------------------------------------------
 
@@ -375,6 +384,18 @@ def canonical(ref: Ref) -> Ref:
         owner = root.parent
         root, path = owner.root, owner.path + path
     return ref if root is ref.root else Ref(root, path, ref.order)
+
+
+# Bases that say nothing about who drives an object's life cycle.
+_PLAIN_BASES = ("torch.", "builtins.", "abc.", "typing.")
+
+
+def framework_owned(ref: Ref) -> bool:
+    """Is the module held by an object whose class builds on a base class from outside torch
+    (``LightningModule``, a project's ``BaseTrainer``)? Code the file does not show then drives
+    it: Lightning, for one, materialises a meta-device model itself after ``configure_model``."""
+    cls = canonical(ref).root.cls
+    return cls is not None and any(not base.startswith(_PLAIN_BASES) for base in cls.external_bases())
 
 
 def strict_ancestor(outer: Ref, inner: Ref) -> bool:

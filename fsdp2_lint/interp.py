@@ -113,12 +113,17 @@ MODULE_METHODS = frozenset(
         "step",
     }
 )
+PROPERTIES = frozenset({"property", "cached_property"})  # methods that run when the attribute is read
 # Methods of a state dict and of its tensors whose result holds the same (sharded or full) data.
 STATE_PRESERVING = frozenset(
     {"copy", "get", "pop", "cpu", "cuda", "to", "detach", "clone", "contiguous", "float", "half", "bfloat16"}
 )
+# Types every module passes, the root included (a sharded root is an FSDPModule).
+ROOT_ADMITTING_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", names.FSDP_MODULE})
 # Attributes only DDP and FSDP1 wrappers have: `hasattr(model, "no_sync")` rules out FSDP2.
 WRAPPER_ONLY = frozenset({"no_sync", "module"})
+# Attributes only DTensors have among tensors: `hasattr(v, "full_tensor")` tells a shard from a plain tensor.
+DTENSOR_ONLY = frozenset({"full_tensor", "to_local", "placements", "device_mesh", "redistribute"})
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
 
 
@@ -176,6 +181,7 @@ class Interpreter:
         self.source = source
         self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
+        self.class_objs: dict[ClassInfo, Obj] = {}
         self.decorators: dict[FunctionInfo, tuple[Value, ...]] = {}
         self._collect(statements(module), None)
         self.events: list[Event] = []
@@ -233,8 +239,8 @@ class Interpreter:
             if isinstance(stmt, cst.FunctionDef):
                 info = FunctionInfo(stmt, cls)
                 self.functions[stmt] = info
-                if cls is not None:
-                    cls.methods[info.name] = info
+                if cls is not None and not _decorator_names(info) & {"setter", "deleter"}:
+                    cls.methods[info.name] = info  # a property's setter keeps its getter
                 self._collect(statements(stmt.body), None)
             elif isinstance(stmt, cst.ClassDef):
                 info_cls = ClassInfo(stmt)
@@ -344,22 +350,49 @@ class Interpreter:
     def exec_class_def(self, node: cst.ClassDef) -> None:
         info = self.classes[node]
         info.bases = tuple(self.eval(arg.value) for arg in node.bases if arg.keyword is None)
+        namespace = self.class_namespace(info)
         for stmt in statements(node.body):
             if isinstance(stmt, cst.FunctionDef):
                 method = self.functions[stmt]
                 self.decorators[method] = tuple(self.eval(d.decorator) for d in stmt.decorators)
+            elif isinstance(stmt, cst.SimpleStatementLine):  # class attributes: `options = StateDictOptions(...)`
+                outer = self.frame.env
+                self.frame.env = Env(outer)
+                try:
+                    for small in stmt.body:
+                        if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                            self.exec_small(small)
+                    for name, value in self.frame.env.vars.items():
+                        self.heap[(id(namespace), (name,))] = value
+                finally:
+                    self.frame.env = outer
         self.bind(info.name, Class(info))
+
+    def class_namespace(self, info: ClassInfo) -> Obj:
+        """The object that holds a class's attributes (what its body assigns, ``Cls.x = ...``)."""
+        if info not in self.class_objs:
+            self.class_objs[info] = Obj("class", info.name)
+        return self.class_objs[info]
+
+    def class_attribute(self, info: ClassInfo, name: str) -> Value | None:
+        for cls in info.mro():
+            value = self.heap.get((id(self.class_namespace(cls)), (name,)))
+            if value is not None:
+                return value
+        return None
 
     def exec_if(self, node: cst.If) -> object:
         test = self.eval(node.test)
         then_guard, else_guard = _rank_guards(node, _rank_kind(test), len(self.frame.stack))
         then_narrowing, else_narrowing = self.narrowing(node.test)
+        type_facts = self.tensor_narrowing(node.test)
         arm_slots = self.slot_narrowing(node.test)
         not_fsdp2 = self.proved_not_fsdp2(node.test)
         base, outer = self.frame.env, self.ctx
         arms: list[tuple[Env, bool]] = []
         for arm, (guard, narrowing) in enumerate(((then_guard, then_narrowing), (else_guard, else_narrowing))):
             self.frame.env = base.branch()
+            self.frame.env.vars.update(type_facts[arm])  # still true after the `if`: never undone
             self.frame.env.vars.update(narrowing)
             saved = self.narrow_slots(arm_slots[arm])
             self.ctx = outer.with_(
@@ -501,6 +534,9 @@ class Interpreter:
 
     def store(self, owner: Value, element: str, value: Value, node: cst.CSTNode) -> None:
         self.record("store", node, receiver=owner, name=element, args=(value,))
+        for option in options(owner):
+            if isinstance(option, Class):  # `Registry.model = model`
+                self.heap[(id(self.class_namespace(option.info)), (element,))] = value
         for ref in refs(owner):
             if ref.root.kind == "container" and not ref.path:
                 continue
@@ -554,10 +590,11 @@ class Interpreter:
             if isinstance(option, Symbol):
                 results.append(Symbol(names.canonical(f"{option.qname}.{name}")))
             elif isinstance(option, Ref):
-                results.append(self.ref_attribute(option, name))
+                results.append(self.ref_attribute(option, name, node))
             elif isinstance(option, Class):
                 method = option.info.method(name)
-                results.append(Function(method, self.module_env) if method else UNKNOWN)
+                attribute = None if method else self.class_attribute(option.info, name)
+                results.append(Function(method, self.module_env) if method else attribute or UNKNOWN)
             elif isinstance(option, Super):
                 results.append(BoundMethod(option, name))
             elif isinstance(option, Params) and name == "grad":
@@ -571,7 +608,7 @@ class Interpreter:
             self.record("attr", node, receiver=base, name=name, result=value)
         return value
 
-    def ref_attribute(self, ref: Ref, name: str) -> Value:
+    def ref_attribute(self, ref: Ref, name: str, node: cst.CSTNode) -> Value:
         if ref.root.wrapped is not None and name == "module" and not ref.path:
             return ref.root.wrapped
         stored = self.stored_attribute((ref,), name)
@@ -579,8 +616,13 @@ class Interpreter:
             return stored
         cls = ref.root.cls if not ref.path else None
         method = cls.method(name) if cls else None
+        if method is not None and _decorator_names(method) & PROPERTIES:
+            return self.call_function(Function(method, self.module_env, ref), (), {}, node) or UNKNOWN
         if method is not None:
             return Function(method, self.module_env, ref)
+        attribute = self.class_attribute(cls, name) if cls else None
+        if attribute is not None:
+            return attribute
         if name in MODULE_METHODS or ref.root.kind == "container":
             return BoundMethod(ref, name)
         return _rank_by_name(name, ref.child(name))
@@ -676,6 +718,7 @@ class Interpreter:
             self.assign(for_in.target, self.element_of(self.eval(for_in.iter), lazy=lazy))
             for condition in for_in.ifs:
                 self.eval(condition.test)
+                self.frame.env.vars.update(self.tensor_narrowing(condition.test)[0])
                 self.frame.env.vars.update(self.narrowing(condition.test)[0])
             for_in = for_in.inner_for_in
         if isinstance(node, cst.DictComp):
@@ -754,9 +797,10 @@ class Interpreter:
         self.eval(node.test)
         results = []
         base = self.frame.env
-        arms = zip(self.narrowing(node.test), self.slot_narrowing(node.test), (node.body, node.orelse), strict=True)
-        for narrowing, slots, arm in arms:
-            self.frame.env = Env(base, dict(narrowing)) if narrowing else base
+        narrowings = zip(self.tensor_narrowing(node.test), self.narrowing(node.test), strict=True)
+        arms = zip(narrowings, self.slot_narrowing(node.test), (node.body, node.orelse), strict=True)
+        for (facts, narrowing), slots, arm in arms:
+            self.frame.env = Env(base, {**facts, **narrowing}) if facts or narrowing else base
             saved = self.narrow_slots(slots)
             results.append(self.eval(arm))
             self.restore_slots(slots, saved)
@@ -926,8 +970,10 @@ class Interpreter:
             return choice([_reversed(option) for option in options(first)])
         if name in ("enumerate", "zip"):
             return Iter(name, args[:1] if name == "enumerate" else args)
-        if name == "getattr" and len(args) >= 2 and isinstance(const(args[1]), str):
-            value = self.attribute(args[0], const(args[1]), node)
+        attributes = [const(option) for option in options(args[1])] if len(args) >= 2 else []
+        if name == "getattr" and attributes and all(isinstance(attribute, str) for attribute in attributes):
+            # getattr(self, name) for name in ("actor", "critic"): one of those attributes
+            value = choice([self.attribute(args[0], attribute, node) for attribute in attributes])
             return choice([value, args[2]]) if len(args) > 2 else value
         if name == "getattr" and len(args) >= 2 and isinstance(first, Symbol):
             return Symbol(f"{first.qname}.{ANY}")  # getattr(torch.optim, cfg.name): some member
@@ -1245,6 +1291,36 @@ class Interpreter:
         loop_true, loop_false = self._loop_narrowing(test)
         return {**wrapper_true, **loop_true}, {**wrapper_false, **loop_false}
 
+    def tensor_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+        """State-dict tensors a DTensor test (``isinstance(v, DTensor)``, ``hasattr(v,
+        "full_tensor")``) proves plain, for the true and the false arm: a plain tensor of a
+        sharded state dict (a buffer) holds its full value. Unlike the other narrowings this
+        stays true after the ``if`` until the variable is assigned again."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            true, false = self.tensor_narrowing(test.expression)
+            return false, true
+        if isinstance(test, cst.BooleanOperation):
+            (left_true, left_false), (right_true, right_false) = map(self.tensor_narrowing, (test.left, test.right))
+            if isinstance(test.operator, cst.And):
+                return {**left_true, **right_true}, {}
+            return {}, {**left_false, **right_false}
+        if not (isinstance(test, cst.Call) and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
+            return {}, {}
+        name, kind = test.args[0].value.value, test.args[1].value
+        function = dotted(test.func)
+        if function == "hasattr":
+            is_dtensor_test = isinstance(kind, cst.SimpleString) and kind.evaluated_value in DTENSOR_ONLY
+        else:
+            is_dtensor_test = function == "isinstance" and any(
+                isinstance(option, Symbol) and option.qname == names.DTENSOR
+                for option in walk_contents(self._peek(kind))
+            )
+        value = self.frame.env.lookup(name)
+        if not is_dtensor_test or value is None or not any(isinstance(o, StateDict) for o in options(value)):
+            return {}, {}
+        plain = choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(value)])
+        return {}, {name: plain}
+
     def slot_narrowing(self, test: cst.BaseExpression) -> tuple[dict[Slot, Value], dict[Slot, Value]]:
         """The same type-guard narrowing for attributes (``hasattr(self.model, "no_sync")``),
         as heap slots for the true and the false arm."""
@@ -1354,7 +1430,7 @@ class Interpreter:
             if dotted(call.args[0].value) != name:
                 continue
             for option in walk_contents(self._peek(call.args[1].value)):
-                if isinstance(option, Symbol) and option.qname in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                if isinstance(option, Symbol) and option.qname in ROOT_ADMITTING_TYPES:
                     return True
                 if isinstance(option, Class) and root_cls is not None and any(c is option.info for c in root_cls.mro()):
                     return True
@@ -1432,6 +1508,15 @@ def _owned_by(slot: Ref, obj: Obj) -> bool:
             return True
         owner = owner.parent.root if owner.parent is not None else None
     return False
+
+
+def _decorator_names(info: FunctionInfo) -> set[str]:
+    """The last component of each decorator's name (``property``, ``setter``, ``no_grad``)."""
+    found = set()
+    for decorator in info.node.decorators:
+        target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        found.add(dotted(target).rpartition(".")[2])
+    return found
 
 
 def _is_dataclass(info: ClassInfo) -> bool:
@@ -1575,7 +1660,7 @@ def _state_dict_method(state: StateDict, name: str) -> Value:
         return Iter(name, (state,))
     if name == "full_tensor":
         return replace(state, full=True)
-    return state if name in STATE_PRESERVING else UNKNOWN
+    return state if name in STATE_PRESERVING or name == "to_local" else UNKNOWN
 
 
 def _derived_from(args: tuple, kwargs: dict, step: int | None = None) -> Derived | None:
@@ -1746,8 +1831,10 @@ def _decorated(ctx: Context, decorators: tuple[Value, ...], info: FunctionInfo, 
 
 def _share_class_sharding(traces: list[Trace]) -> None:
     """A method that no code in the file calls runs at an order we cannot see, so modules that
-    other methods of its class shard (``self.model``) are taken as sharded from its start."""
+    other methods of its class shard (``self.model``) are taken as sharded from its start, and
+    attributes they set to an optimizer over sharded parameters (``self.optimizer``) as holding one."""
     sharded: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
+    optimizers: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
     for trace in traces:
         instance = trace.instance
         if instance is None:
@@ -1757,12 +1844,19 @@ def _share_class_sharding(traces: list[Trace]) -> None:
                 target = canonical(target)
                 if target.root is instance.root:
                     sharded.setdefault(instance.root.cls, []).append((trace, target.path))
+        for store in trace.of_kind("store"):
+            for owner in refs(store.receiver):
+                owner = canonical(owner)
+                if owner.root is instance.root and any(trace.sharded_optimizer(ref) for ref in refs(store.args[0])):
+                    optimizers.setdefault(instance.root.cls, []).append((trace, owner.path + (store.name,)))
     for trace in traces:
         instance = trace.instance
         if instance is None:
             continue
         paths = {path for owner, path in sharded.get(instance.root.cls, ()) if owner is not trace}
         trace.assumed_sharded = [Ref(instance.root, path) for path in sorted(paths)]
+        paths = {path for owner, path in optimizers.get(instance.root.cls, ()) if owner is not trace}
+        trace.assumed_optimizers = [Ref(instance.root, path) for path in sorted(paths)]
 
 
 def _symbol_returns_first(interp: Interpreter, event: Event) -> Value:

@@ -17,6 +17,7 @@ FULLY_SHARD = f"{FSDP}.fully_shard"
 REGISTER_FORWARD_METHOD = f"{FSDP}.register_fsdp_forward_method"
 FSDP1 = f"{FSDP}.FullyShardedDataParallel"
 FSDP_MODULE = f"{FSDP}.FSDPModule"
+DTENSOR = "torch.distributed.tensor.DTensor"
 LOADERS = frozenset(
     {"torch.load", "safetensors.torch.load_file", "safetensors.torch.load", "torch.hub.load_state_dict_from_url"}
 )

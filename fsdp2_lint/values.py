@@ -31,6 +31,11 @@ def is_any(element: str) -> bool:
     return element[:1] == "*" and element[1:2] != "*"
 
 
+def is_loop_element(element: str) -> bool:
+    """An element a loop numbered (``*7``): each element of what the loop iterates in turn."""
+    return is_any(element) and element[1:].isdigit()
+
+
 def is_any_depth(element: str) -> bool:
     return element[:2] == "**"
 

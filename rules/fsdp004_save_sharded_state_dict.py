@@ -92,12 +92,11 @@ if rank == 0:
 
 def _sharded_owner(trace: Trace, state: StateDict, save: Event) -> str | None:
     """A description of the state dict's owner if it held DTensors when it was taken."""
-    if isinstance(state.owner, Ref):
-        if trace.sharded_overlap(state.owner, _at(trace, state.at)):
-            return f"`{canonical(state.owner).text}`"
-        return None
-    if trace.optimizes_sharded(state.owner):
+    owner = state.owner if isinstance(state.owner, Ref) else Ref(state.owner)
+    if trace.sharded_optimizer(owner):
         return "an optimizer over sharded parameters"
+    if isinstance(state.owner, Ref) and trace.sharded_overlap(state.owner, _at(trace, state.at)):
+        return f"`{canonical(state.owner).text}`"
     return None
 
 

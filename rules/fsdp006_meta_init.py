@@ -4,7 +4,7 @@ import re
 from collections.abc import Iterator
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node
+from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, framework_owned, report_node
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
 from fsdp2_lint.values import Const, Params, Ref, may_overlap, options, refs, walk_contents
 
@@ -34,7 +34,8 @@ class MetaInit(Rule):
 Two cases of meta-device initialisation:
 - **error**, at the construction: a module built under `with torch.device("meta"):` (or with
   `device="meta"`, or accelerate's `init_empty_weights()`) is sharded and nothing in the file ever
-  materialises it (`to_empty(...)`, `load_state_dict(..., assign=True)`);
+  materialises it (`to_empty(...)`, `load_state_dict(..., assign=True)`); a module held by an object
+  of a framework's class (a `LightningModule`, which Lightning materialises itself) is left alone;
 - **warning**, at the `to_empty()` call: the module is materialised but nothing initialises it
   afterwards (`init_weights()`, `reset_parameters()`, `.apply(init_fn)`, `torch.nn.init.*`,
   `load_state_dict`, `set_model_state_dict`, `dcp.load`, or a helper of the file that does; a call
@@ -140,7 +141,7 @@ def _never_materialised(trace: Trace) -> Iterator[Finding]:
             creation = _meta_creation(target) or _meta_part(built_on_meta, target)
             if creation is not None and id(creation) not in reported:
                 reported.add(id(creation))
-                if trace.handed_off([target], creation.index) is not None:
+                if trace.handed_off([target], creation.index) is not None or framework_owned(target):
                     continue  # e.g. returned to a framework that materialises meta modules itself
                 yield Finding(
                     report_node(creation, shard),  # a helper that builds on meta is fine by itself

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node, strict_ancestor
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
-from fsdp2_lint.values import Const, Ref, may_be_same, may_overlap, refs
+from fsdp2_lint.values import Const, Ref, is_loop_element, may_be_same, may_contain, may_overlap, refs
 
 FORWARDS = frozenset({"generate"})  # methods that run the module's forward through its hooks
 
@@ -23,8 +23,9 @@ class ForwardBeforeOptimizer(Rule):
 Flags an optimizer built from a sharded root's parameters after that root ran a forward pass
 (`model(x)`, an evaluation or warm-up step, `generate`, a helper that does) with no
 `model.reshard()` in between. Not flagged when the root was sharded with
-`reshard_after_forward=True`, or when a backward pass followed the forward (the post-backward
-hook reshards the root).
+`reshard_after_forward=True`, when a backward pass followed the forward (the post-backward
+hook reshards the root), or when the optimizer only takes parameters of modules sharded inside
+the root (`model.blocks` with every block sharded: those reshard after their forward).
 
 ## Why is this bad?
 After a forward, the FSDP root keeps its own parameter group unsharded (its
@@ -100,7 +101,7 @@ def _forward_before_capture(trace: Trace, optimizer: Event) -> Event | None:
             if shard.kwargs.get("reshard_after_forward") == Const(True):
                 continue
             for root in shard.targets:
-                if may_overlap(canonical(root), canonical(source.ref)) and _is_root(trace, root, shard):
+                if _is_root(trace, root, shard) and _holds_root_params(trace, root, source.ref, captured):
                     forward = _unresharded_forward(trace, root, shard.index, captured, optimizer)
                     if forward is not None:
                         return forward
@@ -110,6 +111,28 @@ def _forward_before_capture(trace: Trace, optimizer: Event) -> Event | None:
 def _is_root(trace: Trace, module: Ref, shard: Event) -> bool:
     """Is ``module`` an FSDP root: no module around it is sharded in this trace?"""
     return not any(strict_ancestor(other, module) for other_shard in trace.shards for other in other_shard.targets)
+
+
+def _holds_root_params(trace: Trace, root: Ref, module: Ref, before: int) -> bool:
+    """May ``module``'s parameters include some of the root's own group (not those of a module
+    sharded inside the root, which reshards after its forward)? ``model.blocks`` whose blocks a
+    loop shards holds none; ``model.head`` (left to the root group) does."""
+    root, module = canonical(root), canonical(module)
+    if not may_overlap(root, module):
+        return False
+    if may_contain(module, root):
+        return True
+    for shard in trace.shards:
+        if shard.index >= before:
+            continue
+        for target in map(canonical, shard.targets):
+            if target.root is not root.root or not strict_ancestor(root, target):
+                continue
+            if may_contain(target, module):
+                return False  # inside a module sharded on its own
+            if target.path[:-1] == module.path and is_loop_element(target.path[-1]):
+                return False  # every element of `module` is sharded by a loop over it
+    return True
 
 
 def _unresharded_forward(trace: Trace, root: Ref, start: int, end: int, optimizer: Event) -> Event | None:

@@ -21,7 +21,16 @@ CLIPPING = frozenset(
     }
 )
 NORM_CALLS = frozenset(
-    {"torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm", "torch.sqrt", "torch.sum", "builtins.sum"}
+    {
+        "torch.norm",
+        "torch.linalg.norm",
+        "torch.linalg.vector_norm",
+        "torch.sqrt",
+        "torch.sum",
+        "builtins.sum",
+        "torch.nn.utils.get_total_norm",
+        "torch.nn.utils.clip_grad.get_total_norm",
+    }
 )
 NORM_METHODS = frozenset({"norm", "sqrt"})
 REDUCTIONS = frozenset(

@@ -80,8 +80,7 @@ optimizer.load_state_dict(reference_optimizer.state_dict())  # expect: FSDP021
         for trace in facts.traces:
             for load in trace.methods("load_state_dict"):
                 state = load.arg(0, "state_dict")
-                optimizers = [ref.root for ref in refs(load.receiver) if ref.root.kind == "optimizer" and not ref.path]
-                if state is None or not any(trace.optimizes_sharded(obj, load) for obj in optimizers):
+                if state is None or not any(trace.sharded_optimizer(ref, load) for ref in refs(load.receiver)):
                     continue
                 if _single_process(trace, state):
                     yield Finding(

@@ -1275,6 +1275,224 @@ CASES = {
             def apply_fsdp(self, mesh):
                 fully_shard(self, mesh=mesh)
     """,
+    # --- second red team: type-tested state-dict tensors, properties, getattr, class attributes,
+    # optimizers set by other methods, framework-owned meta models, the root's own parameters
+    "fsdp004-good-full-tensor-if-dtensor": """
+        import torch
+        from torch.distributed.tensor import DTensor
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        full = {k: v.full_tensor() if isinstance(v, DTensor) else v for k, v in model.state_dict().items()}
+        if rank == 0:
+            torch.save(full, "model.pt")
+    """,
+    "fsdp004-good-full-tensor-if-hasattr": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        state = {}
+        for k, v in model.state_dict().items():
+            state[k] = v.full_tensor().cpu() if hasattr(v, "full_tensor") else v.cpu()
+        torch.save(state, "model.pt")
+    """,
+    "fsdp004-good-gathered-in-helper-loop": """
+        import torch
+        from torch.distributed.tensor import DTensor
+        from torch.distributed.fsdp import fully_shard
+        def gather_full_state(model):
+            full = {}
+            for name, tensor in model.state_dict().items():
+                if not isinstance(tensor, DTensor):
+                    full[name] = tensor
+                    continue
+                tensor = tensor.full_tensor()
+                full[name] = tensor.cpu()
+            return full
+        def main():
+            model = Net()
+            fully_shard(model)
+            state = gather_full_state(model)
+            if dist.get_rank() == 0:
+                torch.save(state, "model.pt")
+    """,
+    "fsdp004-to-local-if-dtensor": """
+        import torch
+        from torch.distributed.tensor import DTensor
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        local = {}
+        for name, value in model.state_dict().items():
+            if isinstance(value, DTensor):
+                value = value.to_local()
+            local[name] = value
+        torch.save(local, "model.pt")  # expect: FSDP004
+    """,
+    "fsdp004-model-behind-a-property": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model: torch.nn.Module) -> None:
+                self._model = model
+            @property
+            def model(self) -> torch.nn.Module:
+                return self._model
+            @model.setter
+            def model(self, value: torch.nn.Module) -> None:
+                self._model = value
+            def setup(self) -> None:
+                fully_shard(self.model)
+            def save(self, path: str) -> None:
+                torch.save(self.model.state_dict(), path)  # expect: FSDP004
+        trainer = Trainer(Net())
+        trainer.setup()
+        trainer.save("m.pt")
+    """,
+    "fsdp004-getattr-over-attribute-names": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class PPOTrainer:
+            def __init__(self, actor, critic):
+                self.actor, self.critic = actor, critic
+                for name in ("actor", "critic"):
+                    fully_shard(getattr(self, name))
+            def save(self, out):
+                for name in ("actor", "critic"):
+                    torch.save(getattr(self, name).state_dict(), f"{out}/{name}.pt")  # expect: FSDP004
+        PPOTrainer(Net(), Net()).save("ckpt")
+    """,
+    "fsdp004-model-in-a-class-attribute": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Registry:
+            models: dict = {}
+        def setup():
+            model = Net()
+            fully_shard(model)
+            Registry.models["policy"] = model
+        def save():
+            torch.save(Registry.models["policy"].state_dict(), "policy.pt")  # expect: FSDP004
+        setup()
+        save()
+    """,
+    "fsdp004-optimizer-set-by-another-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Worker:
+            def _build(self, path):
+                module = AutoModelForCausalLM.from_pretrained(path)
+                fully_shard(module)
+                return module, torch.optim.AdamW(module.parameters(), lr=1e-5)
+            def init_model(self):
+                self.actor, self.actor_optimizer = self._build(self.config.path)
+            def save_checkpoint(self, path):
+                torch.save(self.actor_optimizer.state_dict(), path)  # expect: FSDP004
+    """,
+    "fsdp004-good-plain-optimizer-set-by-another-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Worker:
+            def init_model(self):
+                self.actor = Net()
+                fully_shard(self.actor)
+                self.critic_optimizer = torch.optim.AdamW(self.critic.parameters())
+            def save_checkpoint(self, path):
+                torch.save(self.critic_optimizer.state_dict(), path)
+    """,
+    "fsdp006-good-lightning-materialises-meta-models": """
+        import torch
+        import lightning as L
+        from torch.distributed.fsdp import fully_shard
+        class LitModel(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                with torch.device("meta"):
+                    self.model = Transformer()
+            def configure_model(self):
+                for block in self.model.blocks:
+                    fully_shard(block)
+                fully_shard(self.model)
+            def training_step(self, batch):
+                return self.model(batch).sum()
+    """,
+    "fsdp006-plain-module-class-is-not-a-framework": """
+        import torch
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        class Wrapper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                with torch.device("meta"):
+                    self.model = Transformer()  # expect: FSDP006
+            def shard(self):
+                fully_shard(self.model)
+            def forward(self, x):
+                return self.model(x)
+    """,
+    "fsdp008-good-reshard-every-fsdp-module": """
+        import torch
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        with torch.no_grad():
+            model(sample)
+        for module in model.modules():
+            if isinstance(module, FSDPModule):
+                module.reshard()
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp008-good-only-resharded-blocks-after-forward": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        with torch.no_grad():
+            model(sample)
+        block_optimizer = torch.optim.SGD(model.blocks.parameters(), lr=1e-2)
+    """,
+    "fsdp008-head-is-in-the-root-group": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        with torch.no_grad():
+            model(sample)
+        head_optimizer = torch.optim.SGD(model.head.parameters(), lr=1e-3)  # expect: FSDP008
+    """,
+    "fsdp015-local-grads-total-norm": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from torch.nn.utils import get_total_norm
+        def log_norm(model):
+            grads = [p.grad.to_local() for p in model.parameters() if p.grad is not None]
+            return get_total_norm(grads, norm_type=2.0).item()  # expect: FSDP015
+        fully_shard(model)
+        log_norm(model)
+    """,
+    "fsdp021-optimizer-set-by-another-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def setup(self, model):
+                self.model = model
+                fully_shard(self.model)
+                self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+                self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: 1.0)
+            def resume(self, path):
+                ckpt = torch.load(path, map_location="cpu")
+                self.optimizer.load_state_dict(ckpt["optimizer"])  # expect: FSDP021
+                self.scheduler.load_state_dict(ckpt["scheduler"])
+    """,
+    "fsdp023-policy-in-a-class-attribute": """
+        from torch.distributed.fsdp import CPUOffload, fully_shard
+        class Strategy:
+            offload = CPUOffload(offload_params=True)  # expect: FSDP023
+            def setup(self, model):
+                fully_shard(model, offload_policy=self.offload)
+        Strategy().setup(Net())
+    """,
 }
 
 
