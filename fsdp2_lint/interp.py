@@ -794,17 +794,23 @@ class Interpreter:
         return result
 
     def eval_if_exp(self, node: cst.IfExp) -> Value:
-        self.eval(node.test)
+        """Like an ``if`` statement: each arm is a branch, run on the ranks its test selects."""
+        guards = _rank_guards(node, _rank_kind(self.eval(node.test)), len(self.frame.stack))
         results = []
-        base = self.frame.env
+        base, outer = self.frame.env, self.ctx
         narrowings = zip(self.tensor_narrowing(node.test), self.narrowing(node.test), strict=True)
-        arms = zip(narrowings, self.slot_narrowing(node.test), (node.body, node.orelse), strict=True)
-        for (facts, narrowing), slots, arm in arms:
+        arms = zip(narrowings, self.slot_narrowing(node.test), self.proved_not_fsdp2(node.test), guards, strict=True)
+        for index, ((facts, narrowing), slots, not_fsdp2, guard) in enumerate(arms):
             self.frame.env = Env(base, {**facts, **narrowing}) if facts or narrowing else base
+            self.ctx = outer.with_(
+                branches=outer.branches + ((id(node), index),),
+                rank_guard=guard or outer.rank_guard,
+                not_fsdp2=outer.not_fsdp2 + not_fsdp2,
+            )
             saved = self.narrow_slots(slots)
-            results.append(self.eval(arm))
+            results.append(self.eval(node.body if index == 0 else node.orelse))
             self.restore_slots(slots, saved)
-            self.frame.env = base
+            self.frame.env, self.ctx = base, outer
         return choice(results)
 
     def eval_named(self, node: cst.NamedExpr) -> Value:
@@ -1075,6 +1081,10 @@ class Interpreter:
 
     def container_method(self, receiver: Ref, name: str, args: tuple) -> Value:
         items = receiver.root.items
+        if name == "get" and args:  # the value under the key, or under an unknown one, or the default
+            key = const(args[0])
+            found = [value for k, value in items if k is None or k == key]
+            return choice(found + [args[1] if len(args) > 1 else Const(None)])
         if name in ("append", "add", "insert") and args:
             items.append((None, args[-1]))
         elif name in ("extend", "update") and args:
@@ -1779,7 +1789,7 @@ _MIRRORED = {
 }
 
 
-def _rank_guards(node: cst.If, kind: str | None, depth: int) -> tuple[RankGuard | None, RankGuard | None]:
+def _rank_guards(node: cst.If | cst.IfExp, kind: str | None, depth: int) -> tuple[RankGuard | None, RankGuard | None]:
     """The ranks that run the true and the false arm of an ``if`` whose test has the given rank kind."""
     arms = {
         "zero": ("zero", "nonzero"),

@@ -84,8 +84,8 @@ if rank == 0:
                         if owner:
                             yield Finding(
                                 save.node,
-                                f"`torch.save` of the state dict of {owner}, which is sharded: the file "
-                                "holds DTensors with only this rank's shard of every parameter",
+                                f"`torch.save` of the state dict of {owner}: the file holds DTensors with only "
+                                "this rank's shard of every parameter",
                             )
                             break
 
@@ -96,7 +96,7 @@ def _sharded_owner(trace: Trace, state: StateDict, save: Event) -> str | None:
     if trace.sharded_optimizer(owner):
         return "an optimizer over sharded parameters"
     if isinstance(state.owner, Ref) and trace.sharded_overlap(state.owner, _at(trace, state.at)):
-        return f"`{canonical(state.owner).text}`"
+        return f"`{canonical(state.owner).text}`, which is sharded"
     return None
 
 

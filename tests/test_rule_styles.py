@@ -1493,6 +1493,45 @@ CASES = {
                 fully_shard(model, offload_policy=self.offload)
         Strategy().setup(Net())
     """,
+    "fsdp007-gather-in-a-conditional-expression": """
+        import torch
+        import torch.distributed as dist
+        def gather(model):
+            return {k: v.full_tensor() for k, v in model.state_dict().items()}
+        def save(model, path):
+            state = gather(model) if dist.get_rank() == 0 else None  # expect: FSDP007
+            if state is not None:
+                torch.save(state, path)
+    """,
+    "fsdp007-good-conditional-expression-on-every-rank": """
+        import torch
+        import torch.distributed as dist
+        def gather(model):
+            return {k: v.full_tensor() for k, v in model.state_dict().items()}
+        def save(model, path):
+            state = gather(model)
+            torch.save(state, path) if dist.get_rank() == 0 else None
+    """,
+    "fsdp021-optimizer-state-from-dict-get": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        checkpoint = {"model": torch.load("model.pt"), "optimizer": torch.load("optim.pt")}
+        optimizer_state = checkpoint.get("optimizer")
+        if optimizer_state:
+            optimizer.load_state_dict(optimizer_state)  # expect: FSDP021
+    """,
+    "fsdp021-good-dict-get-of-a-missing-key": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        checkpoint = {"model": torch.load("model.pt")}
+        optimizer_state = checkpoint.get("optimizer")
+        if optimizer_state:
+            optimizer.load_state_dict(optimizer_state)
+    """,
 }
 
 
