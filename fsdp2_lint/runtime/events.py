@@ -91,10 +91,13 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     """All complete events of one rank; a line cut short by a kill is dropped."""
     if not path.exists():
         return []
-    events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return events
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return [event for event in map(read_line, lines) if event is not None]
+
+
+def read_line(line: str) -> dict[str, Any] | None:
+    """One event; None for a line cut short."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        return None

@@ -191,7 +191,7 @@ def detect_params_unchanged(run: RunRecord) -> list[Evidence]:
     def describe(steps: list[Event]) -> str:
         last = steps[-1]
         return (
-            f"{_optimizer(steps)} holds no DTensor but {last['optimizer_replaced']} tensor(s) fully_shard replaced; "
+            f"{_optimizer(steps)} holds {last['optimizer_replaced']} tensor(s) fully_shard replaced and no DTensor; "
             f"{_after(steps)} 0 of {last['model_params']} parameters changed"
         )
 
@@ -385,10 +385,10 @@ def describe_event(event: Event | None) -> str:
     return kind
 
 
-@evidence_kind("hang", lambda signature: "hang (no progress until the timeout)")
+@evidence_kind("hang", lambda signature: "hang (the ranks stop making progress)")
 def detect_hang(run: RunRecord) -> list[Evidence]:
-    """Ranks still running when the timeout expired, with the last event each reached and the line
-    its stack dump was in."""
+    """Ranks still running when the timeout expired, or when the harness found them stuck (see
+    :mod:`.stall`), with the last event each reached and the line its stack dump was in."""
     if not run.timed_out:
         return []
     parts, lines = [], []
@@ -405,11 +405,19 @@ def detect_hang(run: RunRecord) -> list[Evidence]:
     return [
         Evidence(
             kind="hang",
-            summary=f"timed out after {run.spec.timeout:g}s: " + "; ".join(parts),
+            summary=f"{_stuck(run)}: " + "; ".join(parts),
             ranks=run.timed_out,
             lines=tuple(dict.fromkeys(lines)),
         )
     ]
+
+
+def _stuck(run: RunRecord) -> str:
+    if run.stalled_for is None:
+        return f"timed out after {run.spec.timeout:g}s"
+    return (
+        f"stalled after {run.seconds:.0f}s: no event and no CPU for {run.stalled_for:.0f}s, each rank blocked in torch"
+    )
 
 
 # crash --------------------------------------------------------------------------------------------

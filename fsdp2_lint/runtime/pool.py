@@ -31,10 +31,12 @@ from typing import Any
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.device import Device, choose_device
 from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect
+from fsdp2_lint.runtime.stall import StallWatch
 
 STARTUP_TIMEOUT_SECONDS = 180.0  # importing torch on a loaded 2-core runner
 PEER_FAILURE_GRACE_SECONDS = 2.0  # time other ranks get to fail on their own before being stopped
 MAX_IDLE_RUNS = 8  # runs expected to hang wait idle, so they do not count against --jobs
+STALL_POLL_SECONDS = 0.25  # how often running runs are checked for a stall
 ADDRESS_IN_USE = re.compile(r"EADDRINUSE|[Aa]ddress already in use")
 
 
@@ -67,9 +69,11 @@ class _Run:
     spec: RunSpec
     port: int
     started: float
+    watch: StallWatch
     returncodes: dict[int, int] = field(default_factory=dict)
     failed_at: float | None = None
     timed_out: tuple[int, ...] = ()
+    stalled_for: float | None = None
     stopped: tuple[int, ...] = ()
     stopping: bool = False
 
@@ -193,7 +197,7 @@ class RankPool:
         spec.run_dir.mkdir(parents=True, exist_ok=True)
         cwd = spec.cwd or events.output_dir(spec.run_dir)
         cwd.mkdir(parents=True, exist_ok=True)
-        running[job] = _Run(job, spec, port, time.monotonic())
+        running[job] = _Run(job, spec, port, time.monotonic(), StallWatch(spec.run_dir, spec.script))
         for server in self.servers:
             server.send(
                 {
@@ -234,6 +238,7 @@ class RankPool:
             for run in running.values()
             if run.failed_at is not None and not run.stopping
         ]
+        due += [now + STALL_POLL_SECONDS for run in running.values() if not run.stopping]
         return max(0.0, min(due, default=now + 1.0) - now)
 
     def _stop_if_due(self, run: _Run, now: float) -> None:
@@ -242,6 +247,8 @@ class RankPool:
             run.timed_out = unfinished
         elif run.failed_at is not None and now >= run.failed_at + PEER_FAILURE_GRACE_SECONDS:
             run.stopped = unfinished
+        elif run.failed_at is None and run.watch.stalled(now, unfinished):
+            run.timed_out, run.stalled_for = unfinished, run.watch.quiet_seconds
         else:
             return
         run.stopping = True
@@ -251,7 +258,14 @@ class RankPool:
     def _record(self, run: _Run, now: float) -> RunRecord:
         assert self.device is not None
         return collect(
-            run.spec, self.nproc, self.device, now - run.started, dict(run.returncodes), run.timed_out, run.stopped
+            run.spec,
+            self.nproc,
+            self.device,
+            now - run.started,
+            dict(run.returncodes),
+            run.timed_out,
+            run.stopped,
+            run.stalled_for,
         )
 
     def _free_port(self) -> int:

@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 import torch.distributed.fsdp as fsdp
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP1
 from torch.distributed.tensor import DTensor
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils.weak import WeakIdKeyDictionary
@@ -121,13 +122,14 @@ def _outward(frame: FrameType | None) -> Iterator[tuple[str, int]]:
 
 
 def group_layout(module: torch.nn.Module) -> tuple[int, int]:
-    """For a sharded module: (groups nested in it, i.e. sharded submodules; modules that own
-    parameters of its own group, FSDP1 units' flat parameters included: fully_shard takes them)."""
+    """For a sharded module: (groups nested in it: sharded submodules, FSDP1 units included, which
+    shard their blocks by the wrong API, fsdp1_params_resharded's failure; modules that own
+    parameters of its own group)."""
     nested = owners = 0
     pending = [module]
     while pending:
         current = pending.pop()
-        if current is not module and isinstance(current, fsdp.FSDPModule):
+        if current is not module and isinstance(current, (fsdp.FSDPModule, FSDP1)):
             nested += 1
             continue
         owners += any(True for _ in current.parameters(recurse=False))

@@ -35,6 +35,13 @@ from fsdp2_lint.runtime.device import Device
 from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL, STACK_GRACE_SECONDS, signal_group
 
 POLL_SECONDS = 0.02
+# Ranks other than 0 wait, ready to run, until rank 0's TCPStore listens on MASTER_PORT: one that
+# connects earlier is refused and retries only after a back-off of about half a second (measured:
+# a quarter to a half of all runs paid it when every rank started at once).
+STORE_WAIT_SECONDS = 1.0  # then start anyway (a script may never open a store on MASTER_PORT)
+STORE_POLL_SECONDS = 0.002
+LISTEN_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
+TCP_LISTEN = "0A"
 # Imported before any fork: what FSDP2 scripts import anyway, plus what torch imports lazily on
 # the first fully_shard and optimizer step (torch._dynamo: ~2 s per run if left to each child).
 WARM_IMPORTS = (
@@ -202,6 +209,8 @@ def _child(job: dict[str, Any], rank: int, control_fd: int) -> NoReturn:
         _die_with_parent()
         os.environ.update(job["env"])
         os.chdir(job["cwd"])
+        if rank != 0:
+            _wait_for_store(int(job["env"]["MASTER_PORT"]))
         from fsdp2_lint.runtime.rank import run_script  # imported by the server already
 
         code = run_script(
@@ -222,6 +231,27 @@ def _child(job: dict[str, Any], rank: int, control_fd: int) -> NoReturn:
             except Exception:
                 pass
         os._exit(code)
+
+
+def _wait_for_store(port: int) -> None:
+    deadline = time.monotonic() + STORE_WAIT_SECONDS
+    while not _listening(port) and time.monotonic() < deadline:
+        time.sleep(STORE_POLL_SECONDS)
+
+
+def _listening(port: int) -> bool:
+    """A socket listens on ``port`` (the kernel's TCP tables); True where they cannot be read."""
+    suffix = f":{port:04X}"
+    try:
+        tables = [open(path).read() for path in LISTEN_TABLES if os.path.exists(path)]
+    except OSError:
+        return True
+    for table in tables:
+        for row in table.splitlines()[1:]:
+            fields = row.split()
+            if len(fields) > 3 and fields[1].endswith(suffix) and fields[3] == TCP_LISTEN:
+                return True
+    return not tables
 
 
 def _die_with_parent() -> None:

@@ -15,6 +15,7 @@ from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.device import Device
 
 Event = dict[str, Any]
+THREAD_LINE = re.compile(r"^(?:Current thread|Thread) (?P<thread>0x[0-9a-fA-F]+)")
 FRAME_LINE = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<function>.+)$')
 
 
@@ -26,8 +27,8 @@ class RunSpec:
     argv: tuple[str, ...] = ()
     cwd: Path | None = None  # None: the run's scratch directory
     trace_lines: bool = False
-    # Scheduling hint only (never used to judge): a run expected to hang waits idle for its whole
-    # timeout, so the pool runs it alongside the --jobs busy ones.
+    # Scheduling hint only (never used to judge): a run expected to hang waits idle until the pool
+    # finds it stalled (or its timeout), so the pool runs it alongside the --jobs busy ones.
     expect_hang: bool = False
 
 
@@ -37,6 +38,7 @@ class StackSite:
 
     lines: tuple[int, ...]  # lines of the user's script on the stack, innermost first
     innermost: str  # innermost frame of all, e.g. "barrier (distributed_c10d.py:4812)"
+    innermost_file: str = ""  # its file's path
 
     @property
     def line(self) -> int | None:
@@ -51,7 +53,8 @@ class RunRecord:
     seconds: float
     events: dict[int, list[Event]] = field(default_factory=dict)
     returncodes: dict[int, int | None] = field(default_factory=dict)  # None: not known to the launcher
-    timed_out: tuple[int, ...] = ()  # ranks still running when the run's timeout expired
+    timed_out: tuple[int, ...] = ()  # ranks still running when the run's timeout expired, or it stalled
+    stalled_for: float | None = None  # seconds without progress after which the harness found it stuck
     stopped: tuple[int, ...] = ()  # ranks the launcher stopped because another rank had failed
     stacks: dict[int, StackSite] = field(default_factory=dict)
     reached_lines: frozenset[int] = frozenset()
@@ -101,6 +104,7 @@ def collect(
     returncodes: dict[int, int | None],
     timed_out: tuple[int, ...] = (),
     stopped: tuple[int, ...] = (),
+    stalled_for: float | None = None,
 ) -> RunRecord:
     """Read what every rank left in the run directory."""
     script = str(spec.script.resolve())
@@ -124,6 +128,7 @@ def collect(
         events={rank: events.read_events(events.events_path(spec.run_dir, rank)) for rank in ranks},
         returncodes=returncodes,
         timed_out=timed_out,
+        stalled_for=stalled_for,
         stopped=stopped,
         stacks=stacks,
         reached_lines=frozenset(reached),
@@ -131,18 +136,23 @@ def collect(
 
 
 def parse_stack(dump: str, script: str) -> StackSite:
-    """Parse a faulthandler dump (most recent call first, one block per thread); use the first
-    thread that is inside the script."""
-    threads: list[list[tuple[str, int, str]]] = []
+    """Parse the last of the faulthandler dumps in ``dump`` (most recent call first, one block per
+    thread; a thread seen again starts the next dump); use the first thread inside the script."""
+    dumps: list[dict[str, list[tuple[str, int, str]]]] = []
+    frames: list[tuple[str, int, str]] = []
     for text in dump.splitlines():
-        if text.startswith(("Thread 0x", "Current thread 0x")):
-            threads.append([])
+        thread_start = THREAD_LINE.match(text)
+        if thread_start:
+            thread = thread_start["thread"]
+            if not dumps or thread in dumps[-1]:
+                dumps.append({})
+            frames = dumps[-1][thread] = []
         match = FRAME_LINE.match(text)
-        if match and threads:
-            threads[-1].append((match["file"], int(match["line"]), match["function"].strip()))
-    for frames in threads:
+        if match and dumps:
+            frames.append((match["file"], int(match["line"]), match["function"].strip()))
+    for frames in dumps[-1].values() if dumps else ():
         script_lines = tuple(line for file, line, _ in frames if file == script)
         if script_lines:
             file, line, function = frames[0]
-            return StackSite(lines=script_lines, innermost=f"{function} ({Path(file).name}:{line})")
+            return StackSite(script_lines, f"{function} ({Path(file).name}:{line})", file)
     return StackSite(lines=(), innermost="")
