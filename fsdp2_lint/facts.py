@@ -114,6 +114,10 @@ class Context:
         return replace(self, **changes)
 
 
+# The key of ``Event.kwargs`` under which a ``**mapping`` whose keys are unknown is kept.
+UNKNOWN_KEYWORDS = "**"
+
+
 @dataclass(eq=False)
 class Event:
     """One thing the code does, in execution order.
@@ -146,6 +150,10 @@ class Event:
         if keyword is not None and keyword in self.kwargs:
             return self.kwargs[keyword]
         return self.args[position] if position < len(self.args) else None
+
+    def may_pass(self, keyword: str) -> bool:
+        """Is ``keyword`` given, or may it be, inside a ``**mapping`` whose keys are unknown?"""
+        return keyword in self.kwargs or UNKNOWN_KEYWORDS in self.kwargs
 
     @cached_property
     def targets(self) -> tuple[Ref, ...]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import ClassInfo, Context, Event, FunctionInfo, RankGuard, Trace, canonical
+from fsdp2_lint.facts import UNKNOWN_KEYWORDS, ClassInfo, Context, Event, FunctionInfo, RankGuard, Trace, canonical
 from fsdp2_lint.syntax import child_nodes, dotted, statements
 from fsdp2_lint.values import (
     ANY,
@@ -842,7 +842,10 @@ class Interpreter:
             elif arg.star == "*":
                 args.extend(_elements(value) if isinstance(value, Tuple) else [UNKNOWN])
             elif arg.star == "**":  # fully_shard(block, **fsdp_kwargs) with a literal dict
-                for key, item in _container_items(value) or ():
+                items = _container_items(value)
+                if items is None:
+                    kwargs[UNKNOWN_KEYWORDS] = value  # keywords we cannot name
+                for key, item in items or ():
                     if isinstance(key, str):
                         kwargs[key] = item
             else:
@@ -1036,8 +1039,7 @@ class Interpreter:
         for receiver in receivers:
             if not isinstance(receiver, Ref):
                 return None
-            slot = canonical(receiver).child(name)
-            value = self.heap.get((id(slot.root), slot.path))
+            value = next((self.heap[key] for key in _slot_keys(receiver, name) if key in self.heap), None)
             if value is None:
                 return None
             stored.append(value)
@@ -1508,6 +1510,19 @@ def _unpack(value: Value, count: int) -> list[Value]:
 
 def _key_element(key: object) -> str:
     return ANY if key is None else f"[{key!r}]" if isinstance(key, str) else f"[{key}]"
+
+
+def _slot_keys(ref: Ref, name: str) -> list[Slot]:
+    """The heap keys of ``ref.name``, from its outermost owner (where stores go) to the object
+    itself (where stores went before it became part of another object: an attribute set in a
+    constructor, read after the instance was stored as ``self.checkpointer``)."""
+    root, path = ref.root, ref.path + (name,)
+    keys = [(id(root), path)]
+    while root.parent is not None:
+        owner = root.parent
+        root, path = owner.root, owner.path + path
+        keys.append((id(root), path))
+    return keys[::-1]
 
 
 def _owned_by(slot: Ref, obj: Obj) -> bool:

@@ -23,7 +23,7 @@ class ForwardBeforeOptimizer(Rule):
 Flags an optimizer built from a sharded root's parameters after that root ran a forward pass
 (`model(x)`, an evaluation or warm-up step, `generate`, a helper that does) with no
 `model.reshard()` in between. Not flagged when the root was sharded with
-`reshard_after_forward=True`, when a backward pass followed the forward (the post-backward
+`reshard_after_forward=True` (or a value the linter cannot read), when a backward pass followed the forward (the post-backward
 hook reshards the root), or when the optimizer only takes parameters of modules sharded inside
 the root (`model.blocks` with every block sharded: those reshard after their forward).
 
@@ -98,8 +98,8 @@ def _forward_before_capture(trace: Trace, optimizer: Event) -> Event | None:
         for shard in trace.shards:
             if shard.index >= captured or shard.exclusive_with(optimizer):
                 continue
-            if shard.kwargs.get("reshard_after_forward") == Const(True):
-                continue
+            if shard.may_pass("reshard_after_forward") and shard.kwargs.get("reshard_after_forward") != Const(False):
+                continue  # the root reshards after forward (True, or a value we cannot read)
             for root in shard.targets:
                 if _is_root(trace, root, shard) and _holds_root_params(trace, root, source.ref, captured):
                     forward = _unresharded_forward(trace, root, shard.index, captured, optimizer)

@@ -135,7 +135,7 @@ def _is_shard(event: Event) -> bool:
 def _selects_device(event: Event) -> bool:
     if event.kind != "call":
         return False
-    return event.qname in DEVICE_SELECTION or (event.qname == INIT_PROCESS_GROUP and "device_id" in event.kwargs)
+    return event.qname in DEVICE_SELECTION or (event.qname == INIT_PROCESS_GROUP and event.may_pass("device_id"))
 
 
 def _mesh_selects_device(trace: Trace) -> bool:

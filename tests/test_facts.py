@@ -426,3 +426,40 @@ def test_values_read_from_a_checkpoint_stay_loaded_through_copies():
     )
     (load,) = facts.traces[0].methods("load_state_dict")
     assert any(isinstance(value, Loaded) for value in walk_contents(load.args[0]))
+
+
+def test_attributes_set_before_an_object_is_stored_stay_readable_through_its_owner():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        class Checkpointer:
+            def __init__(self, model):
+                self.states = {"model": model}
+            def save(self):
+                fully_shard(self.states["model"])
+        class Trainer:
+            def __init__(self, model):
+                self.checkpointer = Checkpointer(model)
+        model = Net()
+        trainer = Trainer(model)
+        trainer.checkpointer.save()
+        """
+    )
+    (shard,) = facts.traces[0].shards
+    assert [canonical(target).text for target in shard.targets] == ["model"]
+
+
+def test_unknown_keyword_mappings_may_pass_any_keyword():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        def shard(module, **options):
+            fully_shard(module, **options)
+        fully_shard(model, **{"mesh": mesh})
+        fully_shard(model, **config.fsdp_kwargs)
+        shard(model, **config.fsdp_kwargs)
+        """
+    )
+    known, unknown, forwarded = facts.traces[0].shards
+    assert known.may_pass("mesh") and not known.may_pass("reshard_after_forward")
+    assert unknown.may_pass("reshard_after_forward") and forwarded.may_pass("reshard_after_forward")

@@ -1532,6 +1532,47 @@ CASES = {
         if optimizer_state:
             optimizer.load_state_dict(optimizer_state)
     """,
+    "fsdp008-good-root-reshard-after-forward-from-config": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def apply_fsdp(model, mesh, policy: str):
+            for block in model.layers:
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh, reshard_after_forward=policy != "never")
+        apply_fsdp(model, mesh, cfg.policy)
+        with torch.no_grad():
+            model(sample)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp008-good-root-keywords-from-config": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        for block in model.layers:
+            fully_shard(block, **cfg.fsdp_kwargs)
+        fully_shard(model, **cfg.fsdp_kwargs)
+        with torch.no_grad():
+            model(sample)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp008-root-kept-unsharded-explicitly": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fsdp_kwargs = {"mesh": mesh}
+        for block in model.layers:
+            fully_shard(block, **fsdp_kwargs)
+        fully_shard(model, **fsdp_kwargs, reshard_after_forward=False)
+        with torch.no_grad():
+            model(sample)
+        optimizer = torch.optim.AdamW(model.parameters())  # expect: FSDP008
+    """,
+    "fsdp011-good-device-id-in-keyword-mapping": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        dist.init_process_group(**dist_options)
+        model = Net().cuda()
+        fully_shard(model)
+    """,
 }
 
 
