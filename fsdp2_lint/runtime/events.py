@@ -21,7 +21,8 @@ START = "start"  # rank, world_size, pid, script, device, backend
 # this call sharded again); offload_policy, foreign_offload, group_params, offloaded
 FULLY_SHARD = "fully_shard"
 # line, module, shard_line, params, nested (groups inside it), owners (modules owning parameters of its
-# own group): a sharded module no other sharded module contains, at its first forward
+# own group), changed_since_shard ([call, name] of shards written since their fully_shard): a sharded
+# module no other sharded module contains, at its first forward
 FIRST_FORWARD = "first_forward"
 LOAD = "load"  # line, module, params: load_state_dict into a module not sharded yet
 GRAD_NORM = "grad_norm"  # line, function, occurrence, value, local_sq, global_sq (+ given* for clipping)

@@ -453,8 +453,14 @@ def detect_crash(run: RunRecord) -> list[Evidence]:
 @evidence_kind("not_loaded", "after fully_shard, other ranks' shards do not hold the values one rank loaded")
 def detect_not_loaded(run: RunRecord) -> list[Evidence]:
     """A rank loaded parameters (``load_state_dict``) and still held them at ``fully_shard``; right
-    after it, another rank that loaded nothing holds a shard that is not its chunk of those values
-    (FSDP010: FSDP2 keeps each rank's own chunk, so only the loader's slice is the checkpoint)."""
+    after it, another rank that loaded nothing holds a shard that is not its chunk of those values,
+    and nothing wrote that shard before the model's first forward (FSDP010: FSDP2 keeps each rank's
+    own chunk, so only the loader's slice is the checkpoint)."""
+    rewritten = {
+        (rank, call, name)
+        for rank, event in run.of_kind(events.FIRST_FORWARD)
+        for call, name in event["changed_since_shard"]
+    }
     shards: dict[tuple, dict[int, Event]] = defaultdict(dict)
     for rank, event in run.of_kind(events.FULLY_SHARD):
         for value in event.get("values", ()):
@@ -472,7 +478,8 @@ def detect_not_loaded(run: RunRecord) -> list[Evidence]:
         load["loaders"].add(loader)
         load["loaded"].add((call, name))
         for rank, value in by_rank.items():
-            if rank not in loaders and value["index"] < len(chunks) and value["local"] != chunks[value["index"]]:
+            kept_own = value["index"] < len(chunks) and value["local"] != chunks[value["index"]]
+            if rank not in loaders and kept_own and (rank, call, name) not in rewritten:
                 load["differ"].add((call, name))
                 load["ranks"].add(rank)
                 load["shard_lines"].add(shard_line)

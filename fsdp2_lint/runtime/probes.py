@@ -352,7 +352,7 @@ class Probes:
             handle.remove()
             on_forward(forwarded, shard_line)
 
-        handle = module.register_forward_pre_hook(pre_forward)
+        handle = module.register_forward_pre_hook(pre_forward, prepend=True)  # before FSDP's unshards it
 
     def _on_first_forward(self, module: torch.nn.Module, shard_line: int | None) -> None:
         live = [m for m in (ref() for ref in self.sharded) if m is not None]
@@ -366,6 +366,7 @@ class Probes:
             params=sum(1 for _ in module.parameters()),
             nested=nested,
             owners=owners,
+            changed_since_shard=self.loads.changed_since_shard(),
             **self.locator.locate_stack(sys._getframe()),
         )
 

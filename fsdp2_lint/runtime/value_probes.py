@@ -61,6 +61,8 @@ class LoadProbe:
         # by identity: tensors compare elementwise, so a WeakKeyDictionary cannot hold them
         self.loaded: WeakIdKeyDictionary = WeakIdKeyDictionary()  # parameter -> (load line, version after it)
         self.calls = 0
+        # (call, name, owner, attribute, local fingerprint) of each shard fingerprinted, until the first forward
+        self.fingerprinted: list[tuple[int, str, torch.nn.Module, str, list[int]]] = []
 
     def install(self) -> None:
         original = torch.nn.Module.load_state_dict
@@ -104,11 +106,23 @@ class LoadProbe:
                 continue
             dim, count, index = layout
             value: dict[str, Any] = {"name": qualified, "index": index, "local": fingerprint(param.to_local())}
+            self.fingerprinted.append((self.calls, qualified, owner, name, value["local"]))
             if original is not None:
                 value["loaded_line"] = loaded_line
                 value["chunks"] = chunk_fingerprints(original, dim, count)
             values.append(value)
         return {"call": self.calls, "values": values}
+
+    def changed_since_shard(self) -> list[tuple[int, str]]:
+        """At the model's first forward: (call, name) of the shards written since fully_shard (a
+        state dict broadcast from rank 0 after sharding fixes what rank 0 alone had loaded)."""
+        changed = []
+        for call, qualified, owner, name, local in self.fingerprinted:
+            param = getattr(owner, name, None)
+            if isinstance(param, DTensor) and not param.is_meta and fingerprint(param.to_local()) != local:
+                changed.append((call, qualified))
+        self.fingerprinted = []
+        return changed
 
 
 def _scalar_value(result: Any) -> float | None:

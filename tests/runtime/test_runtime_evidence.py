@@ -149,7 +149,7 @@ def fully_shard() -> dict:
 
 def first_forward(nested: int, owners: int) -> dict:
     return {"kind": "first_forward", "module": "FSDPModel", "shard_line": 25, "params": 7, "nested": nested,
-            "owners": owners, "line": 31, "site": None}  # fmt: skip
+            "owners": owners, "changed_since_shard": [], "line": 31, "site": None}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -292,6 +292,19 @@ def test_not_loaded_compares_each_ranks_shard_with_its_chunk_of_the_loaded_value
     if evidence:
         assert found[0].ranks == (1,) and found[0].lines == (12, 20)
         assert "rank 0 loaded 1 parameters at line 12" in found[0].summary
+
+
+@pytest.mark.parametrize("rewritten, evidence", [([], True), ([[1, "weight"]], False), ([[2, "weight"]], True)])
+def test_not_loaded_needs_the_shard_unwritten_until_the_first_forward(rewritten, evidence):
+    forward = {**first_forward(nested=1, owners=1), "changed_since_shard": []}
+    rank1_forward = {**forward, "changed_since_shard": rewritten}  # e.g. a broadcast from rank 0 after sharding
+    run = synthetic_record(
+        {
+            0: [START, shard_values(0, LOADED[0], LOADED), forward, EXIT],
+            1: [START, shard_values(1, OWN), rank1_forward, EXIT],
+        }
+    )
+    assert [e.kind for e in observe(run)] == (["not_loaded"] if evidence else [])
 
 
 def grad_norm(value: float, local_sq: float, global_sq: float | None = None, occurrence: int = 1, **given) -> dict:

@@ -552,6 +552,20 @@ for param in model.parameters():
     dist.broadcast(param.data, src=0)
 shard(model)
 """
+# Rank 0 also loads before sharding, but the full state dict broadcast from it after sharding
+# writes every rank's shard before the first forward.
+RANK0_LOADS_BROADCAST_AFTER_SHARDING = """
+from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+checkpoint = {name: torch.full_like(value, 0.5) for name, value in make_model().state_dict().items()}
+model = make_model()
+if rank == 0:
+    model.load_state_dict(checkpoint)
+shard(model)
+options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+set_model_state_dict(model, checkpoint if rank == 0 else {}, options=options)
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
 # Rank 0 loads, then re-initialises: its own shard no longer holds the loaded values, so nothing
 # can be said about the other rank's.
 RANK0_LOADS_THEN_RESETS = """
@@ -566,8 +580,13 @@ shard(model)
 
 
 def test_load_probe_sees_shards_that_do_not_hold_what_rank_0_loaded(run_scripts):
-    bad, every_rank, broadcast, reset = run_scripts(
-        RANK0_LOADS, EVERY_RANK_LOADS, RANK0_LOADS_THEN_BROADCASTS, RANK0_LOADS_THEN_RESETS
+    bad, bad_trained, every_rank, broadcast, broadcast_after, reset = run_scripts(
+        RANK0_LOADS,
+        RANK0_LOADS + "train(model, torch.optim.SGD(model.parameters(), lr=0.1))\n",
+        EVERY_RANK_LOADS,
+        RANK0_LOADS_THEN_BROADCASTS,
+        RANK0_LOADS_BROADCAST_AFTER_SHARDING,
+        RANK0_LOADS_THEN_RESETS,
     )
 
     [evidence] = observe(bad)
@@ -579,8 +598,15 @@ def test_load_probe_sees_shards_that_do_not_hold_what_rank_0_loaded(run_scripts)
     loads = [(rank, event["params"]) for rank, event in bad.of_kind(events.LOAD)]
     assert loads == [(0, 4)]
 
-    for record in (every_rank, broadcast, reset):
+    [evidence] = observe(bad_trained)  # trained as it was sharded: nothing wrote rank 1's shards
+    assert evidence.kind == "not_loaded" and evidence.ranks == (1,)
+
+    for record in (every_rank, broadcast, broadcast_after, reset):
         assert record.completed() and observe(record) == []
+    rewritten = {
+        rank: len(event["changed_since_shard"]) for rank, event in broadcast_after.of_kind(events.FIRST_FORWARD)
+    }
+    assert rewritten == {0: 0, 1: 4}  # the broadcast wrote rank 1's shards; rank 0's already held the values
     # every rank of a correct run records its shards; the loaders also every rank's chunk
     values = [value for _, event in every_rank.of_kind(events.FULLY_SHARD) for value in event["values"]]
     assert len(values) == 8 and all("chunks" in value for value in values)
