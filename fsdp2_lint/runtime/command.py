@@ -7,8 +7,8 @@ import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import click
 
@@ -123,9 +123,7 @@ def _run_fixtures(
     from fsdp2_lint.runtime.confirm_fixtures import confirm_fixtures
     from fsdp2_lint.runtime.report import as_json, passed, print_table
 
-    report = confirm_fixtures(
-        codes, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs, launcher, root
-    )
+    report = confirm_fixtures(codes, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs, launcher, root)
     if output_format == "json":
         click.echo(as_json(report.settings, report.results, report.notes, report.wall_seconds))
     else:

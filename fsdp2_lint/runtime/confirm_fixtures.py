@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from fsdp2_lint.runtime.device import Device, can_reproduce, choose_device
 from fsdp2_lint.runtime.fixtures import Fixture, discover

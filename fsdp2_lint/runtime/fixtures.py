@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import importlib.resources
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from fsdp2_lint.rule import RuntimeSignature, all_rules
 

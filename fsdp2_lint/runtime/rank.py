@@ -11,8 +11,8 @@ import runpy
 import sys
 import threading
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Iterable
+from collections.abc import Iterable
 
 # Each rank registers faulthandler for this signal, so it writes every thread's Python stack to
 # its stack file even while blocked inside a C++ collective.

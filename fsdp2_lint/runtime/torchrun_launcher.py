@@ -11,8 +11,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Iterator
 
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.device import CPU, CUDA, Device, choose_device

@@ -55,7 +55,6 @@ def script_source(body: str) -> str:
     return PRELUDE + textwrap.dedent(body)
 
 
-
 def synthetic_record(events: dict[int, list[dict]], world_size: int = 2, **fields) -> RunRecord:
     """A run record built from hand-written events (no processes), for evidence and verdict tests."""
     spec = RunSpec(script=Path("/nowhere/train.py"), run_dir=Path("/nowhere/run"), timeout=fields.pop("timeout", 10.0))
