@@ -538,14 +538,13 @@ class Interpreter:
             if isinstance(option, Class):  # `Registry.model = model`
                 self.heap[(id(self.class_namespace(option.info)), (element,))] = value
         for ref in refs(owner):
-            if ref.root.kind == "container" and not ref.path:
+            if _is_container(ref):
+                if ref.root.parent is not None:  # `self.models[role] = module`: the module is self.models[role]
+                    _adopt(ref.child(element), value)
                 continue
             slot = canonical(ref).child(element)
             self.heap[(id(slot.root), slot.path)] = value
-            for stored in refs(value):
-                if not stored.path and stored.root.kind in ("new", "param") and stored.root.parent is None:
-                    if not _owned_by(slot, stored.root):
-                        stored.root.parent = slot
+            _adopt(slot, value)
 
     # --- expressions -------------------------------------------------------------------------
 
@@ -638,9 +637,8 @@ class Interpreter:
         key = const(key_value)
         results = []
         for option in options(base):
-            if isinstance(option, Ref) and option.root.kind == "container" and not option.path:
-                matching = [value for k, value in option.root.items if k == key]
-                results.append(choice(matching or [value for _, value in option.root.items]))
+            if _is_container(option):
+                results.append(self.container_item(option, None if key is NotImplemented else key))
             elif isinstance(option, Ref):
                 results.append(option.child(_key_element(None if key is NotImplemented else key)))
             elif isinstance(option, Tuple) and isinstance(key, int) and -len(option.items) <= key < len(option.items):
@@ -656,6 +654,24 @@ class Interpreter:
             else:
                 results.append(UNKNOWN)
         return choice(results)
+
+    def container_item(self, container: Ref, key: object, default: Value | None = None) -> Value:
+        """``container[key]`` (``key`` None when unknown), or ``container.get(key, default)``.
+        Without an item known to be under the key: the items under unknown keys and the default,
+        and for a container that is an attribute (``self.models``, which other methods of the
+        class may fill) the element the key names."""
+        items = container.root.items
+        if key is None:
+            return choice([value for _, value in items] + ([default] if default is not None else []))
+        exact = [value for k, value in items if k == key]
+        if exact:
+            return choice(exact + [value for k, value in items if k is None])
+        found = [value for k, value in items if k is None]
+        if container.root.parent is not None:
+            found.append(container.child(_key_element(key)))
+        elif default is not None:
+            found.append(default)
+        return choice(found or [value for _, value in items])
 
     def subscript_key(self, node: cst.Subscript) -> object:
         element = node.slice[0].slice if node.slice else None
@@ -830,7 +846,23 @@ class Interpreter:
             return self.call_method(receiver, node.func.attr.value, args, kwargs, node)
         callee = self.eval(node.func)
         args, kwargs = self.eval_args(node)
-        return choice([self.call_value(option, args, kwargs, node) for option in options(callee)])
+        return self.alternatives(callee, node, lambda option: self.call_value(option, args, kwargs, node))
+
+    def alternatives(self, value: Value, node: cst.Call, call) -> Value:
+        """``call`` on each option of ``value``. Exclusive options (one object or another, not a
+        loop's elements one after the other) run in exclusive branches: calling
+        ``STRATEGIES.get(name, default).parallelize(model)`` runs one strategy, not all in turn."""
+        opts = options(value)
+        if not (isinstance(value, Choice) and not value.sequential and len(opts) > 1):
+            return choice([call(option) for option in opts])
+        outer, results = self.ctx, []
+        for index, option in enumerate(opts):
+            self.ctx = outer.with_(branches=outer.branches + ((id(node), index),))
+            try:
+                results.append(call(option))
+            finally:
+                self.ctx = outer
+        return choice(results)
 
     def eval_args(self, node: cst.Call) -> tuple[tuple[Value, ...], dict[str, Value]]:
         args: list[Value] = []
@@ -1026,9 +1058,11 @@ class Interpreter:
             return choice([self.call_symbol(names.canonical(f"{o.qname}.{name}"), args, kwargs, node) for o in opts])
         stored = None if attribute_read else self.stored_attribute(opts, name)
         if stored is not None:  # `self.model(x)`: call what the attribute holds
-            return choice([self.call_value(option, args, kwargs, node) for option in options(stored)])
+            return self.alternatives(stored, node, lambda option: self.call_value(option, args, kwargs, node))
         event = self.record("method", node, name=name, receiver=receiver, args=args, kwargs=kwargs)
-        event.result = choice([self.method_of(option, name, args, kwargs, event) for option in opts])
+        event.result = self.alternatives(
+            receiver, node, lambda option: self.method_of(option, name, args, kwargs, event)
+        )
         if event.result is UNKNOWN and _rank_dependent((receiver, *args), kwargs):  # "{}.pt".format(rank)
             event.result = RankDep("mixed")
         return event.result
@@ -1085,8 +1119,9 @@ class Interpreter:
         items = receiver.root.items
         if name == "get" and args:  # the value under the key, or under an unknown one, or the default
             key = const(args[0])
-            found = [value for k, value in items if k is None or k == key]
-            return choice(found + [args[1] if len(args) > 1 else Const(None)])
+            return self.container_item(
+                receiver, None if key is NotImplemented else key, args[1] if len(args) > 1 else Const(None)
+            )
         if name in ("append", "add", "insert") and args:
             items.append((None, args[-1]))
         elif name in ("extend", "update") and args:
@@ -1259,9 +1294,11 @@ class Interpreter:
                     option.ref.root, option.ref.path + (wildcard,), option.order if option.self_included else ""
                 )
                 results.append(Tuple((UNKNOWN, module)) if option.named else module)
-            elif isinstance(option, Ref) and option.root.kind == "container" and not option.path:
+            elif _is_container(option):
                 sequential = True
                 results.extend(item for _, item in option.root.items)
+                if not option.root.items and option.root.parent is not None:  # filled by another method
+                    results.append(option.child(self.loop_wildcard(ANY)))
             elif isinstance(option, Ref):
                 results.append(option.child(self.loop_wildcard(ANY)))
             elif isinstance(option, Tuple):
@@ -1285,8 +1322,11 @@ class Interpreter:
         container = value.parts[0]
         if isinstance(container, (StateDict, Loaded)):  # its tensors: the state dict's values
             return container if value.kind == "values" else Tuple((UNKNOWN, container))
-        if isinstance(container, Ref) and container.root.kind == "container":
-            return choice([Tuple((Const(key), item)) for key, item in container.root.items])
+        if _is_container(container):
+            pairs = [Tuple((Const(key), item)) for key, item in container.root.items]
+            if not pairs and container.root.parent is not None:  # filled by another method
+                pairs.append(Tuple((UNKNOWN, container.child(self.loop_wildcard(ANY)))))
+            return choice(pairs)
         return Tuple((UNKNOWN, UNKNOWN))
 
     def narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
@@ -1523,6 +1563,26 @@ def _slot_keys(ref: Ref, name: str) -> list[Slot]:
         root, path = owner.root, owner.path + path
         keys.append((id(root), path))
     return keys[::-1]
+
+
+def _is_container(value: Value) -> bool:
+    return isinstance(value, Ref) and value.root.kind == "container" and not value.path
+
+
+def _adopt(slot: Ref, value: Value) -> None:
+    """Make the objects in ``value`` that belong to nothing yet parts of ``slot`` (an attribute,
+    or a key of a container that is itself an attribute, ``self.models["actor"]``), so that they
+    are the same modules as what ``slot`` names from its outermost owner."""
+    for stored in refs(value):
+        if stored.path or stored.root.kind not in ("new", "param", "container") or stored.root.parent is not None:
+            continue
+        if _owned_by(slot, stored.root):
+            continue
+        stored.root.parent = slot
+        if stored.root.kind == "container":
+            for key, item in stored.root.items:
+                if key is not None:
+                    _adopt(stored.child(_key_element(key)), item)
 
 
 def _owned_by(slot: Ref, obj: Obj) -> bool:

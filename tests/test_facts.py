@@ -446,7 +446,7 @@ def test_attributes_set_before_an_object_is_stored_stay_readable_through_its_own
         """
     )
     (shard,) = facts.traces[0].shards
-    assert [canonical(target).text for target in shard.targets] == ["model"]
+    assert [(target.root.label, target.path) for target in shard.targets] == [("model", ())]  # the object itself
 
 
 def test_unknown_keyword_mappings_may_pass_any_keyword():
@@ -463,3 +463,30 @@ def test_unknown_keyword_mappings_may_pass_any_keyword():
     known, unknown, forwarded = facts.traces[0].shards
     assert known.may_pass("mesh") and not known.may_pass("reshard_after_forward")
     assert unknown.may_pass("reshard_after_forward") and forwarded.may_pass("reshard_after_forward")
+
+
+def test_modules_kept_in_a_dict_attribute_are_named_from_their_owner():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        class Worker:
+            def __init__(self):
+                self.models = {"ref": Net()}
+            def _build(self, role):
+                module = Net()
+                fully_shard(module)
+                self.models[role] = module
+            def init_model(self):
+                self._build("actor")
+            def step(self):
+                return self.models["actor"], self.models["ref"]
+        """
+    )
+    init, step = (next(t for t in facts.traces if t.entry == f"Worker.{name}") for name in ("init_model", "step"))
+    (shard,) = init.shards
+    assert canonical(shard.targets[0]).text == "self.models['actor']"
+    (returned,) = step.of_kind("return")
+    actor, ref = (canonical(part).text for part in returned.result.items)
+    assert (actor, ref) == ("self.models['actor']", "self.models['ref']")
+    assert step.is_fsdp_module(returned.result.items[0], returned)
+    assert not step.is_fsdp_module(returned.result.items[1], returned)

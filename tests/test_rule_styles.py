@@ -1573,6 +1573,58 @@ CASES = {
         model = Net().cuda()
         fully_shard(model)
     """,
+    "fsdp005-model-in-a-dict-filled-by-another-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Worker:
+            def __init__(self):
+                self.models = {}
+            def _build(self, role: str, path: str):
+                module = AutoModelForCausalLM.from_pretrained(path)
+                for layer in module.model.layers:
+                    fully_shard(layer)
+                fully_shard(module)
+                self.models[role] = module
+            def init_model(self):
+                self._build("actor", self.config.path)
+                self._build("ref", self.config.path)
+            def update_actor(self, micro_batches):
+                actor = self.models["actor"]
+                for mb in micro_batches:
+                    with actor.no_sync():  # expect: FSDP005
+                        actor(mb).mean().backward()
+    """,
+    "fsdp005-good-plain-model-in-a-dict-filled-by-another-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Worker:
+            def __init__(self):
+                self.models = {}
+            def init_model(self):
+                self.models["actor"] = fully_shard(AutoModelForCausalLM.from_pretrained(path))
+                self.models["critic"] = DDP(Critic())
+            def update_critic(self, micro_batches):
+                critic = self.models["critic"]
+                for mb in micro_batches:
+                    with critic.no_sync():
+                        critic(mb).mean().backward()
+    """,
+    "fsdp004-optimizer-in-a-dict-filled-by-another-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Worker:
+            def __init__(self):
+                self.models, self.optimizers = {}, {}
+            def init_model(self):
+                for role in ("actor", "critic"):
+                    module = AutoModel.from_pretrained(self.config[role])
+                    fully_shard(module)
+                    self.models[role] = module
+                    self.optimizers[role] = torch.optim.AdamW(module.parameters())
+            def save(self, path):
+                for name, optimizer in self.optimizers.items():
+                    torch.save(optimizer.state_dict(), f"{path}/{name}.pt")  # expect: FSDP004
+    """,
 }
 
 
