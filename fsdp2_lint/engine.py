@@ -2,8 +2,9 @@
 
 Per file: the prefilter (each selected rule's required tokens) decides whether the file can
 violate anything at all; if so it is parsed once, interpreted once into facts, and every
-applicable rule reads those facts. A rule that raises is reported as an internal error of that
-rule and never hides the other rules' findings.
+applicable rule reads those facts. Findings in code a test expects to raise (`with
+pytest.raises(...)`) are dropped: the misuse is deliberate there. A rule that raises is
+reported as an internal error of that rule and never hides the other rules' findings.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[
     found: list[tuple[Diagnostic, RuleFix | None]] = []
     try:
         for finding in instance.check(facts):
-            if id(finding.node) not in seen:
+            if id(finding.node) not in seen and not facts.expects_exception(finding.node):
                 seen.add(id(finding.node))
                 found.append((_diagnostic(rule, finding, facts, lines), finding.fix))
     except Exception as error:  # one broken rule must not hide the others

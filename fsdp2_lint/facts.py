@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from fsdp2_lint import names
-from fsdp2_lint.syntax import Layout, child_nodes, source_lines
+from fsdp2_lint.syntax import Layout, child_nodes, dotted, source_lines
 from fsdp2_lint.values import (
     Obj,
     Ref,
@@ -469,7 +469,43 @@ class FileFacts:
             current = self.parents.get(id(current))
         return current
 
+    def expects_exception(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` inside ``with pytest.raises(...)`` or ``with self.assertRaises...(...)`` (or a
+        name bound to one in the same function): code a test runs to watch it fail, on purpose?"""
+        block = self.enclosing(node, cst.With)
+        while block is not None:
+            if any(self._expectation(item.item, block) for item in block.items):  # type: ignore[attr-defined]
+                return True
+            block = self.enclosing(block, cst.With)
+        return False
+
+    def _expectation(self, item: cst.BaseExpression, block: cst.CSTNode) -> bool:
+        if isinstance(item, cst.Call):
+            return dotted(item.func).rpartition(".")[2] in _EXPECTS_EXCEPTION
+        if not isinstance(item, cst.Name):
+            return False
+        scope = self.enclosing(block, cst.FunctionDef) or self.module
+        return any(
+            isinstance(value, cst.Call) and self._expectation(value, block) for value in _assigned(scope, item.value)
+        )
+
     def events(self) -> Iterator[tuple[Trace, Event]]:
         for trace in self.traces:
             for event in trace.events:
                 yield trace, event
+
+
+# Context managers that expect the code they hold to raise (pytest, unittest).
+_EXPECTS_EXCEPTION = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
+
+
+def _assigned(scope: cst.CSTNode, name: str) -> Iterator[cst.BaseExpression]:
+    """The values assigned to ``name`` anywhere in ``scope`` (in any branch)."""
+    stack = [scope]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign) and any(
+            isinstance(target.target, cst.Name) and target.target.value == name for target in node.targets
+        ):
+            yield node.value
+        stack.extend(child_nodes(node))

@@ -1625,6 +1625,33 @@ CASES = {
                 for name, optimizer in self.optimizers.items():
                     torch.save(optimizer.state_dict(), f"{path}/{name}.pt")  # expect: FSDP004
     """,
+    # --- code a test runs to watch it fail ------------------------------------------------------
+    "fsdp007-test-expects-the-barrier-to-time-out": """
+        import torch.distributed as dist
+        class BarrierTest(TestCase):
+            def test_barrier_timeout(self):
+                if dist.get_rank() == 0:
+                    if dist.get_debug_level() == dist.DebugLevel.DETAIL:
+                        expected = self.assertRaisesRegex(Exception, "monitoredBarrier")
+                    else:
+                        expected = self.assertRaisesRegex(Exception, "Timed out")
+                    with expected:
+                        dist.barrier()
+                    with self.assertRaises(RuntimeError):
+                        dist.monitored_barrier()
+                    dist.barrier()  # expect: FSDP007
+    """,
+    "fsdp003-test-expects-forward-to-fail": """
+        import pytest
+        from torch.distributed.fsdp import fully_shard
+        def test_forward_without_hooks_fails():
+            model = Net()
+            fully_shard(model)
+            with pytest.raises(RuntimeError, match="size mismatch"):
+                model.forward(torch.randn(2, 8))
+            with open("log.txt") as log:
+                model.forward(torch.randn(2, 8))  # expect: FSDP003
+    """,
 }
 
 
