@@ -125,6 +125,8 @@ WRAPPER_ONLY = frozenset({"no_sync", "module"})
 # Attributes only DTensors have among tensors: `hasattr(v, "full_tensor")` tells a shard from a plain tensor.
 DTENSOR_ONLY = frozenset({"full_tensor", "to_local", "placements", "device_mesh", "redistribute"})
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
+# Objects whose `rank` is a matrix rank, not a process rank (`cfg.lora.rank`, `peft_config.rank`).
+LOW_RANK_OWNER = re.compile(r"lora|peft|adapter|low_?rank|svd", re.IGNORECASE)
 
 
 Slot = tuple[int, tuple[str, ...]]  # a heap key: (id of the owning object, attribute path)
@@ -154,11 +156,24 @@ class Env:
 @dataclass(frozen=True)
 class Continuation:
     """What an ``if`` whose one arm always exits means for the statements after it: they run in
-    the other arm (``arm``), on the ranks that arm runs on (``rank_guard``)."""
+    the other arm (``arms``: with those of ``if``s nested in it that exit the same way), on the
+    ranks that arm runs on (``rank_guard``)."""
 
-    arm: tuple[int, int]
+    arms: tuple[tuple[int, int], ...]
     rank_guard: RankGuard | None
     not_fsdp2: tuple[Ref, ...] = ()
+    dtensor_tested: tuple[Value, ...] = ()
+
+
+def _joined(continuations: list[Continuation]) -> Continuation:
+    """The statements after a block in which several ``if``s exit early run in all their other arms."""
+    guards = [c.rank_guard for c in continuations if c.rank_guard is not None]
+    return Continuation(
+        tuple(arm for c in continuations for arm in c.arms),
+        guards[-1] if guards else None,
+        tuple(ref for c in continuations for ref in c.not_fsdp2),
+        tuple(value for c in continuations for value in c.dtensor_tested),
+    )
 
 
 @dataclass
@@ -263,7 +278,9 @@ class Interpreter:
 
     # --- statements --------------------------------------------------------------------------
 
-    def exec_block(self, body: list[cst.CSTNode]) -> bool:
+    def exec_block(self, body: list[cst.CSTNode], exits: list[Continuation] | None = None) -> bool:
+        """Run the statements; True when they always exit. ``exits`` collects the ``if``s that exit
+        early on some paths, for an enclosing ``if`` to carry past its end."""
         saved = self.ctx
         try:
             for stmt in body:
@@ -272,10 +289,13 @@ class Interpreter:
                     return True
                 if isinstance(outcome, Continuation):  # after `if ...: return`, the rest is the other arm
                     self.ctx = self.ctx.with_(
-                        branches=self.ctx.branches + (outcome.arm,),
+                        branches=self.ctx.branches + outcome.arms,
                         rank_guard=outcome.rank_guard or self.ctx.rank_guard,
                         not_fsdp2=self.ctx.not_fsdp2 + outcome.not_fsdp2,
+                        dtensor_tested=self.ctx.dtensor_tested + outcome.dtensor_tested,
                     )
+                    if exits is not None:
+                        exits.append(outcome)
             return False
         finally:
             self.ctx = saved
@@ -388,9 +408,11 @@ class Interpreter:
         type_facts = self.tensor_narrowing(node.test)
         arm_slots = self.slot_narrowing(node.test)
         not_fsdp2 = self.proved_not_fsdp2(node.test)
+        dtensor_tested = self.dtensor_tested(node.test)
         base, outer = self.frame.env, self.ctx
-        arms: list[tuple[Env, bool]] = []
+        arms: list[tuple[Env, bool, list[Continuation]]] = []
         for arm, (guard, narrowing) in enumerate(((then_guard, then_narrowing), (else_guard, else_narrowing))):
+            exits: list[Continuation] = []
             self.frame.env = base.branch()
             self.frame.env.vars.update(type_facts[arm])  # still true after the `if`: never undone
             self.frame.env.vars.update(narrowing)
@@ -399,19 +421,22 @@ class Interpreter:
                 branches=outer.branches + ((id(node), arm),),
                 rank_guard=guard or outer.rank_guard,
                 not_fsdp2=outer.not_fsdp2 + not_fsdp2[arm],
+                dtensor_tested=outer.dtensor_tested + dtensor_tested[arm],
             )
             if arm == 0:
-                done = self.exec_block(statements(node.body))
-            elif isinstance(node.orelse, cst.If):
-                done = self.exec_if(node.orelse) is TERMINATED
+                done = self.exec_block(statements(node.body), exits)
+            elif isinstance(node.orelse, cst.If):  # `elif`
+                outcome = self.exec_if(node.orelse)
+                done = outcome is TERMINATED
+                exits.extend([outcome] if isinstance(outcome, Continuation) else [])
             elif node.orelse is not None:
-                done = self.exec_block(statements(node.orelse.body))
+                done = self.exec_block(statements(node.orelse.body), exits)
             else:
                 done = False
             self.restore_slots(arm_slots[arm], saved)
-            arms.append((self.frame.env, done))
+            arms.append((self.frame.env, done, exits))
         self.frame.env, self.ctx = base, outer
-        (then_env, then_done), (else_env, else_done) = arms
+        (then_env, then_done, then_exits), (else_env, else_done, else_exits) = arms
         if then_done and else_done:
             return TERMINATED
         if then_done or else_done:
@@ -419,7 +444,13 @@ class Interpreter:
             base.vars.update((else_env if then_done else then_env).vars)
             arm = 1 if then_done else 0
             self.narrow_slots(arm_slots[arm])  # the rest of the block runs in that arm
-            return Continuation((id(node), arm), else_guard if then_done else then_guard, not_fsdp2[arm])
+            inner = _joined(else_exits if then_done else then_exits)
+            return Continuation(
+                ((id(node), arm), *inner.arms),
+                inner.rank_guard or (else_guard if then_done else then_guard),
+                not_fsdp2[arm] + inner.not_fsdp2,
+                dtensor_tested[arm] + inner.dtensor_tested,
+            )
         for env, narrowing in ((then_env, then_narrowing), (else_env, else_narrowing)):
             _undo_narrowing(env, narrowing, base)  # what the test said holds only inside the arm
         merged = dict(else_env.vars)
@@ -428,6 +459,8 @@ class Interpreter:
             merged[name] = value if other is None or other == value else choice([value, other])
         base.vars.clear()
         base.vars.update(merged)
+        if then_exits or else_exits:  # the rest never follows the arms that exited in either branch
+            return Continuation(_joined(then_exits + else_exits).arms, None)
         return None
 
     def exec_for(self, node: cst.For) -> None:
@@ -581,7 +614,10 @@ class Interpreter:
         return self.free_names[name]
 
     def eval_attribute(self, node: cst.Attribute) -> Value:
-        return self.attribute(self.eval(node.value), node.attr.value, node)
+        value = self.attribute(self.eval(node.value), node.attr.value, node)
+        if isinstance(value, RankDep) and LOW_RANK_OWNER.search(self.module.code_for_node(node.value)):
+            return UNKNOWN
+        return value
 
     def attribute(self, base: Value, name: str, node: cst.CSTNode) -> Value:
         results: list[Value] = []
@@ -726,23 +762,27 @@ class Interpreter:
         return Ref(container)
 
     def eval_comprehension(self, node: cst.BaseComp) -> Value:
-        outer = self.frame.env
+        outer, outer_ctx = self.frame.env, self.ctx
         self.frame.env = Env(outer)
         lazy = isinstance(node, cst.GeneratorExp)
         for_in: cst.CompFor | None = node.for_in
-        while for_in is not None:
-            self.assign(for_in.target, self.element_of(self.eval(for_in.iter), lazy=lazy))
-            for condition in for_in.ifs:
-                self.eval(condition.test)
-                self.frame.env.vars.update(self.tensor_narrowing(condition.test)[0])
-                self.frame.env.vars.update(self.narrowing(condition.test)[0])
-            for_in = for_in.inner_for_in
-        if isinstance(node, cst.DictComp):
-            self.eval(node.key)
-            element = self.eval(node.value)
-        else:
-            element = self.eval(node.elt)
-        self.frame.env = outer
+        try:
+            while for_in is not None:
+                self.assign(for_in.target, self.element_of(self.eval(for_in.iter), lazy=lazy))
+                for condition in for_in.ifs:
+                    self.eval(condition.test)
+                    self.frame.env.vars.update(self.tensor_narrowing(condition.test)[0])
+                    self.frame.env.vars.update(self.narrowing(condition.test)[0])
+                    tested = self.dtensor_tested(condition.test)[0]
+                    self.ctx = self.ctx.with_(dtensor_tested=self.ctx.dtensor_tested + tested) if tested else self.ctx
+                for_in = for_in.inner_for_in
+            if isinstance(node, cst.DictComp):
+                self.eval(node.key)
+                element = self.eval(node.value)
+            else:
+                element = self.eval(node.elt)
+        finally:
+            self.frame.env, self.ctx = outer, outer_ctx
         if lazy:  # a generator of parameters or of gradient-derived tensors is still one
             return element if isinstance(element, (Params, Derived)) else UNKNOWN
         container = Obj("container", None, node=node)
@@ -815,13 +855,15 @@ class Interpreter:
         results = []
         base, outer = self.frame.env, self.ctx
         narrowings = zip(self.tensor_narrowing(node.test), self.narrowing(node.test), strict=True)
-        arms = zip(narrowings, self.slot_narrowing(node.test), self.proved_not_fsdp2(node.test), guards, strict=True)
-        for index, ((facts, narrowing), slots, not_fsdp2, guard) in enumerate(arms):
+        tests = (self.slot_narrowing(node.test), self.proved_not_fsdp2(node.test), self.dtensor_tested(node.test))
+        arms = zip(narrowings, *tests, guards, strict=True)
+        for index, ((facts, narrowing), slots, not_fsdp2, dtensor_tested, guard) in enumerate(arms):
             self.frame.env = Env(base, {**facts, **narrowing}) if facts or narrowing else base
             self.ctx = outer.with_(
                 branches=outer.branches + ((id(node), index),),
                 rank_guard=guard or outer.rank_guard,
                 not_fsdp2=outer.not_fsdp2 + not_fsdp2,
+                dtensor_tested=outer.dtensor_tested + dtensor_tested,
             )
             saved = self.narrow_slots(slots)
             results.append(self.eval(node.body if index == 0 else node.orelse))
@@ -1356,10 +1398,18 @@ class Interpreter:
             if isinstance(test.operator, cst.And):
                 return {**left_true, **right_true}, {}
             return {}, {**left_false, **right_false}
-        if not (isinstance(test, cst.Call) and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
+        name = self.dtensor_test_subject(test)
+        value = self.frame.env.lookup(name) if name is not None else None
+        if value is None or not any(isinstance(o, StateDict) for o in options(value)):
             return {}, {}
-        name, kind = test.args[0].value.value, test.args[1].value
-        function = dotted(test.func)
+        plain = choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(value)])
+        return {}, {name: plain}
+
+    def dtensor_test_subject(self, test: cst.BaseExpression) -> str | None:
+        """``x`` when the test is ``isinstance(x, DTensor)`` or ``hasattr(x, "full_tensor")``."""
+        if not (isinstance(test, cst.Call) and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
+            return None
+        kind, function = test.args[1].value, dotted(test.func)
         if function == "hasattr":
             is_dtensor_test = isinstance(kind, cst.SimpleString) and kind.evaluated_value in DTENSOR_ONLY
         else:
@@ -1367,11 +1417,21 @@ class Interpreter:
                 isinstance(option, Symbol) and option.qname == names.DTENSOR
                 for option in walk_contents(self._peek(kind))
             )
-        value = self.frame.env.lookup(name)
-        if not is_dtensor_test or value is None or not any(isinstance(o, StateDict) for o in options(value)):
-            return {}, {}
-        plain = choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(value)])
-        return {}, {name: plain}
+        return test.args[0].value.value if is_dtensor_test else None
+
+    def dtensor_tested(self, test: cst.BaseExpression) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
+        """The values the test requires to be DTensors, in the true and in the false arm."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            true, false = self.dtensor_tested(test.expression)
+            return false, true
+        if isinstance(test, cst.BooleanOperation):
+            (left_true, left_false), (right_true, right_false) = map(self.dtensor_tested, (test.left, test.right))
+            if isinstance(test.operator, cst.And):
+                return left_true + right_true, ()
+            return (), left_false + right_false
+        name = self.dtensor_test_subject(test)
+        value = self.frame.env.lookup(name) if name is not None else None
+        return ((value,), ()) if value is not None else ((), ())
 
     def slot_narrowing(self, test: cst.BaseExpression) -> tuple[dict[Slot, Value], dict[Slot, Value]]:
         """The same type-guard narrowing for attributes (``hasattr(self.model, "no_sync")``),
@@ -1822,6 +1882,8 @@ def _compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
         operator = _MIRRORED.get(type(operator), operator)
     if _rank_kind(left) != "rank":
         return RankDep("mixed") if _rank_kind(left) or _rank_kind(right) else UNKNOWN
+    if isinstance(operator, (cst.Is, cst.IsNot)):  # `rank is not None`: was a rank given? (every rank agrees)
+        return UNKNOWN
     number = const(right)
     if isinstance(operator, (cst.In, cst.NotIn)):
         members = [const(item) for item in _elements(right)]

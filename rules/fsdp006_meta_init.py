@@ -39,7 +39,8 @@ Two cases of meta-device initialisation:
 - **warning**, at the `to_empty()` call: the module is materialised but nothing initialises it
   afterwards (`init_weights()`, `reset_parameters()`, `.apply(init_fn)`, `torch.nn.init.*`,
   `load_state_dict`, `set_model_state_dict`, `dcp.load`, or a helper of the file that does; a call
-  that passes the module to code outside the file is assumed to initialise it).
+  that passes the module to code outside the file is assumed to initialise it, and so is the caller
+  of a method or function that materialises a module it did not build: `self`, or an argument).
 
 ## Why is this bad?
 Meta tensors have no storage. Never materialised, the first forward fails with
@@ -186,9 +187,12 @@ def _on_meta(creation: Event) -> bool:
 
 
 def _initialised_after(facts: FileFacts, trace: Trace, to_empty: Event) -> bool:
-    modules = [canonical(ref) for ref in refs(to_empty.receiver)]
+    found = list(refs(to_empty.receiver))
+    modules = [canonical(ref) for ref in found]
     if not modules or trace.handed_off(modules, to_empty.index) is not None:
         return True  # an object we cannot identify, or one handed to code we cannot see
+    if all(ref.root.event is None and ref.root.kind in ("self", "param") for ref in found):
+        return True  # a module the caller built (`self`, an argument): the caller may initialise it
     candidates = [event for event in trace.events[to_empty.index + 1 :] if not event.exclusive_with(to_empty)]
     if trace.instance is not None:  # other methods of the class may run afterwards
         candidates += [

@@ -9,7 +9,7 @@ from fsdp2_lint.facts import Event, FileFacts, RankGuard, Trace
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.syntax import child_nodes, dotted
-from fsdp2_lint.values import Const, Derived, Params, Ref, StateDict, refs, walk_contents
+from fsdp2_lint.values import Const, Derived, Params, Ref, StateDict, Value, refs, walk_contents
 
 # torch.distributed collectives every rank of the group must enter (point-to-point send/recv
 # are deliberately rank-specific and not listed).
@@ -201,16 +201,14 @@ def _collective(trace: Trace, event: Event) -> str | None:
 
 def _maybe_plain(facts: FileFacts, trace: Trace, event: Event) -> bool:
     """``if isinstance(x, DTensor): x = x.full_tensor()``: code written for a value that may be a
-    plain tensor (logits of an unsharded model on rank 0). Unless ``x`` is known to hold a sharded
-    module's parameters, gradients or state, the gather may never run."""
+    plain tensor (logits of an unsharded model on rank 0, a full state dict's tensors). Unless ``x``
+    is known to hold a sharded module's parameters, gradients or state, the gather may never run."""
+    if any(not _known_sharded(trace, event, value) for value in event.ctx.dtensor_tested):
+        return True
     node = event.node
     if not (event.kind == "method" and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
         return False
-    if any(
-        isinstance(value, (Params, StateDict, Derived))
-        or (isinstance(value, Ref) and trace.sharded_overlap(value, event))
-        for value in walk_contents(event.receiver or Const(None))
-    ):
+    if _known_sharded(trace, event, event.receiver or Const(None)):
         return False
     receiver = facts.code(node.func.value)
     test = facts.enclosing(node, cst.If)
@@ -218,6 +216,19 @@ def _maybe_plain(facts: FileFacts, trace: Trace, event: Event) -> bool:
         if any(_is_dtensor_check(facts, call, receiver) for call in _calls(test.test)):  # type: ignore[attr-defined]
             return True
         test = facts.enclosing(test, cst.If)
+    return False
+
+
+def _known_sharded(trace: Trace, event: Event, value: Value) -> bool:
+    """Does ``value`` hold a sharded module's parameters, gradients or (sharded) state here?"""
+    for part in walk_contents(value):
+        if isinstance(part, Derived) or (isinstance(part, Ref) and trace.sharded_overlap(part, event)):
+            return True
+        if isinstance(part, Params) and any(trace.sharded_overlap(source.ref, event) for source in part.sources):
+            return True
+        if isinstance(part, StateDict) and part.full is not True:
+            if not isinstance(part.owner, Ref) or trace.sharded_overlap(part.owner, event):
+                return True
     return False
 
 

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, report_node, strict_ancestor
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
 from fsdp2_lint.values import Const, Ref, is_loop_element, may_be_same, may_contain, may_overlap, refs
@@ -23,9 +25,11 @@ class ForwardBeforeOptimizer(Rule):
 Flags an optimizer built from a sharded root's parameters after that root ran a forward pass
 (`model(x)`, an evaluation or warm-up step, `generate`, a helper that does) with no
 `model.reshard()` in between. Not flagged when the root was sharded with
-`reshard_after_forward=True` (or a value the linter cannot read), when a backward pass followed the forward (the post-backward
-hook reshards the root), or when the optimizer only takes parameters of modules sharded inside
-the root (`model.blocks` with every block sharded: those reshard after their forward).
+`reshard_after_forward=True` (or a value the linter cannot read), when a backward pass followed
+the forward (the post-backward hook reshards the root), when the optimizer only takes parameters
+of modules sharded inside the root (`model.blocks` with every block sharded: those reshard after
+their forward), or when a loop over the root itself (`for layer in model:`, an `nn.Sequential`)
+shards every child, which leaves the root no parameters of its own.
 
 ## Why is this bad?
 After a forward, the FSDP root keeps its own parameter group unsharded (its
@@ -121,7 +125,7 @@ def _holds_root_params(trace: Trace, root: Ref, module: Ref, before: int) -> boo
     if not may_overlap(root, module):
         return False
     if may_contain(module, root):
-        return True
+        return not _children_all_sharded(trace, root, before)
     for shard in trace.shards:
         if shard.index >= before:
             continue
@@ -133,6 +137,23 @@ def _holds_root_params(trace: Trace, root: Ref, module: Ref, before: int) -> boo
             if target.path[:-1] == module.path and is_loop_element(target.path[-1]):
                 return False  # every element of `module` is sharded by a loop over it
     return True
+
+
+def _children_all_sharded(trace: Trace, root: Ref, before: int) -> bool:
+    """Does a loop over the root itself (``for layer in model:``, an ``nn.Sequential`` or
+    ``nn.ModuleList``, which own no parameters) shard each of its children: an empty root group?"""
+    for shard in trace.shards:
+        loop = shard.ctx.loops[-1] if shard.ctx.loops else None
+        if shard.index >= before or not isinstance(loop, cst.For) or isinstance(loop.iter, cst.Call):
+            continue
+        for target in map(canonical, shard.targets):
+            if (
+                target.root is root.root
+                and target.path[:-1] == root.path != target.path
+                and is_loop_element(target.path[-1])
+            ):
+                return True
+    return False
 
 
 def _unresharded_forward(trace: Trace, root: Ref, start: int, end: int, optimizer: Event) -> Event | None:

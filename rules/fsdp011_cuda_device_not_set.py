@@ -10,6 +10,7 @@ from fsdp2_lint.values import Const, Symbol, options, refs, walk_contents
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
 SPAWNING = ("torch.multiprocessing.", "multiprocessing.")
+TORCH_TEST_HARNESS = "torch.testing._internal."
 # torch.cuda functions that do not create the CUDA context (so a device mesh still selects the device).
 CUDA_WITHOUT_CONTEXT = frozenset(
     {"is_available", "device_count", "manual_seed", "manual_seed_all", "is_initialized", "empty_cache"}
@@ -33,6 +34,10 @@ and shards with `fully_shard`, but never selects the device of its rank:
 no `torch.cuda.set_device(...)`, `torch.accelerator.set_device_index(...)`,
 `init_process_group(..., device_id=...)`, or `CUDA_VISIBLE_DEVICES` assignment. Reported at
 `init_process_group` (or the first `fully_shard` when the process group is created elsewhere).
+
+Tests of classes built on torch's distributed test harness (`torch.testing._internal`:
+`FSDPTest`, `MultiProcessTestCase`, `DTensorTestBase`) are left alone: the harness selects the
+device before each test.
 
 ## Why is this bad?
 FSDP2 places parameters on `torch.device(mesh.device_type, torch.cuda.current_device())`, and the
@@ -75,6 +80,8 @@ fully_shard(model.cuda())
         if b"CUDA_VISIBLE_DEVICES" in facts.source or any(_selects_device(event) for _, event in facts.events()):
             return
         for trace in facts.traces:
+            if _in_torch_test_harness(trace):
+                continue
             # The flow that creates the process group must be the one that shards: a group made
             # by a launcher or framework comes with the device already selected.
             creates = [
@@ -126,6 +133,14 @@ def _always_cuda(creation: Event) -> bool:
         isinstance(option, Const) and isinstance(option.value, str) and wanted in option.value
         for option in options(value)
     )
+
+
+def _in_torch_test_harness(trace: Trace) -> bool:
+    """A test of a class built on torch's distributed test harness (``FSDPTest``,
+    ``MultiProcessTestCase``, ``DTensorTestBase``): the harness starts the ranks, creates the
+    process group and selects each rank's device before the test runs."""
+    cls = trace.instance.root.cls if trace.instance is not None else None
+    return cls is not None and any(base.startswith(TORCH_TEST_HARNESS) for base in cls.external_bases())
 
 
 def _is_shard(event: Event) -> bool:

@@ -58,7 +58,8 @@ class StaleOrLocalGradNorm(Rule):
 Flags gradient clipping or a gradient norm that does not see the sharded gradients:
 - `clip_grad_norm_(params, ...)` (also `clip_grad_value_`, `get_total_norm`) where `params` was
   captured (`list(model.parameters())`) before the module was sharded;
-- a norm built from `p.grad.to_local()` (this rank's shard) and never all-reduced across ranks.
+- a norm built from `p.grad.to_local()` (this rank's shard) and never all-reduced across ranks
+  (one computed inside an assertion, where a test checks each shard, is left alone).
 
 ## Why is this bad?
 `fully_shard` replaces the parameters: a list captured before holds old tensors that never get a
@@ -220,11 +221,24 @@ def _local_norms(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
     reduced = set().union(*(step for event in reductions for step in _input_steps(event)))
     for event in norms:
         lineage = set().union({event.index}, *_input_steps(event))
-        if event.index not in consumed and not lineage & reduced:
+        if event.index not in consumed and not lineage & reduced and not _asserted(facts, event.node):
             yield Finding(
                 event.node,
                 "gradient norm over `to_local()` shards only: this is this rank's partial norm, not the global one",
             )
+
+
+def _asserted(facts: FileFacts, node: cst.CSTNode) -> bool:
+    """Is the norm computed inside an assertion (``assert``, ``self.assertLessEqual(...)``,
+    ``torch.testing.assert_close(...)``)? A test checks each shard's norm there; nothing trains on it."""
+    if facts.enclosing(node, cst.Assert) is not None:
+        return True
+    call = facts.enclosing(node, cst.Call)
+    while call is not None:
+        if dotted(call.func).rpartition(".")[2].startswith("assert"):  # type: ignore[attr-defined]
+            return True
+        call = facts.enclosing(call, cst.Call)
+    return False
 
 
 def _input_steps(event: Event) -> Iterator[frozenset[int]]:

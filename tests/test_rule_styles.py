@@ -751,6 +751,29 @@ CASES = {
         model.to_empty(device="cuda")
         model.apply(init_weights)
     """,
+    "fsdp006-good-to-empty-in-a-method-of-the-model": """
+        import torch
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        class BaseModel(nn.Module):
+            def _to_empty_meta(self):
+                for module in self.modules():
+                    if any(p.is_meta for p in module.parameters(recurse=False)):
+                        module.to_empty(device=torch.device("cuda"), recurse=False)
+            def fully_shard(self):
+                for layer in self.layers:
+                    fully_shard(layer)
+                fully_shard(self)
+                self._to_empty_meta()
+                return self
+    """,
+    "fsdp006-good-to-empty-of-an-argument": """
+        from torch.distributed.fsdp import fully_shard
+        def materialise(model, device):
+            fully_shard(model)
+            model.to_empty(device=device)
+            return model
+    """,
     # --- FSDP007 -----------------------------------------------------------------------------
     "fsdp007-early-return": """
         import torch
@@ -1033,6 +1056,30 @@ CASES = {
             model = Net().cuda()
             mesh = init_device_mesh("cuda", (8,))
             fully_shard(model, mesh=mesh)  # expect: FSDP011
+    """,
+    "fsdp011-good-test-on-torchs-fsdp-harness": """
+        import copy
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        from torch.testing._internal.common_fsdp import FSDPTest
+        class TestClip(FSDPTest):
+            def test_clip(self):
+                model = Net()
+                ref_model = copy.deepcopy(model).cuda()
+                for module in model:
+                    fully_shard(module)
+                fully_shard(model)
+                mesh = init_device_mesh("cuda", (self.world_size,))
+    """,
+    "fsdp011-test-on-its-own-harness": """
+        import torch
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        class TestClip(unittest.TestCase):
+            def test_clip(self):
+                torch.distributed.init_process_group("nccl")  # expect: FSDP011
+                model = Net().cuda()
+                fully_shard(model)
     """,
     "fsdp011-good-device-mesh-selects-device": """
         from torch.distributed.device_mesh import init_device_mesh
@@ -1624,6 +1671,201 @@ CASES = {
             def save(self, path):
                 for name, optimizer in self.optimizers.items():
                     torch.save(optimizer.state_dict(), f"{path}/{name}.pt")  # expect: FSDP004
+    """,
+    "fsdp015-good-shard-norms-checked-in-assertions": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class ClipTest(FSDPTest):
+            def test_clip(self):
+                model = Net()
+                fully_shard(model)
+                model(torch.randn(2, 4)).sum().backward()
+                local_grads = [p.grad.to_local().detach().clone() for p in model.parameters()]
+                assert all(torch.linalg.vector_norm(g).item() > 1.0 for g in local_grads)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+                for param in model.parameters():
+                    self.assertLessEqual(torch.linalg.vector_norm(param.grad.to_local()).item(), 1.0)
+    """,
+    "fsdp015-shard-norm-logged-next-to-an-assertion": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Net()
+        fully_shard(model)
+        model(batch).sum().backward()
+        norm = torch.linalg.vector_norm(torch.stack([p.grad.to_local().norm() for p in model.parameters()]))  # expect: FSDP015
+        assert norm.isfinite()
+        print(f"grad norm {norm.item():.3f}")
+    """,
+    "fsdp008-good-sequential-root-owns-no-parameters": """
+        import torch
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        model = nn.Sequential(*[nn.Linear(4, 4, bias=False) for _ in range(2)])
+        for layer in model:
+            fully_shard(layer)
+        fully_shard(model)
+        loss = model(inp).sum()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        loss.backward()
+        opt.step()
+    """,
+    "fsdp008-good-roots-sharded-in-a-loop-over-settings": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        for norm_type in (2, 1, float("inf")):
+            model = Net()
+            for module in model.modules():
+                if isinstance(module, Block):
+                    fully_shard(module)
+            fully_shard(model)
+            optim = torch.optim.Adam(model.parameters(), lr=1e-2)
+            model(inp).sum().backward()
+            optim.step()
+    """,
+    "fsdp008-children-loop-leaves-the-roots-own-parameters": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = GPT()
+        for child in model.children():
+            fully_shard(child)
+        fully_shard(model)
+        loss = model(inp).sum()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)  # expect: FSDP008
+        loss.backward()
+        opt.step()
+    """,
+    # --- values named like a rank that do not select ranks ------------------------------------------
+    "fsdp007-good-lora-rank-is-a-hyperparameter": """
+        import torch.distributed as dist
+        class Strategy:
+            def __init__(self, cfg):
+                self.is_lora = cfg.trainer.policy.model.lora.rank > 0
+            def _save_adapters(self, model, path):
+                if dist.get_rank() == 0:
+                    print("writing", path)
+                dist.barrier()
+            def save(self, model, path):
+                if self.is_lora:
+                    self._save_adapters(model, path)
+    """,
+    "fsdp007-good-optional-rank-given-or-not": """
+        import torch.distributed as dist
+        def save_model_weights(state_dict, global_rank=None):
+            for name, tensor in state_dict.items():
+                if global_rank is not None and dist.is_initialized():
+                    dist.barrier()
+    """,
+    "fsdp007-optional-rank-given-and-zero": """
+        import torch.distributed as dist
+        def save_model_weights(state_dict, global_rank=None):
+            if global_rank is not None and global_rank == 0:
+                dist.barrier()  # expect: FSDP007
+    """,
+    # --- gathers only DTensors reach --------------------------------------------------------------
+    "fsdp007-good-dtensor-guarded-helper-on-a-plain-reference-model": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor, Replicate
+        def make_grads(model):
+            for p in model.parameters():
+                if not isinstance(p, DTensor):
+                    p.grad = torch.ones_like(p)
+                    continue
+                full = DTensor.from_local(torch.ones(p.shape), p.device_mesh, [Replicate()])
+                p.grad = full.redistribute(p.device_mesh, p.placements)
+        model = Net()
+        fully_shard(model)
+        make_grads(model)
+        if dist.get_rank() == 0:
+            reference = Net()
+            make_grads(reference)
+    """,
+    "fsdp007-dtensor-guarded-helper-on-the-sharded-model": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        def gathered(model):
+            return [p.full_tensor() for p in model.parameters() if isinstance(p, DTensor)]
+        model = Net()
+        fully_shard(model)
+        if dist.get_rank() == 0:
+            torch.save(gathered(model), "params.pt")  # expect: FSDP007
+    """,
+    "fsdp007-good-hasattr-guard-on-a-full-state-dict": """
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        def _maybe_full(value):
+            if hasattr(value, "full_tensor") and callable(getattr(value, "full_tensor")):
+                return value.full_tensor()
+            return value
+        def gather_state_dict(model):
+            options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+            full = dict(get_model_state_dict(model, options=options))
+            if dist.get_rank() != 0:
+                return {}
+            return {k: _maybe_full(v) for k, v in full.items()}
+    """,
+    "fsdp007-isinstance-guard-on-a-sharded-state-dict": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        model = Net()
+        fully_shard(model)
+        if dist.get_rank() == 0:
+            state = {k: v.full_tensor() if isinstance(v, DTensor) else v for k, v in model.state_dict().items()}  # expect: FSDP007
+            torch.save(state, "model.pt")
+    """,
+    # --- early exits in elif / else arms ------------------------------------------------------
+    "fsdp002-good-root-sharded-in-an-elif-that-returns": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, mesh, kind):
+            if kind == "vlm":
+                layers = model.language_model.layers
+            elif kind == "hybrid":
+                fully_shard(model, mesh=mesh)
+                return model
+            else:
+                layers = model.layers
+            for layer in layers:
+                fully_shard(layer, mesh=mesh)
+            return fully_shard(model, mesh=mesh)
+    """,
+    "fsdp002-good-root-sharded-in-an-else-whose-inner-if-returns": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, kind, tiny):
+            if kind == "llm":
+                layers = model.layers
+            else:
+                if tiny:
+                    fully_shard(model)
+                    return model
+                layers = model.blocks
+            for layer in layers:
+                fully_shard(layer)
+            fully_shard(model)
+    """,
+    "fsdp002-root-sharded-before-an-elif-that-returns": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, kind):
+            fully_shard(model)
+            if kind == "none":
+                return model
+            elif kind == "debug":
+                print(model)
+            for layer in model.layers:
+                fully_shard(layer)  # expect: FSDP002
+    """,
+    "fsdp007-barrier-after-an-elif-that-returns-on-other-ranks": """
+        import torch.distributed as dist
+        def save(model, rank, fast):
+            if fast:
+                print("fast")
+            elif rank != 0:
+                return
+            dist.barrier()
     """,
     # --- code a test runs to watch it fail ------------------------------------------------------
     "fsdp007-test-expects-the-barrier-to-time-out": """
