@@ -11,8 +11,11 @@ does not understand evaluates to ``UNKNOWN``, which no rule reports on: precisio
 from __future__ import annotations
 
 import builtins
+import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import libcst as cst
 
@@ -52,6 +55,8 @@ from fsdp2_lint.values import (
     walk_contents,
 )
 
+T = TypeVar("T")
+K = TypeVar("K")
 MAX_CALL_DEPTH = 8
 MAX_RECURSION = 2  # a recursive function is expanded one level deep (children, then the module)
 MAX_STEPS = 200_000  # statements interpreted per file before same-file calls stop being expanded
@@ -1390,14 +1395,9 @@ class Interpreter:
         "full_tensor")``) proves plain, for the true and the false arm: a plain tensor of a
         sharded state dict (a buffer) holds its full value. Unlike the other narrowings this
         stays true after the ``if`` until the variable is assigned again."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            true, false = self.tensor_narrowing(test.expression)
-            return false, true
-        if isinstance(test, cst.BooleanOperation):
-            (left_true, left_false), (right_true, right_false) = map(self.tensor_narrowing, (test.left, test.right))
-            if isinstance(test.operator, cst.And):
-                return {**left_true, **right_true}, {}
-            return {}, {**left_false, **right_false}
+        return _by_arm(test, self._tensor_narrowing, _merged, {})
+
+    def _tensor_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
         name = self.dtensor_test_subject(test)
         value = self.frame.env.lookup(name) if name is not None else None
         if value is None or not any(isinstance(o, StateDict) for o in options(value)):
@@ -1421,14 +1421,9 @@ class Interpreter:
 
     def dtensor_tested(self, test: cst.BaseExpression) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
         """The values the test requires to be DTensors, in the true and in the false arm."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            true, false = self.dtensor_tested(test.expression)
-            return false, true
-        if isinstance(test, cst.BooleanOperation):
-            (left_true, left_false), (right_true, right_false) = map(self.dtensor_tested, (test.left, test.right))
-            if isinstance(test.operator, cst.And):
-                return left_true + right_true, ()
-            return (), left_false + right_false
+        return _by_arm(test, self._dtensor_tested, operator.add, ())
+
+    def _dtensor_tested(self, test: cst.BaseExpression) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
         name = self.dtensor_test_subject(test)
         value = self.frame.env.lookup(name) if name is not None else None
         return ((value,), ()) if value is not None else ((), ())
@@ -1463,14 +1458,9 @@ class Interpreter:
         return found[0], found[1]
 
     def _wrapper_narrowing(self, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            true, false = self._wrapper_narrowing(test.expression)
-            return false, true
-        if isinstance(test, cst.BooleanOperation):
-            (left_true, left_false), (right_true, right_false) = map(self._wrapper_narrowing, (test.left, test.right))
-            if isinstance(test.operator, cst.And):
-                return {**left_true, **right_true}, {}
-            return {}, {**left_false, **right_false}
+        return _by_arm(test, self._wrapper_type_test, _merged, {})
+
+    def _wrapper_type_test(self, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
         if not (isinstance(test, cst.Call) and len(test.args) >= 2):
             return {}, {}
         tested = test.args[0].value
@@ -1623,6 +1613,32 @@ def _slot_keys(ref: Ref, name: str) -> list[Slot]:
         root, path = owner.root, owner.path + path
         keys.append((id(root), path))
     return keys[::-1]
+
+
+def _by_arm(
+    test: cst.BaseExpression,
+    condition: Callable[[cst.BaseExpression], tuple[T, T]],
+    join: Callable[[T, T], T],
+    nothing: T,
+) -> tuple[T, T]:
+    """What ``test`` establishes in its true and in its false arm, from what ``condition`` says of
+    each condition a ``not`` / ``and`` / ``or`` combines: both operands of an ``and`` hold in its
+    true arm, both of an ``or`` fail in its false arm."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        true, false = _by_arm(test.expression, condition, join, nothing)
+        return false, true
+    if isinstance(test, cst.BooleanOperation):
+        (left_true, left_false), (right_true, right_false) = (
+            _by_arm(operand, condition, join, nothing) for operand in (test.left, test.right)
+        )
+        if isinstance(test.operator, cst.And):
+            return join(left_true, right_true), nothing
+        return nothing, join(left_false, right_false)
+    return condition(test)
+
+
+def _merged(first: dict[K, Value], second: dict[K, Value]) -> dict[K, Value]:
+    return {**first, **second}
 
 
 def _is_container(value: Value) -> bool:
