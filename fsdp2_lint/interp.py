@@ -131,7 +131,7 @@ WRAPPER_ONLY = frozenset({"no_sync", "module"})
 DTENSOR_ONLY = frozenset({"full_tensor", "to_local", "placements", "device_mesh", "redistribute"})
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
 # Objects whose `rank` is a matrix rank, not a process rank (`cfg.lora.rank`, `peft_config.rank`).
-LOW_RANK_OWNER = re.compile(r"lora|peft|adapter|low_?rank|svd", re.IGNORECASE)
+LOW_RANK_OWNER = re.compile(r"(?<![a-z])(lora|peft|adapter|low_?rank|svd)", re.IGNORECASE)
 
 
 Slot = tuple[int, tuple[str, ...]]  # a heap key: (id of the owning object, attribute path)

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import Event, FileFacts, RankGuard, Trace
+from fsdp2_lint.facts import Event, FileFacts, RankGuard, Trace, canonical
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.syntax import child_nodes, dotted
@@ -220,16 +220,30 @@ def _maybe_plain(facts: FileFacts, trace: Trace, event: Event) -> bool:
 
 
 def _known_sharded(trace: Trace, event: Event, value: Value) -> bool:
-    """Does ``value`` hold a sharded module's parameters, gradients or (sharded) state here?"""
+    """Does ``value`` hold a sharded module's parameters, gradients or (sharded) state here? A
+    module's parameters and state count as sharded unless the module is known to be plain."""
     for part in walk_contents(value):
         if isinstance(part, Derived) or (isinstance(part, Ref) and trace.sharded_overlap(part, event)):
             return True
-        if isinstance(part, Params) and any(trace.sharded_overlap(source.ref, event) for source in part.sources):
+        if isinstance(part, Params) and not all(_plain_module(trace, s.ref, event) for s in part.sources):
             return True
         if isinstance(part, StateDict) and part.full is not True:
-            if not isinstance(part.owner, Ref) or trace.sharded_overlap(part.owner, event):
+            if not (isinstance(part.owner, Ref) and _plain_module(trace, part.owner, event)):
                 return True
     return False
+
+
+def _plain_module(trace: Trace, module: Ref, event: Event) -> bool:
+    """Was ``module`` built by this code, and neither sharded nor handed to code we cannot see
+    before ``event`` (a reference model for a parity check)?"""
+    whole = canonical(module)
+    creation = whole.root.event
+    if creation is None or trace.events[creation.index : creation.index + 1] != [creation]:
+        return False  # built elsewhere, by code we cannot see or by another entry point
+    if trace.sharded_overlap(module, event):
+        return False
+    handed = trace.handed_off([whole], creation.index)
+    return handed is None or handed.index >= event.index
 
 
 def _is_dtensor_check(facts: FileFacts, call: cst.Call, receiver: str) -> bool:

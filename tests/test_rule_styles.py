@@ -1793,6 +1793,15 @@ CASES = {
         if dist.get_rank() == 0:
             torch.save(gathered(model), "params.pt")  # expect: FSDP007
     """,
+    "fsdp007-isinstance-guard-on-the-state-dict-of-a-model-passed-in": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.tensor import DTensor
+        def save(model, path):
+            if dist.get_rank() == 0:
+                state = {k: v.full_tensor() if isinstance(v, DTensor) else v for k, v in model.state_dict().items()}  # expect: FSDP007
+                torch.save(state, path)
+    """,
     "fsdp007-good-hasattr-guard-on-a-full-state-dict": """
         import torch.distributed as dist
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
