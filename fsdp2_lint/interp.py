@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -1508,10 +1508,10 @@ class Interpreter:
         return len(params) == 1 and self._type_test_admits_root(fn.body, params[0].name.value, module)
 
     def _loop_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
-        loop_modules = {
-            name: value
+        loop_modules = {  # `m` in `for m in model.modules()` (of one model, or of one of several)
+            name: options(value)
             for name, value in self.frame.env.vars.items()
-            if isinstance(value, Ref) and value.path and is_any_depth(value.path[-1])
+            if all(isinstance(o, Ref) and o.path and is_any_depth(o.path[-1]) for o in options(value))
         }
         if not loop_modules:
             return {}, {}
@@ -1519,19 +1519,22 @@ class Interpreter:
         inner = test.expression if negated else test
         narrowed: dict[str, Value] = {}
         for name in _names_in(inner) & loop_modules.keys():
-            value = loop_modules[name]
-            if not self._type_test_admits_root(inner, name, value):
-                narrowed[name] = Ref(value.root, value.path[:-1] + (ANY, ANY_DEPTH))
+            modules = loop_modules[name]
+            if not any(self._type_test_admits_root(inner, name, module) for module in modules):
+                narrowed[name] = choice([Ref(m.root, m.path[:-1] + (ANY, ANY_DEPTH)) for m in modules])
         return ({}, narrowed) if negated else (narrowed, {})
 
     def _type_test_admits_root(self, test: cst.BaseExpression, name: str, ref: Ref) -> bool:
         root_cls = ref.root.cls if len(ref.path) == 1 else None
+        comprehension_types = _comprehension_types(test)
         for call in _calls_in(test):
             if dotted(call.func) not in ("isinstance", "issubclass") or len(call.args) < 2:
                 continue
             if dotted(call.args[0].value) != name:
                 continue
-            for option in walk_contents(self._peek(call.args[1].value)):
+            types = call.args[1].value
+            types = comprehension_types.get(dotted(types), types)
+            for option in walk_contents(self._peek(types)):
                 if isinstance(option, Symbol) and option.qname in ROOT_ADMITTING_TYPES:
                     return True
                 if isinstance(option, Class) and root_cls is not None and any(c is option.info for c in root_cls.mro()):
@@ -1767,26 +1770,40 @@ def _collect_params(value: Value, index: int) -> Params | None:
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
+    """The names an expression reads, but the loop variables of its comprehensions."""
     found = set()
     stack = [node]
     while stack:
         current = stack.pop()
         if isinstance(current, cst.Name):
             found.add(current.value)
-        elif not isinstance(current, (cst.Lambda, cst.BaseComp)):
+        elif isinstance(current, cst.CompFor):
+            stack.extend(part for part in child_nodes(current) if part is not current.target)
+        elif not isinstance(current, cst.Lambda):
             stack.extend(child_nodes(current))
-    return found
+    return found - set(_comprehension_types(node))
+
+
+def _comprehension_types(node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
+    """``{t: types}`` for each ``for t in types`` of a comprehension in ``node``: what a type test
+    on ``t`` (``any(isinstance(m, t) for t in types)``) tests against."""
+    return {
+        part.target.value: part.iter
+        for part in _nodes_in(node)
+        if isinstance(part, cst.CompFor) and isinstance(part.target, cst.Name)
+    }
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    found = []
+    return [part for part in _nodes_in(node) if isinstance(part, cst.Call)]
+
+
+def _nodes_in(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Call):
-            found.append(current)
+        yield current
         stack.extend(child_nodes(current))
-    return found
 
 
 def _string_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -36,7 +36,7 @@ Two cases of meta-device initialisation:
   `device="meta"`, or accelerate's `init_empty_weights()`) is sharded and nothing in the file ever
   materialises it (`to_empty(...)`, `load_state_dict(..., assign=True)`); a module held by an object
   of a framework's class (a `LightningModule`, which Lightning materialises itself) is left alone;
-- **warning**, at the `to_empty()` call: the module is materialised but nothing initialises it
+- **warning**, at the `to_empty()` call: a sharded module is materialised but nothing initialises it
   afterwards (`init_weights()`, `reset_parameters()`, `.apply(init_fn)`, `torch.nn.init.*`,
   `load_state_dict`, `set_model_state_dict`, `dcp.load`, or a helper of the file that does; a call
   that passes the module to code outside the file is assumed to initialise it, and so is the caller
@@ -99,7 +99,7 @@ loss = model(tokens).sum()
             if not materialised:
                 yield from _never_materialised(trace)
             for to_empty in trace.methods("to_empty"):
-                if not _initialised_after(facts, trace, to_empty):
+                if _sharded(trace, to_empty) and not _initialised_after(facts, trace, to_empty):
                     yield Finding(
                         to_empty.node,
                         "`to_empty()` allocates uninitialised memory and nothing initialises the parameters "
@@ -183,6 +183,14 @@ def _on_meta(creation: Event) -> bool:
     return device is not None and any(
         isinstance(value, Const) and isinstance(value.value, str) and value.value.startswith("meta")
         for value in walk_contents(device)
+    )
+
+
+def _sharded(trace: Trace, to_empty: Event) -> bool:
+    """Is the materialised module sharded, before or after? (A meta skeleton rank 0 fills from a
+    gathered state dict, `save_pretrained(path, state_dict=full)`, never trains.)"""
+    return any(
+        trace.sharded_overlap(ref, to_empty) or trace.sharded_later(ref, to_empty) for ref in refs(to_empty.receiver)
     )
 
 

@@ -1827,6 +1827,64 @@ CASES = {
             state = {k: v.full_tensor() if isinstance(v, DTensor) else v for k, v in model.state_dict().items()}  # expect: FSDP007
             torch.save(state, "model.pt")
     """,
+    # --- type filters the second batch of unseen repos used ---------------------------------------
+    "fsdp002-good-any-isinstance-filter": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model, sub_modules_to_wrap):
+            wrap_types = {Block, Embed}
+            for sub_module in model.modules():
+                if any(isinstance(sub_module, t) for t in wrap_types):
+                    fully_shard(sub_module)
+            fully_shard(model)
+    """,
+    "fsdp002-any-isinstance-filter-admitting-the-root": """
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        def shard(model):
+            for m in model.modules():
+                if any(isinstance(m, t) for t in (nn.Module,)):
+                    fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-class-name-filter-on-a-model-built-in-two-branches": """
+        from torch.distributed.fsdp import fully_shard
+        def setup(meta):
+            if meta:
+                model = AutoModelForCausalLM.from_config(cfg)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(path)
+            modules = []
+            for module in model.modules():
+                if module.__class__.__name__ in model._no_split_modules or isinstance(module, nn.Embedding):
+                    modules.append(module)
+            for module in modules:
+                fully_shard(module)
+            fully_shard(model)
+    """,
+    "fsdp002-unfiltered-walk-of-a-model-built-in-two-branches": """
+        from torch.distributed.fsdp import fully_shard
+        def setup(meta):
+            if meta:
+                model = AutoModelForCausalLM.from_config(cfg)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(path)
+            for module in model.modules():
+                fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp006-good-meta-skeleton-saved-with-a-gathered-state-dict": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        def save_hf(model, hf_path):
+            state_dict = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+            if dist.get_rank() == 0:
+                with torch.device("meta"):
+                    save_model = AutoModelForCausalLM.from_config(model.config)
+                save_model.to_empty(device="cpu")
+                save_model.save_pretrained(hf_path, state_dict=state_dict)
+        def build(model):
+            fully_shard(model)
+    """,
     # --- early exits in elif / else arms ------------------------------------------------------
     "fsdp002-good-root-sharded-in-an-elif-that-returns": """
         from torch.distributed.fsdp import fully_shard
