@@ -189,6 +189,7 @@ class Frame:
     cls: ClassInfo | None = None
     returns: list[Value] = field(default_factory=list)
     global_names: set[str] = field(default_factory=set)
+    defaulted: set[str] = field(default_factory=set)  # parameters the call left to their default
 
 
 def const(value: Value) -> object:
@@ -399,6 +400,22 @@ class Interpreter:
             self.class_objs[info] = Obj("class", info.name)
         return self.class_objs[info]
 
+    def exec_taken_arm(self, node: cst.If, taken: bool) -> object:
+        """An ``if`` whose test is a constant (``if algo == 1:`` with ``algo`` bound to 2, ``if
+        False:``): only one arm runs, unconditionally."""
+        if taken:
+            body = statements(node.body)
+        elif isinstance(node.orelse, cst.If):
+            return self.exec_if(node.orelse)
+        elif node.orelse is not None:
+            body = statements(node.orelse.body)
+        else:
+            return None
+        exits: list[Continuation] = []
+        if self.exec_block(body, exits):
+            return TERMINATED
+        return _joined(exits) if exits else None
+
     def class_attribute(self, info: ClassInfo, name: str) -> Value | None:
         for cls in info.mro():
             value = self.heap.get((id(self.class_namespace(cls)), (name,)))
@@ -408,6 +425,10 @@ class Interpreter:
 
     def exec_if(self, node: cst.If) -> object:
         test = self.eval(node.test)
+        # A constant test decides the arm, unless a default decided it: the function is written
+        # for the callers that pass the argument too (`if path is not None: save(path)`).
+        if isinstance(const(test), (bool, type(None))) and not _names_in(node.test) & self.frame.defaulted:
+            return self.exec_taken_arm(node, bool(const(test)))
         then_guard, else_guard = _rank_guards(node, _rank_kind(test), len(self.frame.stack))
         then_narrowing, else_narrowing = self.narrowing(node.test)
         type_facts = self.tensor_narrowing(node.test)
@@ -852,6 +873,8 @@ class Interpreter:
             if index == 0:
                 operator = target.operator
                 result = _compare_world_size(left, operator, right) or _compare_rank(left, operator, right)
+                if result is UNKNOWN and len(node.comparisons) == 1:
+                    result = _compare_constants(left, operator, right)
         return result
 
     def eval_if_exp(self, node: cst.IfExp) -> Value:
@@ -1194,6 +1217,11 @@ class Interpreter:
             return ModuleIter(ref, self_included=False, named=True)
         if name == "state_dict":
             return StateDict(ref, event.index)
+        if name == "apply" and args and all(isinstance(o, (Function, Lambda, Partial)) for o in options(args[0])):
+            # fn(m) for every module in the tree, each after its children (the root last)
+            every = Ref(ref.root, ref.path + (self.loop_wildcard(ANY_DEPTH),), "rev")
+            self.call_value(args[0], (every,), {}, event.node)  # type: ignore[arg-type]
+            return ref
         if name in SELF_RETURNING:
             return ref
         if name == "get_submodule" and args and isinstance(const(args[0]), str):
@@ -1297,11 +1325,14 @@ class Interpreter:
                 value = remaining.pop(name)
             else:
                 value = self._default(param, symbolic)
+                self.frame.defaulted.add(name)
             self.bind(name, value)
         if isinstance(params.star_arg, cst.Param):
             self.bind(params.star_arg.name.value, Tuple(tuple(args[len(positional) :])))
         for param in params.kwonly_params:
             name = param.name.value
+            if name not in remaining:
+                self.frame.defaulted.add(name)
             self.bind(name, remaining.pop(name) if name in remaining else self._default(param, symbolic))
         if params.star_kwarg is not None:
             container = Obj("container", None)
@@ -1511,7 +1542,7 @@ class Interpreter:
         loop_modules = {  # `m` in `for m in model.modules()` (of one model, or of one of several)
             name: options(value)
             for name, value in self.frame.env.vars.items()
-            if all(isinstance(o, Ref) and o.path and is_any_depth(o.path[-1]) for o in options(value))
+            if any(_walked(o) for o in options(value)) and not any(_other_module(o) for o in options(value))
         }
         if not loop_modules:
             return {}, {}
@@ -1519,9 +1550,11 @@ class Interpreter:
         inner = test.expression if negated else test
         narrowed: dict[str, Value] = {}
         for name in _names_in(inner) & loop_modules.keys():
-            modules = loop_modules[name]
-            if not any(self._type_test_admits_root(inner, name, module) for module in modules):
-                narrowed[name] = choice([Ref(m.root, m.path[:-1] + (ANY, ANY_DEPTH)) for m in modules])
+            found = loop_modules[name]
+            if not any(self._type_test_admits_root(inner, name, o) for o in found if isinstance(o, Ref)):
+                narrowed[name] = choice(
+                    [Ref(o.root, o.path[:-1] + (ANY, ANY_DEPTH)) if _walked(o) else o for o in found]
+                )
         return ({}, narrowed) if negated else (narrowed, {})
 
     def _type_test_admits_root(self, test: cst.BaseExpression, name: str, ref: Ref) -> bool:
@@ -1769,6 +1802,15 @@ def _collect_params(value: Value, index: int) -> Params | None:
     return found
 
 
+def _walked(value: Value) -> bool:
+    """A module of a ``modules()`` walk (which may be its root)."""
+    return isinstance(value, Ref) and bool(value.path) and is_any_depth(value.path[-1])
+
+
+def _other_module(value: Value) -> bool:
+    return isinstance(value, Ref) and not _walked(value)
+
+
 def _names_in(node: cst.CSTNode) -> set[str]:
     """The names an expression reads, but the loop variables of its comprehensions."""
     found = set()
@@ -1907,6 +1949,23 @@ def _compare_world_size(left: Value, operator: cst.BaseCompOp, right: Value) -> 
         (cst.LessThan, 2): False,
     }.get((type(operator), number))
     return None if distributed is None else Uniform("dist" if distributed else "single")
+
+
+_CONSTANT_COMPARISONS = {
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.Is: lambda a, b: a is b,
+    cst.IsNot: lambda a, b: a is not b,
+}
+
+
+def _compare_constants(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
+    """``2 == 1``, ``"fsdp2" != "fsdp1"``, ``None is None``: known when both sides are literals."""
+    compare = _CONSTANT_COMPARISONS.get(type(operator))
+    a, b = const(left), const(right)
+    if compare is None or not all(isinstance(x, (bool, int, float, str, type(None))) for x in (a, b)):
+        return UNKNOWN
+    return Const(compare(a, b))
 
 
 def _compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:

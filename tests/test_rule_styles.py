@@ -1885,6 +1885,81 @@ CASES = {
         def build(model):
             fully_shard(model)
     """,
+    "fsdp002-good-membership-search-of-a-layer-that-may-be-missing": """
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        def get_layers(model):
+            inner = getattr(model, "model", None)
+            if inner is not None and isinstance(getattr(inner, "layers", None), nn.ModuleList):
+                return list(inner.layers)
+            return None
+        def find_experts(layer, experts):
+            for module in layer.modules():
+                if module in experts:
+                    return module
+            return None
+        def wrap(model, experts):
+            layers = get_layers(model)
+            if layers is not None:
+                for layer in layers:
+                    experts_mod = find_experts(layer, experts)
+                    if experts_mod is not None:
+                        fully_shard(experts_mod)
+                    fully_shard(layer)
+            fully_shard(model)
+    """,
+    # --- module.apply(fn) and arms a constant decides ---------------------------------------------
+    "fsdp034-good-blocks-sharded-through-apply-with-a-lambda": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def main(model):
+            model.apply(lambda m: fully_shard(m) if isinstance(m, TransformerBlock) else None)
+            fully_shard(model)
+            return torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp002-apply-after-the-root-is-sharded": """
+        from torch.distributed.fsdp import fully_shard
+        def shard_blocks(module):
+            if isinstance(module, TransformerBlock):
+                fully_shard(module)
+        def main(model):
+            fully_shard(model)
+            model.apply(shard_blocks)  # expect: FSDP002
+    """,
+    "fsdp023-good-helper-called-with-the-fsdp2-algorithm": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecision, MixedPrecisionPolicy, fully_shard
+        def get_policy(algo):
+            if algo == 1:
+                return MixedPrecision(param_dtype=torch.bfloat16)
+            return MixedPrecisionPolicy(param_dtype=torch.bfloat16)
+        def wrap(model):
+            fully_shard(model, mp_policy=get_policy(2))
+            return model
+    """,
+    "fsdp023-helper-called-with-the-fsdp1-algorithm": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecision, MixedPrecisionPolicy, fully_shard
+        def get_policy(algo):
+            if algo == 1:
+                return MixedPrecision(param_dtype=torch.bfloat16)  # expect: FSDP023
+            return MixedPrecisionPolicy(param_dtype=torch.bfloat16)
+        def wrap(model):
+            fully_shard(model, mp_policy=get_policy(1))
+            return model
+    """,
+    "fsdp004-save-behind-a-defaulted-parameter-still-runs-for-other-callers": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def main(model, path=None, *, final=False):
+            fully_shard(model)
+            if path is not None:
+                torch.save(model.state_dict(), path)  # expect: FSDP004
+            if final:
+                torch.save(model.state_dict(), "final.pt")  # expect: FSDP004
+        if __name__ == "__main__":
+            main(Net())
+    """,
     # --- early exits in elif / else arms ------------------------------------------------------
     "fsdp002-good-root-sharded-in-an-elif-that-returns": """
         from torch.distributed.fsdp import fully_shard
