@@ -570,9 +570,7 @@ class Interpreter:
 
     def assign(self, target: cst.BaseExpression, value: Value) -> None:
         if isinstance(target, cst.Name):
-            for ref in refs(value):
-                if ref.root.label is None and not ref.path:
-                    ref.root.label = target.value
+            _name_unnamed(value, target.value)
             self.bind(target.value, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             items = [element.value for element in target.elements]
@@ -1326,6 +1324,7 @@ class Interpreter:
             else:
                 value = self._default(param, symbolic)
                 self.frame.defaulted.add(name)
+            _name_unnamed(value, name)  # `main(Net())`: the model is `model` in messages
             self.bind(name, value)
         if isinstance(params.star_arg, cst.Param):
             self.bind(params.star_arg.name.value, Tuple(tuple(args[len(positional) :])))
@@ -1800,6 +1799,13 @@ def _collect_params(value: Value, index: int) -> Params | None:
             params = option.materialized(index)
             found = params if found is None else found | params
     return found
+
+
+def _name_unnamed(value: Value, name: str) -> None:
+    """Give the objects in ``value`` that have no name yet the name they are first bound to."""
+    for ref in refs(value):
+        if ref.root.label is None and not ref.path:
+            ref.root.label = name
 
 
 def _walked(value: Value) -> bool:

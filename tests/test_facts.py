@@ -490,3 +490,16 @@ def test_modules_kept_in_a_dict_attribute_are_named_from_their_owner():
     assert (actor, ref) == ("self.models['actor']", "self.models['ref']")
     assert step.is_fsdp_module(returned.result.items[0], returned)
     assert not step.is_fsdp_module(returned.result.items[1], returned)
+
+
+def test_objects_created_in_a_call_are_named_by_the_parameter_they_bind():
+    facts = facts_of(
+        """
+        from torch.distributed.fsdp import fully_shard
+        def main(model):
+            fully_shard(model)
+        main(Net())
+        """
+    )
+    (shard,) = facts.traces[0].shards
+    assert canonical(shard.targets[0]).text == "model"
