@@ -2161,6 +2161,14 @@ def _environ_get(interp: Interpreter, event: Event) -> Value:
     return Uniform("size") if key in names.WORLD_SIZE_ENV_VARS else interp.new_object(event, event.qname)
 
 
+def _set_default_device(interp: Interpreter, event: Event) -> Value:
+    """``torch.set_default_device("meta")``: what the rest of the block builds is on the meta device."""
+    device = const(event.arg(0, "device") or UNKNOWN)
+    if isinstance(device, str):
+        interp.ctx = interp.ctx.with_(meta_device=device.startswith("meta"))
+    return Const(None)
+
+
 def _copy(interp: Interpreter, event: Event) -> Value:
     """``copy.deepcopy(x)``: a new object of the same kind as ``x``."""
     original = event.arg(0, "x")
@@ -2220,6 +2228,7 @@ _SYMBOL_CALLS = {
     "os.environ.get": _environ_get,
     **{loader: _loaded for loader in names.LOADERS},
     "os.getenv": _environ_get,
+    "torch.set_default_device": _set_default_device,
 }
 
 _STATEMENTS = {

@@ -33,7 +33,8 @@ class MetaInit(Rule):
 ## What it does
 Two cases of meta-device initialisation:
 - **error**, at the construction: a module built under `with torch.device("meta"):` (or with
-  `device="meta"`, or accelerate's `init_empty_weights()`) is sharded and nothing in the file ever
+  `device="meta"`, after `torch.set_default_device("meta")`, or under accelerate's
+  `init_empty_weights()`) is sharded and nothing in the file ever
   materialises it (`to_empty(...)`, `load_state_dict(..., assign=True)`); a module held by an object
   of a framework's class (a `LightningModule`, which Lightning materialises itself) is left alone;
 - **warning**, at the `to_empty()` call: a sharded module is materialised but nothing initialises it

@@ -751,6 +751,37 @@ CASES = {
         model.to_empty(device="cuda")
         model.apply(init_weights)
     """,
+    "fsdp006-default-device-meta": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        torch.set_default_device("meta")
+        model = Transformer(cfg)  # expect: FSDP006
+        for block in model.layers:
+            fully_shard(block)
+        fully_shard(model)
+        torch.set_default_device("cpu")
+        model(torch.ones(2, 2)).sum().backward()
+    """,
+    "fsdp006-good-default-device-meta-then-materialised": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def build(cfg):
+            torch.set_default_device("meta")
+            model = Transformer(cfg)
+            torch.set_default_device("cuda")
+            fully_shard(model)
+            model.to_empty(device="cuda")
+            model.init_weights()
+            return model
+    """,
+    "fsdp006-good-default-device-cuda": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        torch.set_default_device("cuda")
+        model = Transformer(cfg)
+        fully_shard(model)
+        model(torch.ones(2, 2)).sum().backward()
+    """,
     "fsdp006-good-to-empty-in-a-method-of-the-model": """
         import torch
         from torch import nn
