@@ -10,7 +10,7 @@ module sharded before this event?" instead of walking the syntax tree themselves
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -221,10 +221,6 @@ class Trace:
     def calls(self, *qnames: str) -> list[Event]:
         found = [event for qname in qnames for event in self._by_qname.get(qname, ())]
         return sorted(found, key=lambda event: event.index) if len(qnames) > 1 else found
-
-    def calls_where(self, predicate: Callable[[str], bool]) -> list[Event]:
-        found = [event for qname, events in self._by_qname.items() if predicate(qname) for event in events]
-        return sorted(found, key=lambda event: event.index)
 
     def methods(self, name: str, kind: str = "method") -> list[Event]:
         """``receiver.name(...)`` calls (``kind="method"``) or ``receiver.name`` reads (``"attr"``)."""

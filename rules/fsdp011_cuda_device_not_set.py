@@ -143,10 +143,6 @@ def _in_torch_test_harness(trace: Trace) -> bool:
     return cls is not None and any(base.startswith(TORCH_TEST_HARNESS) for base in cls.external_bases())
 
 
-def _is_shard(event: Event) -> bool:
-    return event.kind == "call" and event.qname == names.FULLY_SHARD
-
-
 def _selects_device(event: Event) -> bool:
     if event.kind != "call":
         return False
