@@ -97,7 +97,10 @@ Flags a collective that only some ranks execute: inside `if rank == 0:` (or `dis
 collectives (`barrier`, `all_reduce`, `broadcast`, ...), `unshard()` on an FSDP module, and
 same-file helpers that call one (reported at the helper's call inside the branch). A collective
 that the complementary ranks call too (`if rank != 0: dist.barrier()` ... `if rank == 0:
-dist.barrier()`) is matched and not reported.
+dist.barrier()`) is matched and not reported, and so is a gather that runs only for DTensors
+(`if isinstance(x, DTensor):`, `hasattr(x, "full_tensor")`) on values not known to be sharded (a
+plain reference model's parameters, a full state dict's tensors). `rank is None` tests and
+`cfg.lora.rank` (a matrix rank) select no ranks.
 
 ## Why is this bad?
 Every rank must enter a collective. Rank 0 waits inside it for ranks that skipped the branch and
