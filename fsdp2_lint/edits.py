@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from fsdp2_lint.fixes import LineEdit, apply, line_edits
+from fsdp2_lint.fixes import LineEdit, apply, keep_dropped, line_edits
 from fsdp2_lint.rule import RuleFix
 from fsdp2_lint.syntax import generate
 
@@ -53,7 +53,9 @@ def fix_edits(facts: FileFacts, fix: RuleFix) -> list[LineEdit]:
             break
         edits.extend(found)
     if edits is None:
-        return line_edits(facts.module_code, fixed.code)
+        text = "".join(facts.code_lines)
+        kept = keep_dropped(text, facts.module_code, fixed.code)
+        return line_edits(facts.module_code, fixed.code) if kept is None else line_edits(text, kept)
     return edits
 
 
@@ -132,10 +134,14 @@ def _region_edits(facts: FileFacts, fixed: cst.Module, region: _Region) -> list[
     if start > 1 and not lines[start - 2].endswith(("\n", "\r")):
         return None  # inserting after a last line that has no line break
     old_lines: Sequence[str] = lines[start - 1 : end - 1]
-    new = generate(fixed, region.new, region.indent)
-    if old_lines and not old_lines[-1].endswith(("\n", "\r")):  # the file's last line
-        new = new.removesuffix(fixed.default_newline)
-    return [
-        LineEdit(start + edit.start - 1, start + edit.end - 1, edit.text)
-        for edit in line_edits("".join(old_lines), new)
-    ]
+    last_line = bool(old_lines) and not old_lines[-1].endswith(("\n", "\r"))  # the file's, without a line end
+    new = _code(fixed, region.new, region.indent, last_line)
+    old = "".join(old_lines)
+    if "\f" in old:  # form feeds before statements, which libcst's code drops (as fix_source does)
+        new = keep_dropped(old, _code(facts.module, region.old, region.indent, last_line), new) or new
+    return [LineEdit(start + edit.start - 1, start + edit.end - 1, edit.text) for edit in line_edits(old, new)]
+
+
+def _code(module: cst.Module, statements: Sequence[cst.BaseStatement], indent: tuple[str, ...], last: bool) -> str:
+    code = generate(module, statements, indent)
+    return code.removesuffix(module.default_newline) if last else code

@@ -223,7 +223,8 @@ def fix_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None
         chosen = _compatible_fixes(linted.findings, linted.facts, unsafe)
         if not chosen:
             break
-        candidate = fixes.apply(linted.facts.module, [fix for _, fix in chosen], linted.facts.parents).bytes
+        fixed_module = fixes.apply(linted.facts.module, [fix for _, fix in chosen], linted.facts.parents)
+        candidate = fixes.fixed_bytes(data, linted.facts.module, fixed_module)
         after = _lint(candidate, path, rules)
         if candidate == data or after.broken or (after.facts is None and not _parses(candidate)):
             break
