@@ -3,15 +3,17 @@ the result back safely (or not at all), and summarise what was fixed (``--show-f
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from fsdp2_lint.config import Settings
 from fsdp2_lint.engine import FixResult
-from fsdp2_lint.fixes import unified_diff, write_fixed
+from fsdp2_lint.fixes import unified_diff
+from fsdp2_lint.inplace import NotWritten, remove_stale_temporaries, write_fixed
 from fsdp2_lint.runner import check_path, fix_path
 
 
@@ -35,7 +37,8 @@ class FileFix:
 
 def fix_file(path: Path, settings: Settings, display: str, unsafe: bool, write: bool) -> FileFix:
     """Fix the file; with ``write``, replace it with the fixed bytes, unless it changed on disk
-    since it was read. A file that was not written reports the diagnostics of what was read."""
+    since it was read or cannot be replaced with nothing but its text changed (see
+    :func:`write_fixed`). A file that was not written reports the diagnostics of what was read."""
     try:
         original = path.read_bytes()
     except OSError:  # reported as FSDP000 by the lint
@@ -44,13 +47,20 @@ def fix_file(path: Path, settings: Settings, display: str, unsafe: bool, write: 
     if not write or not fixed.changed:
         return fixed
     try:
-        if write_fixed(path, original, fixed.result.source):
-            return fixed
-        problem = "the file changed on disk while it was being fixed; it was left as it is"
+        write_fixed(path, original, fixed.result.source)
+        return fixed
+    except NotWritten as refusal:
+        problem = str(refusal)
     except OSError as error:
         problem = f"cannot write the fixed file: {error.strerror or error}"
     unfixed = FixResult(original, (), tuple(check_path(path, settings, display, source=original)))
     return FileFix(display, original, unfixed, problem)
+
+
+def remove_killed_runs_temporaries(paths: Iterable[Path]) -> None:
+    """Delete what runs killed while writing left next to these files (each folder once)."""
+    for folder in dict.fromkeys(Path(os.path.realpath(path)).parent for path in paths):
+        remove_stale_temporaries(folder)
 
 
 def fix_source_of(path: Path, settings: Settings, display: str, source: bytes, unsafe: bool) -> FileFix:

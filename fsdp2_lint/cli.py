@@ -16,7 +16,7 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from fsdp2_lint import __version__
-from fsdp2_lint.autofix import FileFix, fix_file, fix_source_of, write_fix_summary
+from fsdp2_lint.autofix import FileFix, fix_file, fix_source_of, remove_killed_runs_temporaries, write_fix_summary
 from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.config import ConfigError, Selection
 from fsdp2_lint.discovery import discover
@@ -151,9 +151,11 @@ class _FixMode:
 
 
 def _fix_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: bool, mode: _FixMode) -> int:
+    paths = list(_files(targets, resolver, force_exclude))
+    if not mode.diff:
+        remove_killed_runs_temporaries(paths)
     files = [
-        fix_file(path, resolver.for_path(path), _display(path), mode.unsafe, write=not mode.diff)
-        for path in _files(targets, resolver, force_exclude)
+        fix_file(path, resolver.for_path(path), _display(path), mode.unsafe, write=not mode.diff) for path in paths
     ]
     for file in files:
         if file.problem:

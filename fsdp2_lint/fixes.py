@@ -8,17 +8,12 @@ after ``import torch.distributed.fsdp as fsdp``) and which import, if any, must 
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import io
-import os
 import re
-import stat
-import tempfile
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -385,32 +380,6 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str:
     after = source_lines(new.decode(encoding, errors="replace"))
     lines = difflib.unified_diff(before, after, fromfile=path, tofile=path)
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
-
-
-def write_fixed(path: Path, original: bytes, fixed: bytes) -> bool:
-    """Write the fixed file atomically: a temporary file in the same folder, with the file's
-    permissions, renamed over it (through a symbolic link, to the file it names). Nothing is
-    written, and False returned, when the file no longer holds ``original`` (changed on disk since
-    it was read)."""
-    target = Path(os.path.realpath(path))
-    if target.read_bytes() != original:
-        return False
-    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".fsdp2-lint")
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(fixed)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
-        if target.read_bytes() != original:
-            os.unlink(temporary)
-            return False
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    return True
 
 
 def _ancestors(replacements: dict[int, object], parents: dict[int, cst.CSTNode]) -> set[int]:
