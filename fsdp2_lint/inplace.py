@@ -101,7 +101,10 @@ def _create_locked(target: Path) -> tuple[int, str]:
         descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=SUFFIX)
         if fcntl is None:
             return descriptor, temporary
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: no sweep can lock it either
+            return descriptor, temporary
         if _names(temporary, descriptor):
             return descriptor, temporary
         os.close(descriptor)  # a sweep took it for a dead run's before the lock: take another
