@@ -1,5 +1,7 @@
 """Applying rule fixes: one libcst transformation of the whole module, so everything a fix does not
-replace round-trips byte for byte (comments, whitespace, line endings, encoding line, BOM).
+replace round-trips byte for byte (comments, whitespace, line endings, encoding line, BOM); the
+few bytes libcst's own round trip drops (form feeds before a statement, a lone ``\\r`` ending the
+file) are put back by :func:`fixed_bytes`.
 
 Rules build replacement nodes; :func:`reference` tells a rule how this file can name a symbol
 (``CPUOffloadPolicy`` after ``from torch.distributed.fsdp import ...``, ``fsdp.CPUOffloadPolicy``
