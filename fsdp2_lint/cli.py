@@ -6,7 +6,6 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -19,11 +18,11 @@ from fsdp2_lint import __version__
 from fsdp2_lint.autofix import FileFix, fix_file, fix_source_of, remove_killed_runs_temporaries, write_fix_summary
 from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.config import ConfigError, Selection
-from fsdp2_lint.discovery import discover
-from fsdp2_lint.engine import Diagnostic, raise_recursion_limit
+from fsdp2_lint.discovery import Unlintable, discover
+from fsdp2_lint.engine import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, FixResult, raise_recursion_limit
 from fsdp2_lint.output import FORMATS, Fixing, console, rule_markdown, write_report, write_statistics
 from fsdp2_lint.parallel import LintTask, lint_tasks
-from fsdp2_lint.rule import Rule, all_rules
+from fsdp2_lint.rule import Rule, Severity, all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path
 from fsdp2_lint.runtime.command import confirm
 
@@ -40,7 +39,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(readable=False, path_type=Path))  # unreadable ones are FSDP000
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the selection.")
@@ -128,16 +127,45 @@ def check(
 def _check_paths(
     targets: list[Path], resolver: SettingsResolver, force_exclude: bool, jobs: int | None, cache: Cache | None
 ) -> list[Diagnostic]:
-    files = _files(targets, resolver, force_exclude)
-    return lint_tasks([LintTask.of(path, resolver.for_path(path), _display(path)) for path in files], jobs, cache)
+    files, unlintable = _files(targets, resolver, force_exclude)
+    tasks = [LintTask.of(path, resolver.for_path(path), _display(path)) for path in files]
+    return unlintable + lint_tasks(tasks, jobs, cache)
 
 
-def _files(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> Iterable[Path]:
+def _files(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> tuple[list[Path], list[Diagnostic]]:
+    """The files to lint, and an FSDP000 for each path that cannot be linted (see ``discovery``)."""
     for target in targets:
-        resolver.for_path(target)  # report configuration errors before any output
+        resolver.for_path(target, _is_dir(target))  # report configuration errors before any output
     if force_exclude:
         targets = [target for target in targets if not _excluded(target, resolver)]
-    return discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir))
+    files: list[Path] = []
+    unlintable: list[Diagnostic] = []
+    for found in discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir)):
+        if isinstance(found, Unlintable):
+            unlintable.extend(_unlintable_diagnostic(found, resolver))
+        else:
+            files.append(found)
+    return files, unlintable
+
+
+def _unlintable_diagnostic(found: Unlintable, resolver: SettingsResolver) -> list[Diagnostic]:
+    """FSDP000 for a path that cannot be linted, unless its settings leave FSDP000 out."""
+    if not resolver.for_path(found.path, found.is_dir).reports_parse_errors(found.path):
+        return []
+    diagnostic = Diagnostic(
+        code=PARSE_ERROR,
+        name=PARSE_ERROR_NAME,
+        message=found.reason,
+        hint=found.hint,
+        severity=Severity.ERROR,
+        path=_display(found.path),
+        line=1,
+        column=1,
+        end_line=1,
+        end_column=1,
+        source_line="",
+    )
+    return [diagnostic]
 
 
 @dataclass(frozen=True)
@@ -151,11 +179,11 @@ class _FixMode:
 
 
 def _fix_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: bool, mode: _FixMode) -> int:
-    paths = list(_files(targets, resolver, force_exclude))
+    lintable, unlintable = _files(targets, resolver, force_exclude)
     if not mode.diff:
-        remove_killed_runs_temporaries(paths)
-    files = [
-        fix_file(path, resolver.for_path(path), _display(path), mode.unsafe, write=not mode.diff) for path in paths
+        remove_killed_runs_temporaries(lintable)
+    files = [FileFix(d.path, b"", FixResult(b"", (), (d,))) for d in unlintable] + [
+        fix_file(path, resolver.for_path(path), _display(path), mode.unsafe, write=not mode.diff) for path in lintable
     ]
     for file in files:
         if file.problem:
@@ -224,8 +252,15 @@ def _check_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool) ->
 
 
 def _excluded(target: Path, resolver: SettingsResolver) -> bool:
-    is_dir = target.is_dir()
+    is_dir = _is_dir(target)
     return resolver.for_path(target, is_dir).is_excluded(target.absolute(), is_dir)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # under a directory that cannot be searched: reported when it is linted
+        return False
 
 
 def _display(path: Path) -> str:

@@ -8,6 +8,9 @@ file's. An unknown key or a selector that matches no rule is a configuration err
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -79,9 +82,11 @@ class Settings:
 
 @cache
 def find_config(directory: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` in or above ``directory`` with a ``[tool.fsdp2-lint]`` table."""
+    """The nearest ``pyproject.toml`` in or above ``directory`` with a ``[tool.fsdp2-lint]`` table.
+    Directories that cannot be searched are passed over (whatever they hold cannot be read either);
+    a ``pyproject.toml`` that cannot be read or parsed is a :class:`ConfigError`."""
     pyproject = directory / "pyproject.toml"
-    if pyproject.is_file() and SECTION in _read_toml(pyproject).get("tool", {}):
+    if _is_regular_file(pyproject) and SECTION in _read_toml(pyproject).get("tool", {}):
         return pyproject
     return None if directory.parent == directory else find_config(directory.parent)
 
@@ -139,10 +144,27 @@ def _expand(selectors: Sequence[str], codes: Sequence[str]) -> set[str]:
 
 def _read_toml(path: Path) -> dict:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as error:
+        return tomllib.loads(_regular_file_bytes(path).decode())
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read configuration: {error.strerror or error}") from error
+    except (ValueError, RecursionError) as error:  # ValueError: not UTF-8, not TOML
         raise ConfigError(f"{path}: cannot read configuration: {error}") from error
+
+
+def _regular_file_bytes(path: Path) -> bytes:
+    """The file's bytes; OSError for a FIFO or device, which would block or never end."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # opening a FIFO must not block
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return handle.read()
+
+
+def _is_regular_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:  # missing, or in a directory that cannot be searched
+        return False
 
 
 def _string_list(config: Path | None, table: dict, key: str) -> list[str]:

@@ -1,10 +1,19 @@
 """Which files to lint: explicitly named files always; directories walked for ``*.py``/``*.pyi``,
-skipping default excludes, the configuration's ``exclude`` and anything ``.gitignore`` ignores."""
+skipping default excludes, the configuration's ``exclude`` and anything ``.gitignore`` ignores.
+
+Nothing found on disk stops the walk: each directory is walked once however many symbolic links
+lead to it (so a link cycle ends), links that lead nowhere and files that are not regular (FIFOs,
+devices, sockets: reading them blocks or never ends) are passed over, and a directory that cannot
+be read is reported as :class:`Unlintable`. A path named explicitly that cannot be linted (missing,
+not a regular file, unreadable) is reported the same way.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
@@ -36,6 +45,18 @@ DEFAULT_EXCLUDES = frozenset(
     }
 )
 SUFFIXES = (".py", ".pyi")
+_READ_HINT = "check the path and its permissions"
+_SPECIAL_FILE_HINT = "name the Python file itself: fsdp2-lint reads regular files only"
+
+
+@dataclass(frozen=True)
+class Unlintable:
+    """A path that cannot be linted, and why: reported (as FSDP000) instead of linted."""
+
+    path: Path  # as the walk shows it: under the path named on the command line
+    reason: str
+    hint: str
+    is_dir: bool = False
 
 
 class _GitIgnores:
@@ -48,21 +69,21 @@ class _GitIgnores:
     def above(cls, directory: Path) -> _GitIgnores:
         """.gitignore files from the repository root down to ``directory`` (and .git/info/exclude)."""
         chain = [directory, *directory.parents]
-        root = next((d for d in chain if (d / ".git").exists()), None)
+        root = next((d for d in chain if _exists(d / ".git")), None)
         if root is None:
             return cls()
         specs = []
         exclude = root / ".git" / "info" / "exclude"
-        if exclude.is_file():
+        if _is_file(exclude):
             specs.append((root, _load(exclude)))
         for folder in reversed(chain[: chain.index(root) + 1]):
-            if (folder / ".gitignore").is_file():
+            if _is_file(folder / ".gitignore"):
                 specs.append((folder, _load(folder / ".gitignore")))
         return cls(tuple(specs))
 
     def entering(self, directory: Path) -> _GitIgnores:
         gitignore = directory / ".gitignore"
-        return _GitIgnores(self.specs + ((directory, _load(gitignore)),)) if gitignore.is_file() else self
+        return _GitIgnores(self.specs + ((directory, _load(gitignore)),)) if _is_file(gitignore) else self
 
     def ignores(self, path: Path, is_dir: bool) -> bool:
         decision = False
@@ -85,31 +106,93 @@ def _load(path: Path) -> pathspec.PathSpec:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def discover(paths: list[Path], excluded: Callable[[Path, bool], bool]) -> Iterator[Path]:
-    """Files to lint, in a stable order. ``excluded(absolute_path, is_dir)`` applies the
-    configuration's exclude patterns."""
-    for given in paths:
-        if given.is_dir():
-            real = given.resolve()
-            yield from _walk(given, real, _GitIgnores.above(real), excluded)
-        else:
-            yield given  # named explicitly: always linted (a missing one is reported as FSDP000)
-
-
-def _walk(shown: Path, real: Path, ignores: _GitIgnores, excluded: Callable[[Path, bool], bool]) -> Iterator[Path]:
-    ignores = ignores.entering(real)
+def _exists(path: Path) -> bool:
     try:
-        entries = sorted(os.scandir(real), key=lambda entry: entry.name)
+        path.stat()
+    except OSError:  # missing, or in a directory that cannot be searched: as good as absent
+        return False
+    return True
+
+
+def _is_file(path: Path) -> bool:
+    """A regular file (following links): never blocks on a FIFO, never raises."""
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
     except OSError:
+        return False
+
+
+def discover(paths: list[Path], excluded: Callable[[Path, bool], bool]) -> Iterator[Path | Unlintable]:
+    """Files to lint, in a stable order, and what cannot be linted. ``excluded(absolute_path,
+    is_dir)`` applies the configuration's exclude patterns."""
+    walked: set[tuple[int, int]] = set()  # (device, inode) of every directory walked
+    for given in paths:
+        try:
+            mode = given.stat().st_mode
+        except OSError as error:  # named explicitly: missing or unreadable is reported, not skipped
+            yield Unlintable(given, f"cannot read file: {_reason(error)}", _READ_HINT)
+            continue
+        if stat.S_ISDIR(mode):
+            real = given.resolve()
+            yield from _walk(given, real, _GitIgnores.above(real), excluded, walked)
+        elif stat.S_ISREG(mode):
+            yield given
+        else:
+            yield Unlintable(given, f"cannot read file: {_kind(mode)}, not a regular file", _SPECIAL_FILE_HINT)
+
+
+def _walk(
+    shown: Path,
+    real: Path,
+    ignores: _GitIgnores,
+    excluded: Callable[[Path, bool], bool],
+    walked: set[tuple[int, int]],
+) -> Iterator[Path | Unlintable]:
+    try:
+        identity, entries = _listing(real)
+    except OSError as error:
+        reason = f"cannot read directory: {_reason(error)}; no file in it was checked"
+        yield Unlintable(shown, reason, "check the directory's permissions", is_dir=True)
         return
+    if identity in walked:  # reached again through a symbolic link: a cycle, or a second way in
+        return
+    walked.add(identity)
+    ignores = ignores.entering(real)
     for entry in entries:
-        is_dir = entry.is_dir()
+        try:
+            is_dir = entry.is_dir()
+        except OSError:  # a link that loops: nothing behind it to lint
+            continue
         if is_dir and entry.name in DEFAULT_EXCLUDES:
             continue
         path = real / entry.name
         if ignores.ignores(path, is_dir) or excluded(path, is_dir):
             continue
         if is_dir:
-            yield from _walk(shown / entry.name, path, ignores, excluded)
-        elif entry.name.endswith(SUFFIXES) and entry.is_file():
+            yield from _walk(shown / entry.name, path, ignores, excluded, walked)
+        elif entry.name.endswith(SUFFIXES) and _is_regular(entry):
             yield shown / entry.name
+
+
+def _listing(directory: Path) -> tuple[tuple[int, int], list[os.DirEntry[str]]]:
+    """The directory's identity and sorted entries; OSError when it cannot be listed or searched."""
+    status = os.stat(os.path.join(directory, "."))  # "dir/." needs search permission, as reading its files does
+    entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    return (status.st_dev, status.st_ino), entries
+
+
+def _is_regular(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()  # following links: False for FIFOs, devices, sockets and dangling links
+    except OSError:  # a link that loops
+        return False
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)

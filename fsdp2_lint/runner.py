@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +24,8 @@ class SettingsResolver:
         if self.config is not None or self.isolated:
             return self._settings(self.config, Path.cwd())
         directory = path if (path.is_dir() if is_dir is None else is_dir) else path.parent
-        directory = directory if directory.is_absolute() else directory.resolve()
+        # realpath: resolve() raises on a symbolic link loop
+        directory = directory if directory.is_absolute() else Path(os.path.realpath(directory))
         if directory not in self._by_directory:
             self._by_directory[directory] = find_config(directory)
         return self._settings(self._by_directory[directory], Path.cwd())
