@@ -20,7 +20,7 @@ from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.config import ConfigError, Selection
 from fsdp2_lint.discovery import Unlintable, discover
 from fsdp2_lint.engine import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, FixResult, raise_recursion_limit
-from fsdp2_lint.output import FORMATS, Fixing, console, rule_markdown, write_report, write_statistics
+from fsdp2_lint.output import FORMATS, Fixing, console, printable, rule_markdown, write_report, write_statistics
 from fsdp2_lint.parallel import LintTask, lint_tasks
 from fsdp2_lint.rule import Rule, Severity, all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path
@@ -264,7 +264,12 @@ def _is_dir(path: Path) -> bool:
 
 
 def _display(path: Path) -> str:
-    """The path as given, or relative to the working directory when it is inside it."""
+    """The path as given, or relative to the working directory when it is inside it; a byte of the
+    name that is not UTF-8 is shown as ``\\xNN`` (every report format must be valid Unicode)."""
+    return printable(_displayed(path))
+
+
+def _displayed(path: Path) -> str:
     if not path.is_absolute():
         return os.path.normpath(path)
     try:

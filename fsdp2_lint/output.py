@@ -4,6 +4,9 @@
 ``json-lines`` are data; ``github``, ``gitlab``, ``junit`` and ``sarif`` are what CI systems read.
 CI formats give paths relative to the enclosing git work tree, which is what those systems resolve
 them against, so a report made from a subdirectory still points at the right files.
+
+Every format is valid Unicode whatever the file names: a byte of a name that is not UTF-8 (which
+the OS hands Python as a surrogate escape) is written as ``\\xNN`` (:func:`printable`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import quote
@@ -36,6 +39,14 @@ PARSE_ERROR_DESCRIPTION = (
     "position), or whose analysis failed inside fsdp2-lint; no rule ran on it. The other files are still linted."
 )
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def printable(text: str) -> str:
+    """``text`` with each byte the OS could not decode as UTF-8 (a surrogate escape) shown as ``\\xNN``."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte (a Windows name): shown as \\udNNN
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def console(stream: TextIO) -> Console:
@@ -63,6 +74,7 @@ def write_report(
 ) -> None:
     """Write ``diagnostics`` in ``output_format``; ``summary`` adds the closing count lines to
     ``text`` and ``concise`` (``--quiet`` turns it off), which mark applicable fixes with ``[*]``."""
+    diagnostics = [replace(d, path=printable(d.path)) for d in diagnostics]  # no format can write a surrogate
     if output_format == "text":
         write_text(diagnostics, console(stream), summary, fixing)
     elif output_format == "concise":
