@@ -177,8 +177,7 @@ def _outcome(run: RunRecord) -> str:
         return f"timed out on ranks {list(run.timed_out)}"
     if run.completed():
         return "completed on every rank"
-    failed = [rank for rank in run.ranks if run.ended_badly(rank) or run.final_event(rank) is None]
-    return f"did not complete on ranks {failed}"
+    return f"did not complete on ranks {sorted(run.failed_ranks())}"
 
 
 def _print(
@@ -217,7 +216,7 @@ def _print(
     else:
         console.print("The run showed no failure beyond the static findings.")
     if not run.completed():
-        rank = next((r for r in run.ranks if run.ended_badly(r) or run.final_event(r) is None), 0)
+        rank = (run.failed_ranks() or [0])[0]
         console.rule(f"rank {rank} stderr (last lines)")
         console.print(run.log_tail(rank), markup=False, highlight=False)
     console.print("FAILED" if failed else "OK")

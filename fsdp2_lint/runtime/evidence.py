@@ -60,8 +60,10 @@ def evidence_kind(name: str, expected: str | Describer, matches: Matcher | None 
 
 
 def observe(run: RunRecord) -> list[Evidence]:
-    """Every piece of evidence the run shows, of every kind."""
-    return [evidence for kind in EVIDENCE_KINDS.values() for evidence in kind.detect(run)]
+    """Every piece of evidence the run shows, of every kind; a rank killed by a signal first, as
+    the cause of what the other ranks then saw (a peer that vanished: "Connection reset by peer")."""
+    found = [evidence for kind in EVIDENCE_KINDS.values() for evidence in kind.detect(run)]
+    return sorted(found, key=lambda evidence: not (evidence.kind == "crash" and run.killed_by(evidence.ranks[0])))
 
 
 def matches(evidence: Evidence, signature: RuntimeSignature) -> bool:
@@ -426,7 +428,7 @@ def _stuck(run: RunRecord) -> str:
 @evidence_kind("crash", "the process dies or exits non-zero without a Python exception")
 def detect_crash(run: RunRecord) -> list[Evidence]:
     """Ranks that ended without finishing the script and without a Python exception: killed by a
-    signal, ``os._exit``, ``sys.exit(non-zero)``. Ranks the launcher stopped are not crashes."""
+    signal (named), ``os._exit``, ``sys.exit(non-zero)``. Ranks the launcher stopped are not crashes."""
     found = []
     for rank in run.ranks:
         if rank in run.timed_out or rank in run.stopped:
@@ -435,16 +437,26 @@ def detect_crash(run: RunRecord) -> list[Evidence]:
         if final is not None and final["kind"] == events.EXCEPTION:
             continue
         if final is not None and final["code"] != 0:
-            summary = f"rank {rank} exited with code {final['code']}"
+            summary, lines = f"rank {rank} exited with code {final['code']}", ()
         elif final is None:
-            returncode = run.returncodes.get(rank)
-            how = f" (exit status {returncode})" if returncode is not None else ""
-            last = describe_event(run.last_event(rank))
-            summary = f"rank {rank} ended without finishing the script{how}; last: {last}"
+            summary, lines = _unfinished(run, rank)
         else:
             continue
-        found.append(Evidence(kind="crash", summary=summary, ranks=(rank,)))
+        found.append(Evidence(kind="crash", summary=summary, ranks=(rank,), lines=lines))
     return found
+
+
+def _unfinished(run: RunRecord, rank: int) -> tuple[str, tuple[int, ...]]:
+    """How a rank that never finished the script ended, and the lines of the script it was on."""
+    last = describe_event(run.last_event(rank))
+    killed_by = run.killed_by(rank)
+    if killed_by:
+        site = run.fatal_site(rank)
+        where = f"{_at(site.line)} in {site.innermost}" if site and site.innermost else ""
+        return f"rank {rank} killed by {killed_by}{where}; last: {last}", site.lines if site else ()
+    returncode = run.returncodes.get(rank)
+    how = f" (exit status {returncode})" if returncode is not None else ""
+    return f"rank {rank} ended without finishing the script{how}; last: {last}", ()
 
 
 # not_loaded ---------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from typing import Any
 
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.device import Device, choose_device
-from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect
+from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect, tail_lines
 from fsdp2_lint.runtime.stall import StallWatch
 
 STARTUP_TIMEOUT_SECONDS = 180.0  # importing torch on a loaded 2-core runner
@@ -58,7 +58,7 @@ class _Server:
     def messages(self) -> list[dict[str, Any]]:
         data = self.control.recv(1 << 16)
         if not data:
-            raise HarnessError(f"rank server {self.rank} exited unexpectedly:\n{_tail(self.log)}")
+            raise HarnessError(f"rank server {self.rank} exited unexpectedly:\n{tail_lines(self.log, 20)}")
         *lines, self.buffer = (self.buffer + data).split(b"\n")
         return [json.loads(line) for line in lines]
 
@@ -303,9 +303,3 @@ def _rank_env(rank: int, nproc: int, port: int, job: str) -> dict[str, str]:
 def _lost_port_race(record: RunRecord) -> bool:
     """Another process took the run's MASTER_PORT between our check and rank 0's bind."""
     return any(ADDRESS_IN_USE.search(event["message"]) for _, event in record.of_kind(events.EXCEPTION))
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    if not path.exists():
-        return ""
-    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])

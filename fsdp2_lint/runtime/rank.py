@@ -6,6 +6,7 @@ child per run). The script runs as ``__main__`` via runpy, exactly as ``python s
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import runpy
 import sys
@@ -38,6 +39,7 @@ def run_script(
     script = script.resolve()
     log = EventLog(events.events_path(run_dir, rank))
     capture_output(run_dir, rank)
+    faulthandler.enable(all_threads=True)  # a rank killed by SIGSEGV, SIGABRT, ... prints where it was
     outdir = events.output_dir(run_dir)
     outdir.mkdir(parents=True, exist_ok=True)
     os.environ["FSDP2_LINT_DEVICE"] = device.kind

@@ -6,7 +6,9 @@ launcher itself saw (exit statuses, which ranks it had to stop and why).
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ from fsdp2_lint.runtime.device import Device
 Event = dict[str, Any]
 THREAD_LINE = re.compile(r"^(?:Current thread|Thread) (?P<thread>0x[0-9a-fA-F]+)")
 FRAME_LINE = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<function>.+)$')
+TAIL_BYTES = 64 * 1024  # what is read of a log to print its last lines
+FATAL_ERROR = "Fatal Python error: "  # faulthandler's dump when a fatal signal kills a rank
 
 
 @dataclass(frozen=True)
@@ -86,14 +90,55 @@ class RunRecord:
         """Every rank ran the script to its end and exited with code 0."""
         return all((self.final_event(rank) or {}).get("code") == 0 for rank in self.ranks)
 
+    def killed_by(self, rank: int) -> str | None:
+        """The signal ("SIGSEGV") that killed ``rank`` before it finished the script, unless the
+        launcher sent it (a timeout, a stop after another rank failed)."""
+        returncode = self.returncodes.get(rank)
+        if returncode is None or returncode >= 0 or rank in self.timed_out or rank in self.stopped:
+            return None
+        if self.final_event(rank) is not None:
+            return None
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+
+    def fatal_site(self, rank: int) -> StackSite | None:
+        """Where ``rank`` was when a fatal signal (SIGSEGV, SIGABRT, ...) killed it: the last dump
+        faulthandler wrote to its stderr."""
+        _, header, dump = read_tail(events.stderr_path(self.spec.run_dir, rank)).rpartition(FATAL_ERROR)
+        return parse_stack(header + dump, str(self.spec.script.resolve())) if header else None
+
+    def failed_ranks(self) -> list[int]:
+        """Ranks that ended badly or never finished, those killed by a signal first: the other
+        ranks' errors (a peer that vanished: "Connection reset by peer") are their consequence."""
+        failed = [rank for rank in self.ranks if self.ended_badly(rank) or self.final_event(rank) is None]
+        return sorted(failed, key=lambda rank: self.killed_by(rank) is None)
+
     def harness_errors(self) -> list[str]:
         return [event["message"] for _, event in self.of_kind(events.HARNESS_ERROR)]
 
     def log_tail(self, rank: int, lines: int = 15) -> str:
-        path = events.stderr_path(self.spec.run_dir, rank)
-        if not path.exists():
-            return ""
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+        return tail_lines(events.stderr_path(self.spec.run_dir, rank), lines)
+
+
+def read_tail(path: Path, max_bytes: int = TAIL_BYTES) -> str:
+    """The last ``max_bytes`` of a file (from the start of a line where there is one), read
+    without reading the rest: a rank may write gigabytes of output."""
+    try:
+        with open(path, "rb") as file:
+            start = max(0, file.seek(0, os.SEEK_END) - max_bytes)
+            file.seek(start)
+            data = file.read(max_bytes)
+    except FileNotFoundError:
+        return ""
+    if start and b"\n" in data:
+        data = data.partition(b"\n")[2]  # the line cut short
+    return data.decode("utf-8", errors="replace")
+
+
+def tail_lines(path: Path, lines: int) -> str:
+    return "\n".join(read_tail(path).splitlines()[-lines:])
 
 
 def collect(

@@ -7,6 +7,7 @@ rendezvous port itself, so concurrent launches cannot collide.
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -16,10 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.device import CPU, CUDA, Device, choose_device
-from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect
+from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect, read_tail
 from fsdp2_lint.runtime.signals import STACK_GRACE_SECONDS, dump_stacks, signal_group
 
 TERMINATE_GRACE_SECONDS = 5.0
+# torchrun's failure report: one block per rank that failed before torchrun stopped the others
+# (ranks it stopped are not listed), "exitcode: -11" for one killed by SIGSEGV.
+FAILED_RANK = re.compile(r"^\s*rank\s*: (?P<rank>\d+) \(local_rank: \d+\)\n\s*exitcode\s*: (?P<code>-?\d+)", re.M)
 
 
 class TorchrunLauncher:
@@ -82,7 +86,8 @@ class TorchrunLauncher:
             finally:
                 _terminate_session(process)
         seconds = time.monotonic() - started
-        record = collect(spec, self.nproc, CPU, seconds, {rank: None for rank in range(self.nproc)}, timed_out)
+        returncodes = {rank: None for rank in range(self.nproc)} | _failed_ranks(spec)
+        record = collect(spec, self.nproc, CPU, seconds, returncodes, timed_out)
         record.device = _device_that_ran(record) or record.device
         if not timed_out:
             record.stopped = _stopped_after_failure(record)
@@ -108,6 +113,12 @@ def _terminate_session(process: subprocess.Popen) -> None:
     process.wait()
 
 
+def _failed_ranks(spec: RunSpec) -> dict[int, int]:
+    """Exit statuses of the ranks torchrun reports as failed (negative: killed by that signal)."""
+    report = read_tail(spec.run_dir / "torchrun.log")
+    return {int(match["rank"]): int(match["code"]) for match in FAILED_RANK.finditer(report)}
+
+
 def _device_that_ran(record: RunRecord) -> Device | None:
     """The ranks resolve ``--device auto`` themselves and say what they used in their start event."""
     for _, event in record.of_kind(events.START):
@@ -117,6 +128,7 @@ def _device_that_ran(record: RunRecord) -> Device | None:
 
 def _stopped_after_failure(record: RunRecord) -> tuple[int, ...]:
     """torchrun stops the other ranks when one fails; those ranks did not fail by themselves."""
-    if not any(record.ended_badly(rank) for rank in record.ranks):
+    failed = {rank for rank, code in record.returncodes.items() if code}
+    if not failed and not any(record.ended_badly(rank) for rank in record.ranks):
         return ()
-    return tuple(rank for rank in record.ranks if record.final_event(rank) is None)
+    return tuple(rank for rank in record.ranks if record.final_event(rank) is None and rank not in failed)

@@ -68,5 +68,4 @@ def _unfinished_note(run: RunRecord) -> str:
 
 
 def _failing_log_tail(run: RunRecord) -> str:
-    ranks = [rank for rank in run.ranks if run.ended_badly(rank) or run.final_event(rank) is None] or [0]
-    return run.log_tail(ranks[0])
+    return run.log_tail((run.failed_ranks() or [0])[0])
