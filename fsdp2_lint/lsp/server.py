@@ -30,7 +30,7 @@ from pygls.workspace import TextDocument
 
 from fsdp2_lint import __version__
 from fsdp2_lint.discovery import SUFFIXES
-from fsdp2_lint.lsp import features
+from fsdp2_lint.lsp import features, transport
 from fsdp2_lint.lsp.text import DocumentText
 from fsdp2_lint.lsp.worker import LintWorker
 
@@ -312,4 +312,4 @@ def serve() -> None:
     """Speak LSP on stdin/stdout until the client exits."""
     protocol_out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print() must not corrupt the protocol stream
-    server.start_io(sys.stdin.buffer, protocol_out)
+    transport.serve(server, sys.stdin.buffer, protocol_out)
