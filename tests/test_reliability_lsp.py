@@ -205,3 +205,42 @@ def test_exit_without_shutdown_ends_the_server_with_status_1(tmp_path):
         assert client.process.wait(WAIT_SECONDS) == 1
     finally:
         client.close()
+
+
+SHADOWED = ("signal", "socket", "threading", "pickle", "multiprocessing", "json", "tokenize", "pygls")
+CONSOLE_SCRIPT = """\
+import re
+import sys
+from fsdp2_lint.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""  # what pip writes for `fsdp2-lint`: run with this Python, it imports the fsdp2_lint under test
+
+
+@pytest.mark.parametrize("launch", ["console-script", "python-m"])
+def test_modules_in_the_editors_directory_are_never_imported(tmp_path, launch):
+    """The server runs in a project whose root holds modules named like the standard library's
+    and the server's own dependencies: neither the server nor its lint process imports them, and
+    linting works."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in SHADOWED:
+        (project / f"{name}.py").write_text(f"open({str(project / name)!r} + '.imported', 'w').close()\n")
+    script = tmp_path / "bin" / "fsdp2-lint"
+    script.parent.mkdir()
+    script.write_text(CONSOLE_SCRIPT)
+    command = (
+        [sys.executable, str(script), "lsp"]
+        if launch == "console-script"
+        else [sys.executable, "-m", "fsdp2_lint", "lsp"]
+    )
+    client = RawClient(command, project, tmp_path / "server.log")
+    try:
+        client.initialize(project)
+        found = client.published(client.open(project / "train.py", BAD))
+        status = client.shut_down()
+    finally:
+        client.close()
+    imported = sorted(path.stem for path in project.glob("*.imported"))
+    assert (imported, found, status) == ([], ["FSDP001", "FSDP003"], 0)

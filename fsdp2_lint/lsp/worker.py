@@ -4,6 +4,11 @@ Nothing one document does may take the server down, and some failures are not ex
 native parser overflows its stack on absurdly nested code (a segmentation fault), and a runaway
 lint would block every later one. A lint that kills or outlasts its process costs that document
 one FSDP000 diagnostic that says so; the next call starts a fresh process.
+
+The child must not import from the editor's working directory, where a project's own
+``signal.py`` would run: a spawned child starts as ``python -c``, which puts that directory first
+on ``sys.path``, and imports ``signal``, ``socket``, ``threading`` and ``pickle`` before it takes
+the parent's ``sys.path``. ``PYTHONSAFEPATH`` (Python 3.11 and later) keeps it off.
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ class LintWorker:
     def start(self) -> None:
         if self._process is not None and self._process.is_alive():
             return
+        os.environ["PYTHONSAFEPATH"] = "1"  # for the child and multiprocessing's resource tracker (see above)
         ours, theirs = self._context.Pipe()
         self._process = self._context.Process(target=_serve, args=(theirs,), name="fsdp2-lint-worker", daemon=True)
         self._process.start()
