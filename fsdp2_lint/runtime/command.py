@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from pathlib import Path
 import click
 
 from fsdp2_lint.runtime.device import DEVICE_CHOICES, DeviceUnavailable
+from fsdp2_lint.runtime.processes import exit_like
 
 INSTALL_HINT = (
     "fsdp2-lint confirm runs training scripts under torchrun and needs PyTorch, which is not installed.\n"
@@ -20,6 +22,7 @@ INSTALL_HINT = (
 )
 FIXTURE_TIMEOUT_SECONDS = 30.0
 SCRIPT_TIMEOUT_SECONDS = 300.0
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # a cancelled CI job, a closed terminal
 
 
 def torch_available() -> bool:
@@ -36,6 +39,30 @@ def report_console():
 
     width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
     return Console(file=sys.stdout, width=width, highlight=False, emoji=False)
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP, raised where the harness is, so that it unwinds as for Ctrl-C: every
+    launcher stops its processes and the temporary directory is removed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _terminating_signals_unwind() -> Iterator[None]:
+    def terminate(signum: int, frame: object) -> None:
+        for other in TERMINATING_SIGNALS:
+            signal.signal(other, signal.SIG_IGN)  # a second one must not cut the cleanup short
+        raise _Terminated(signum)
+
+    previous = {signum: signal.signal(signum, terminate) for signum in TERMINATING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @contextlib.contextmanager
@@ -86,7 +113,9 @@ def confirm(
     which failures the static pass missed.
 
     Exit status: 0 when every bad fixture is confirmed and every good one is clean (for SCRIPT:
-    when the run showed no failure), 1 otherwise, 2 when the harness cannot run.
+    when the run showed no failure), 1 otherwise, 2 when the harness cannot run. On SIGTERM or
+    SIGHUP, as on Ctrl-C, every process it started is stopped and its temporary files are removed
+    before it ends (killed by that signal, as its caller expects).
     """
     if not torch_available():
         click.echo(INSTALL_HINT, err=True)
@@ -95,7 +124,7 @@ def confirm(
     from fsdp2_lint.runtime.pool import HarnessError
 
     try:
-        with _run_root(keep_runs) as root:
+        with _terminating_signals_unwind(), _run_root(keep_runs) as root:
             if script is not None:
                 from fsdp2_lint.runtime.confirm_script import run_script_check
 
@@ -107,6 +136,10 @@ def confirm(
     except (HarnessError, DeviceUnavailable, UnknownRule) as error:
         click.echo(f"fsdp2-lint confirm: {error}", err=True)
         sys.exit(2)
+    except _Terminated as stop:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        exit_like(-stop.signum)
     sys.exit(code)
 
 

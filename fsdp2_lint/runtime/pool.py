@@ -21,7 +21,6 @@ import select
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any
 
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.device import Device, choose_device
+from fsdp2_lint.runtime.processes import python_module
 from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect, tail_lines
 from fsdp2_lint.runtime.stall import StallWatch
 
@@ -112,7 +112,7 @@ class RankPool:
             log = self.log_dir / f"server-rank{rank}.log"
             with open(log, "wb") as out:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "fsdp2_lint.runtime.rank_server",
+                    [*python_module("fsdp2_lint.runtime.rank_server"),
                      "--control-fd", str(theirs.fileno()), "--rank", str(rank)],
                     pass_fds=[theirs.fileno()], stdout=out, stderr=subprocess.STDOUT, env=env,
                 )  # fmt: skip

@@ -1,5 +1,6 @@
-"""Per-launch entry point of one rank: ``torchrun ... -m fsdp2_lint.runtime.rank_main
---run-dir DIR [--device auto|cpu|cuda] [--trace-lines] SCRIPT [ARGS...]`` (imports torch)."""
+"""Per-launch entry point of one rank, started by torchrun as ``python -m fsdp2_lint.runtime.rank_main
+--run-dir DIR [--device auto|cpu|cuda] [--trace-lines] SCRIPT [ARGS...]`` without the current
+directory on sys.path (see :func:`.processes.python_module`) (imports torch)."""
 
 from __future__ import annotations
 

@@ -11,13 +11,19 @@
 
 Fork safety: the server is single-threaded, never initialises a process group or CUDA and runs
 no tensor op, so each child starts from a clean torch (the GPU count is taken in a throwaway
-child). Each child gets its own process group (killed as a whole) and dies with its server.
+child).
+
+Each run's child is a keeper (see :mod:`.processes`) that forks the rank itself: it passes the
+harness's stack-dump request on to the rank, kills it on SIGTERM (a stop, the server's end), then
+kills whatever the rank left running, and ends as the rank did. Keeper and rank leave the
+harness's process group, so a Ctrl-C in its terminal reaches the harness and the servers only;
+SIGTERM and SIGHUP stop a server as Ctrl-C does, after stopping its runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
+import contextlib
 import importlib
 import json
 import os
@@ -28,11 +34,13 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from fsdp2_lint.runtime.device import Device
-from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL, STACK_GRACE_SECONDS, signal_group
+from fsdp2_lint.runtime.processes import EX_SOFTWARE, become_subreaper, die_with_parent, exit_like, kill_orphans
+from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL, STACK_GRACE_SECONDS
 
 POLL_SECONDS = 0.02
 # Ranks other than 0 wait, ready to run, until rank 0's TCPStore listens on MASTER_PORT: one that
@@ -58,10 +66,12 @@ WARM_IMPORTS = (
     "torch._dynamo",
     "fsdp2_lint.runtime.rank",
 )
-PR_SET_PDEATHSIG = 1
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def main(argv: list[str] | None = None) -> int:
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.default_int_handler)  # KeyboardInterrupt: serve() stops every run
     parser = argparse.ArgumentParser(prog="python -m fsdp2_lint.runtime.rank_server")
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--rank", type=int, required=True)
@@ -76,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     _send(control, hello)
     if "error" in hello:
         return 1
-    RankServer(control, options.rank).serve()
+    with contextlib.suppress(KeyboardInterrupt):
+        RankServer(control, options.rank).serve()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # nothing left to clean up; tearing down torch's interpreter state takes seconds
@@ -123,9 +134,9 @@ class RankServer:
     def __init__(self, control: socket.socket, rank: int) -> None:
         self.control = control
         self.rank = rank
-        self.job_of: dict[int, str] = {}  # child pid -> job
-        self.pid_of: dict[str, int] = {}  # job -> child pid
-        self.kill_at: dict[int, float] = {}  # child pid -> when to SIGKILL its process group
+        self.job_of: dict[int, str] = {}  # keeper pid -> job
+        self.pid_of: dict[str, int] = {}  # job -> keeper pid
+        self.kill_at: dict[int, float] = {}  # keeper pid -> when to have it kill its run
 
     def serve(self) -> None:
         buffer = b""
@@ -143,8 +154,8 @@ class RankServer:
                 self.reap()
                 self.kill_due()
         finally:
-            for pid in list(self.job_of):
-                signal_group(pid, signal.SIGKILL)
+            for pid in self.job_of:
+                os.kill(pid, signal.SIGTERM)  # not reaped yet, so the pid is still this keeper's
             self.reap(block=True)
 
     def handle(self, message: dict[str, Any]) -> bool:
@@ -159,13 +170,10 @@ class RankServer:
     def start(self, job: dict[str, Any]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _child(job, self.rank, self.control.fileno())
-        try:
-            os.setpgid(pid, pid)  # also done by the child: whichever runs first wins the race
-        except OSError:
-            pass
+            _keep_run(job, self.rank, self.control.fileno(), server)
         self.job_of[pid] = job["job"]
         self.pid_of[job["job"]] = pid
 
@@ -179,7 +187,7 @@ class RankServer:
         now = time.monotonic()
         for pid, when in list(self.kill_at.items()):
             if now >= when:
-                signal_group(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGTERM)
                 del self.kill_at[pid]
 
     def reap(self, block: bool = False) -> None:
@@ -193,7 +201,6 @@ class RankServer:
             job = self.job_of.pop(pid, None)
             if job is None:
                 continue
-            signal_group(pid, signal.SIGKILL)  # anything the script left running in its group
             self.kill_at.pop(pid, None)
             del self.pid_of[job]
             returncode = os.waitstatus_to_exitcode(status)
@@ -201,12 +208,70 @@ class RankServer:
                 _send(self.control, {"op": "done", "job": job, "rank": self.rank, "returncode": returncode})
 
 
-def _child(job: dict[str, Any], rank: int, control_fd: int) -> NoReturn:
-    code = 70  # EX_SOFTWARE: the harness failed before the script could run
+def _keep_run(job: dict[str, Any], rank: int, control_fd: int, server: int) -> NoReturn:
+    """The forked keeper of one run on this rank (see the module docstring)."""
+    returncode = EX_SOFTWARE
     try:
         os.close(control_fd)
         os.setpgid(0, 0)
-        _die_with_parent()
+        keeper = _RankKeeper()
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, keeper.kill)
+        signal.signal(STACK_DUMP_SIGNAL, keeper.dump_stacks)
+        die_with_parent(signal.SIGTERM, server)
+        become_subreaper()
+        keeper_pid = os.getpid()
+        returncode = keeper.run(lambda: _child(job, rank, keeper_pid))
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        kill_orphans()  # the rank too, when the keeper failed before it ended
+        sys.stdout.flush()
+        sys.stderr.flush()
+        exit_like(returncode)
+
+
+class _RankKeeper:
+    def __init__(self) -> None:
+        self.rank_pid = 0  # while it runs
+        self.kill_requested = False
+
+    def run(self, child: Callable[[], NoReturn]) -> int:
+        """Fork the rank, wait for it, and return its exit status (negative: the signal that killed it)."""
+        pid = os.fork()
+        if pid == 0:
+            child()
+        self.rank_pid = pid
+        if self.kill_requested:  # the stop came while the rank was being forked
+            self.kill()
+        _, status = os.waitpid(pid, 0)
+        self.rank_pid = 0
+        return os.waitstatus_to_exitcode(status)
+
+    def dump_stacks(self, signum: int = 0, frame: object = None) -> None:
+        if self.rank_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.rank_pid, STACK_DUMP_SIGNAL)
+
+    def kill(self, signum: int = 0, frame: object = None) -> None:
+        self.kill_requested = True
+        if self.rank_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.rank_pid, signal.SIGKILL)
+
+
+def _as_a_script_starts() -> None:
+    """The signal dispositions ``python script.py`` starts with, not the server's or the keeper's."""
+    for signum in (signal.SIGTERM, signal.SIGHUP, STACK_DUMP_SIGNAL):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _child(job: dict[str, Any], rank: int, keeper: int) -> NoReturn:
+    code = EX_SOFTWARE  # the harness failed before the script could run
+    try:
+        _as_a_script_starts()
+        die_with_parent(signal.SIGKILL, keeper)
         os.environ.update(job["env"])
         os.chdir(job["cwd"])
         if rank != 0:
@@ -252,18 +317,6 @@ def _listening(port: int) -> bool:
             if len(fields) > 3 and fields[1].endswith(suffix) and fields[3] == TCP_LISTEN:
                 return True
     return not tables
-
-
-def _die_with_parent() -> None:
-    """Linux: the kernel kills this child if its server dies, so no run outlives the pool."""
-    parent = os.getppid()
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:
-        os._exit(70)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,3 @@ def dump_stacks(pids: Iterable[int]) -> None:
         except ProcessLookupError:
             pass
 
-
-def signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -2,28 +2,37 @@
 
 Each launch pays torch's import on every rank; it is what ``confirm path/to/train.py`` uses and
 the baseline the pooled mode is measured against. ``--standalone`` lets torchrun pick a free
-rendezvous port itself, so concurrent launches cannot collide.
+rendezvous port itself, so concurrent launches cannot collide. torchrun runs under a
+:mod:`.keeper`, which stops it and kills whatever its ranks left running once it has ended.
 """
 
 from __future__ import annotations
 
+import os
 import re
-import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import BinaryIO
 
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.device import CPU, CUDA, Device, choose_device
+from fsdp2_lint.runtime.processes import SAFE_PATH_PRELUDE, python_module
 from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect, read_tail
-from fsdp2_lint.runtime.signals import STACK_GRACE_SECONDS, dump_stacks, signal_group
+from fsdp2_lint.runtime.signals import STACK_GRACE_SECONDS, dump_stacks
 
-TERMINATE_GRACE_SECONDS = 5.0
+TERMINATE_GRACE_SECONDS = 5.0  # torchrun's time to stop its ranks and report, once asked to stop
 # torchrun's failure report: one block per rank that failed before torchrun stopped the others
 # (ranks it stopped are not listed), "exitcode: -11" for one killed by SIGSEGV.
 FAILED_RANK = re.compile(r"^\s*rank\s*: (?P<rank>\d+) \(local_rank: \d+\)\n\s*exitcode\s*: (?P<code>-?\d+)", re.M)
+
+
+class _Abandoned(Exception):
+    """A launch not started because run_all was left (its caller stopped early or was interrupted)."""
 
 
 class TorchrunLauncher:
@@ -32,6 +41,9 @@ class TorchrunLauncher:
         self.device_request = device_request  # resolved by each rank (rank_main), reported in its events
         self.jobs = jobs
         self._visible_gpus: int | None = None
+        self._launches: set[subprocess.Popen] = set()  # keepers of the launches running now
+        self._stopping = False  # run_all was left early: start no more launches
+        self._lock = threading.Lock()
 
     def __enter__(self) -> TorchrunLauncher:
         if self.device_request == "cuda":  # refuse before any launch rather than in every rank
@@ -45,7 +57,7 @@ class TorchrunLauncher:
         """Only needed to rule out fixtures that need GPUs; costs one torch import."""
         if self._visible_gpus is None:
             answer = subprocess.run(
-                [sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+                [sys.executable, "-c", SAFE_PATH_PRELUDE + "import torch\nprint(torch.cuda.device_count())"],
                 capture_output=True, text=True, check=True,
             )  # fmt: skip
             self._visible_gpus = int(answer.stdout.strip() or 0)
@@ -58,33 +70,33 @@ class TorchrunLauncher:
             try:
                 for future in futures:
                     yield future.result()
-            finally:
+            finally:  # when the caller stops early (or is interrupted): drop the rest, stop those running
                 for future in futures:
-                    future.cancel()  # those not started yet, when the caller stops early
+                    future.cancel()
+                with self._lock:
+                    self._stopping = True
+                    for keeper in self._launches:
+                        keeper.terminate()
 
     def run(self, spec: RunSpec) -> RunRecord:
         spec.run_dir.mkdir(parents=True, exist_ok=True)
         cwd = spec.cwd or events.output_dir(spec.run_dir)
         cwd.mkdir(parents=True, exist_ok=True)
-        command = [
-            sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={self.nproc}",
-            "-m", "fsdp2_lint.runtime.rank_main", "--run-dir", str(spec.run_dir.resolve()),
-            "--device", self.device_request,
-            *(["--trace-lines"] if spec.trace_lines else []),
-            str(spec.script.resolve()), *spec.argv,
-        ]  # fmt: skip
         started = time.monotonic()
         with open(spec.run_dir / "torchrun.log", "wb") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+            keeper = self._launch(spec, cwd, log)
             timed_out: tuple[int, ...] = ()
             try:
-                process.wait(timeout=spec.timeout)
+                keeper.wait(timeout=spec.timeout)
             except subprocess.TimeoutExpired:
                 timed_out = self._ranks_still_running(spec)
                 dump_stacks(self._rank_pids(spec, timed_out))
                 time.sleep(STACK_GRACE_SECONDS)
             finally:
-                _terminate_session(process)
+                keeper.terminate()  # stops torchrun, then kills every process left from the launch
+                keeper.wait()
+                with self._lock:
+                    self._launches.discard(keeper)
         seconds = time.monotonic() - started
         returncodes = {rank: None for rank in range(self.nproc)} | _failed_ranks(spec)
         record = collect(spec, self.nproc, CPU, seconds, returncodes, timed_out)
@@ -93,6 +105,25 @@ class TorchrunLauncher:
             record.stopped = _stopped_after_failure(record)
         return record
 
+    def _launch(self, spec: RunSpec, cwd: Path, log: BinaryIO) -> subprocess.Popen:
+        """Every Python here runs without the current directory on sys.path (see :mod:`.processes`);
+        the ranks run the script as ``python SCRIPT`` would, in ``cwd``."""
+        command = [
+            *python_module("fsdp2_lint.runtime.keeper"), "--parent", str(os.getpid()),
+            "--grace", str(TERMINATE_GRACE_SECONDS), "--",
+            *python_module("torch.distributed.run"), "--standalone", f"--nproc_per_node={self.nproc}", "--no-python",
+            *python_module("fsdp2_lint.runtime.rank_main"), "--run-dir", str(spec.run_dir.resolve()),
+            "--device", self.device_request,
+            *(["--trace-lines"] if spec.trace_lines else []),
+            str(spec.script.resolve()), *spec.argv,
+        ]  # fmt: skip
+        with self._lock:
+            if self._stopping:
+                raise _Abandoned(spec.script)
+            keeper = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+            self._launches.add(keeper)
+        return keeper
+
     def _ranks_still_running(self, spec: RunSpec) -> tuple[int, ...]:
         probe = collect(spec, self.nproc, CPU, 0.0, {})
         return tuple(rank for rank in probe.ranks if probe.final_event(rank) is None)
@@ -100,17 +131,6 @@ class TorchrunLauncher:
     def _rank_pids(self, spec: RunSpec, ranks: tuple[int, ...]) -> list[int]:
         probe = collect(spec, self.nproc, CPU, 0.0, {})
         return [event["pid"] for rank, event in probe.of_kind(events.START) if rank in ranks]
-
-
-def _terminate_session(process: subprocess.Popen) -> None:
-    """Stop torchrun and every rank it started (they share its session)."""
-    signal_group(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=TERMINATE_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
-    signal_group(process.pid, signal.SIGKILL)  # whatever outlived torchrun in its session
-    process.wait()
 
 
 def _failed_ranks(spec: RunSpec) -> dict[int, int]:
