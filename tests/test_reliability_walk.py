@@ -12,6 +12,7 @@ import ctypes
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import textwrap
@@ -72,6 +73,12 @@ def project(tmp_path, monkeypatch):
             os.chmod(os.path.join(folder, name), 0o755)
 
 
+def bind_socket(name: str) -> None:
+    """A Unix socket file ``name`` in the working directory (relative: a socket path must be short)."""
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(name)
+
+
 def write(path: Path, text: str = BAD) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -113,8 +120,9 @@ def test_a_directory_the_walk_cannot_read_is_reported_once_and_the_rest_linted(p
         (os.mkfifo, "a named pipe (FIFO)"),
         (lambda path: path.symlink_to("/dev/zero"), "a character device"),
         (lambda path: path.symlink_to("/dev/null"), "a character device"),
+        (lambda path: bind_socket(path.name), "a socket"),
     ],
-    ids=["fifo", "dev-zero", "dev-null"],
+    ids=["fifo", "dev-zero", "dev-null", "socket"],
 )
 def test_a_special_file_named_explicitly_is_fsdp000_and_the_rest_linted(project, make, kind, fix):
     write(project / "bad.py")
