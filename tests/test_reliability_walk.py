@@ -13,6 +13,7 @@ import json
 import os
 import resource
 import socket
+import stat
 import subprocess
 import sys
 import textwrap
@@ -79,6 +80,19 @@ def bind_socket(name: str) -> None:
         server.bind(name)
 
 
+def device_like(system_device: str):
+    """A maker of a character device that reads as ``system_device`` does. As root it is a node of our
+    own: a regression that wrote through a link to /dev/null would replace the machine's (only root can)."""
+
+    def make(path: Path) -> None:
+        if os.geteuid() == 0:
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.stat(system_device).st_rdev)
+        else:
+            path.symlink_to(system_device)
+
+    return make
+
+
 def write(path: Path, text: str = BAD) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -98,7 +112,7 @@ def test_links_that_lead_nowhere_and_special_files_in_a_walk_are_passed_over(pro
     write(project / "bad.py")
     (project / "loop.py").symlink_to("loop.py")
     (project / "dangling.py").symlink_to("missing.py")
-    (project / "zero.py").symlink_to("/dev/zero")
+    device_like("/dev/zero")(project / "zero.py")
     os.mkfifo(project / "fifo.py")
     assert lint(".") == (1, [("bad.py", "FSDP001")])
 
@@ -118,8 +132,8 @@ def test_a_directory_the_walk_cannot_read_is_reported_once_and_the_rest_linted(p
     "make, kind",
     [
         (os.mkfifo, "a named pipe (FIFO)"),
-        (lambda path: path.symlink_to("/dev/zero"), "a character device"),
-        (lambda path: path.symlink_to("/dev/null"), "a character device"),
+        (device_like("/dev/zero"), "a character device"),
+        (device_like("/dev/null"), "a character device"),
         (lambda path: bind_socket(path.name), "a socket"),
     ],
     ids=["fifo", "dev-zero", "dev-null", "socket"],
