@@ -16,8 +16,10 @@ child).
 Each run's child is a keeper (see :mod:`.processes`) that forks the rank itself: it passes the
 harness's stack-dump request on to the rank, kills it on SIGTERM (a stop, the server's end), then
 kills whatever the rank left running, and ends as the rank did. Keeper and rank leave the
-harness's process group, so a Ctrl-C in its terminal reaches the harness and the servers only;
-SIGTERM and SIGHUP stop a server as Ctrl-C does, after stopping its runs.
+harness's process group. A Ctrl-C or hang-up of the harness's terminal reaches the harness and
+the servers: the servers ignore it, and the harness shuts them down (as it does when it ends any
+other way; its end closes their control sockets), so that no signal cuts a server's own
+bookkeeping short.
 """
 
 from __future__ import annotations
@@ -66,12 +68,13 @@ WARM_IMPORTS = (
     "torch._dynamo",
     "fsdp2_lint.runtime.rank",
 )
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGHUP)
+KEEPER_STOP_SIGNALS = (signal.SIGTERM, *TERMINAL_SIGNALS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, signal.default_int_handler)  # KeyboardInterrupt: serve() stops every run
+    for signum in TERMINAL_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     parser = argparse.ArgumentParser(prog="python -m fsdp2_lint.runtime.rank_server")
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--rank", type=int, required=True)
@@ -86,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     _send(control, hello)
     if "error" in hello:
         return 1
-    with contextlib.suppress(KeyboardInterrupt):
-        RankServer(control, options.rank).serve()
+    RankServer(control, options.rank).serve()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # nothing left to clean up; tearing down torch's interpreter state takes seconds
@@ -215,7 +217,7 @@ def _keep_run(job: dict[str, Any], rank: int, control_fd: int, server: int) -> N
         os.close(control_fd)
         os.setpgid(0, 0)
         keeper = _RankKeeper()
-        for signum in STOP_SIGNALS:
+        for signum in KEEPER_STOP_SIGNALS:
             signal.signal(signum, keeper.kill)
         signal.signal(STACK_DUMP_SIGNAL, keeper.dump_stacks)
         die_with_parent(signal.SIGTERM, server)

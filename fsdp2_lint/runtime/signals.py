@@ -18,4 +18,3 @@ def dump_stacks(pids: Iterable[int]) -> None:
             os.kill(pid, STACK_DUMP_SIGNAL)
         except ProcessLookupError:
             pass
-

@@ -112,6 +112,7 @@ class TorchrunLauncher:
             *python_module("fsdp2_lint.runtime.keeper"), "--parent", str(os.getpid()),
             "--grace", str(TERMINATE_GRACE_SECONDS), "--",
             *python_module("torch.distributed.run"), "--standalone", f"--nproc_per_node={self.nproc}", "--no-python",
+            "--log-dir", str(spec.run_dir.resolve() / "torchrun-logs"),  # not a torchelastic_* left in the TMPDIR
             *python_module("fsdp2_lint.runtime.rank_main"), "--run-dir", str(spec.run_dir.resolve()),
             "--device", self.device_request,
             *(["--trace-lines"] if spec.trace_lines else []),

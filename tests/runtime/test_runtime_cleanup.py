@@ -56,6 +56,12 @@ def fault_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "FAULT_PIDS": str(tmp_path / "pids"), **extra}
 
 
+def temporary_files(tmp_path: Path) -> list[str]:
+    """What is left in confirm's TMPDIR, but torch's compile cache (made when the pool imports
+    torch._dynamo, and meant to stay)."""
+    return [path.name for path in (tmp_path / "tmp").iterdir() if not path.name.startswith("torchinductor_")]
+
+
 # processes, as /proc shows them ----------------------------------------------------------------
 
 
@@ -133,6 +139,7 @@ def test_no_process_a_rank_started_outlives_a_normal_run_or_a_timeout(tmp_path, 
     processes = recorded(tmp_path)
     assert len(processes) == len(scripts) * RANKS * (1 + SURVIVORS_PER_RANK)
     assert left_behind(processes) == []
+    assert temporary_files(tmp_path) == []  # torchrun's log directory (torchelastic_*) included
 
 
 # 16: SIGTERM and SIGHUP -------------------------------------------------------------------------
@@ -163,7 +170,7 @@ def test_a_terminated_confirm_stops_every_process_and_removes_its_temporary_dire
     assert confirm.returncode == -signum, stderr
     assert "Traceback" not in stderr
     assert left_behind(processes) == []
-    assert list((tmp_path / "tmp").glob("fsdp2-lint-confirm-*")) == []
+    assert temporary_files(tmp_path) == []  # fsdp2-lint-confirm-*, torchelastic_*
 
 
 # 20: no code from the current directory ---------------------------------------------------------
