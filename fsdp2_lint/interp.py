@@ -6,6 +6,13 @@ loop bodies run once with the loop variable bound to "an element" of the iterabl
 functions, classes and methods defined in the same file are expanded in place with their
 arguments bound, so their events land in the caller's trace in execution order. Everything it
 does not understand evaluates to ``UNKNOWN``, which no rule reports on: precision before recall.
+
+Expansion is bounded, so that a file of many mutually calling helpers costs time linear in its
+number of functions instead of exponential in the call depth: each entry point (the module body,
+and each function analysed on its own) expands at most ``MAX_EXPANSIONS_PER_ENTRY`` calls, and no
+call is expanded once the file has run ``MAX_STEPS`` statements. A call past a bound is analysed
+like a call to a function of another file (its events are not in the caller's trace), and a
+function no call expanded is still analysed as an entry point of its own.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ T = TypeVar("T")
 K = TypeVar("K")
 MAX_CALL_DEPTH = 8
 MAX_RECURSION = 2  # a recursive function is expanded one level deep (children, then the module)
+MAX_EXPANSIONS_PER_ENTRY = 512  # same-file calls expanded per entry point (FSDP2 repositories need 496 at most)
 MAX_STEPS = 200_000  # statements interpreted per file before same-file calls stop being expanded
 TERMINATED = object()  # a block that ends in return/raise/break/continue
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -216,6 +224,7 @@ class Interpreter:
         self.active_lambdas: list[cst.Lambda] = []
         self.invoked: set[FunctionInfo] = set()
         self.steps = 0
+        self.entry_expansions = 0  # calls the current entry point expanded
         self.loops_seen = 0
 
     # --- entry points ------------------------------------------------------------------------
@@ -243,6 +252,7 @@ class Interpreter:
 
     def _run_root(self, info: FunctionInfo, module_heap: dict) -> Trace:
         self.events, self.heap, self.ctx = [], dict(module_heap), Context()
+        self.entry_expansions = 0
         self.frame = Frame(self.module_env)
         instance = Ref(Obj("self", "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
         init = info.cls.method("__init__") if info.cls else None
@@ -979,7 +989,8 @@ class Interpreter:
 
     def call_lambda(self, fn: Lambda, args: tuple, kwargs: dict) -> Value:
         """Evaluate a lambda's body with its parameters bound, in the scope it was written in."""
-        if fn.node in self.active_lambdas or len(self.active) + len(self.active_lambdas) >= MAX_CALL_DEPTH:
+        depth = len(self.active) + len(self.active_lambdas)
+        if fn.node in self.active_lambdas or depth >= MAX_CALL_DEPTH or not self.within_budget():
             return UNKNOWN
         params = fn.node.params
         positional = list(params.posonly_params) + list(params.params)
@@ -1285,9 +1296,12 @@ class Interpreter:
     def call_function(
         self, fn: Function, args: tuple, kwargs: dict, node: cst.CSTNode | None, symbolic: bool = False
     ) -> Value | None:
-        """Expand a same-file function in place; None when it cannot be (recursion, depth, budget)."""
+        """Expand a same-file function in place; None when it cannot be (recursion, depth, budget).
+        ``symbolic``: an entry point's own run, which always happens."""
         info = fn.info
-        if self.active.count(info) >= MAX_RECURSION or len(self.active) >= MAX_CALL_DEPTH or self.steps > MAX_STEPS:
+        if not symbolic and (
+            self.active.count(info) >= MAX_RECURSION or len(self.active) >= MAX_CALL_DEPTH or not self.within_budget()
+        ):
             return None
         self.invoked.add(info)
         self.active.append(info)
@@ -1308,6 +1322,13 @@ class Interpreter:
             self.frame, self.ctx = outer_frame, outer_ctx
             self.active.pop()
         return choice(returns) if returns else Const(None)
+
+    def within_budget(self) -> bool:
+        """Whether another call may be expanded; if so, it is counted against the entry point."""
+        if self.entry_expansions >= MAX_EXPANSIONS_PER_ENTRY or self.steps > MAX_STEPS:
+            return False
+        self.entry_expansions += 1
+        return True
 
     def bind_parameters(self, fn: Function, args: tuple, kwargs: dict, symbolic: bool) -> None:
         params = fn.info.node.params
