@@ -9,4 +9,6 @@ or :mod:`.torchrun_launcher` — one torchrun per script) runs each script with 
 (:mod:`.probes`); every rank writes structured events to a run directory (:mod:`.events`);
 :mod:`.record` collects them, :mod:`.evidence` turns them into evidence, :mod:`.verdict` judges
 fixtures against their rule's declared runtime signature and :mod:`.report` prints the result.
+:mod:`.processes` keeps every process the harness starts from importing the current directory's
+modules, and from outliving its run (keepers: :mod:`.keeper`, and one per pooled rank).
 """
