@@ -45,6 +45,7 @@ CASES = {
     "invalid-utf8": (frame(body(FIRST).replace("π".encode(), b"\xcf")) + frame(body(SECOND)), [UNREADABLE, SECOND]),
     "too-deep": (frame(b"[" * 100_000 + b"]" * 100_000) + frame(body(SECOND)), [UNREADABLE, SECOND]),
     "empty-body": (frame(b"") + frame(body(SECOND)), [UNREADABLE, SECOND]),
+    "length-not-a-number": (b"Content-Length: -5\r\n\r\n" + body(FIRST) + frame(body(SECOND)), [UNREADABLE, SECOND]),
     "no-blank-line": (b"Content-Length: 5\r\n" + body(FIRST) + frame(body(SECOND)), [UNREADABLE, SECOND]),
     "garbage-between": (
         b"\x00\xffhello\r\n\r\n}" + frame(body(FIRST)) + b"Content-Type: x\r\n" + frame(body(SECOND)),

@@ -218,15 +218,25 @@ if __name__ == '__main__':
 """  # what pip writes for `fsdp2-lint`: run with this Python, it imports the fsdp2_lint under test
 
 
-@pytest.mark.parametrize("launch", ["console-script", "python-m"])
-def test_modules_in_the_editors_directory_are_never_imported(tmp_path, launch):
-    """The server runs in a project whose root holds modules named like the standard library's
-    and the server's own dependencies: neither the server nor its lint process imports them, and
-    linting works."""
-    project = tmp_path / "project"
+def shadowing_project(root: Path) -> Path:
+    """A project whose root holds modules named like the standard library's and the linter's
+    dependencies; each leaves a ``NAME.imported`` file when something imports it."""
+    project = root / "project"
     project.mkdir()
     for name in SHADOWED:
         (project / f"{name}.py").write_text(f"open({str(project / name)!r} + '.imported', 'w').close()\n")
+    return project
+
+
+def imported(project: Path) -> list[str]:
+    return sorted(path.stem for path in project.glob("*.imported"))
+
+
+@pytest.mark.parametrize("launch", ["console-script", "python-m"])
+def test_modules_in_the_editors_directory_are_never_imported(tmp_path, launch):
+    """The server runs in a shadowing project: neither the server nor its lint process imports
+    the project's modules, and linting works."""
+    project = shadowing_project(tmp_path)
     script = tmp_path / "bin" / "fsdp2-lint"
     script.parent.mkdir()
     script.write_text(CONSOLE_SCRIPT)
@@ -242,5 +252,13 @@ def test_modules_in_the_editors_directory_are_never_imported(tmp_path, launch):
         status = client.shut_down()
     finally:
         client.close()
-    imported = sorted(path.stem for path in project.glob("*.imported"))
-    assert (imported, found, status) == ([], ["FSDP001", "FSDP003"], 0)
+    assert (imported(project), found, status) == ([], ["FSDP001", "FSDP003"], 0)
+
+
+def test_python_m_fsdp2_lint_check_imports_nothing_from_the_working_directory(tmp_path):
+    project = shadowing_project(tmp_path)
+    (project / "train.py").write_text(BAD)
+    command = [sys.executable, "-m", "fsdp2_lint", "check", "--output-format", "json", "train.py"]
+    result = subprocess.run(command, cwd=project, capture_output=True, text=True)
+    assert (imported(project), result.returncode) == ([], 1), result.stderr
+    assert [d["code"] for d in json.loads(result.stdout)] == ["FSDP001", "FSDP003"]

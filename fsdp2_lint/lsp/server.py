@@ -9,6 +9,8 @@ shares the result.
 Diagnostics are pushed (``textDocument/publishDiagnostics``) on open, save and, debounced, on
 change, unless the client declared pull support: then the server offers ``textDocument/diagnostic``,
 the client asks, and nothing is pushed, so no editor shows a diagnostic twice.
+
+Messages are read by ``transport``: a client's framing mistake costs that message, not the session.
 """
 
 from __future__ import annotations

@@ -3,12 +3,13 @@
 A message is a ``Content-Length: N`` header (other headers may follow it), a blank line, then N
 bytes of JSON. pygls's reader trusts N: a length a few bytes off glues every later header onto a
 body, and from then on no request is answered and ``shutdown``/``exit`` are ignored. Here a body
-is the first JSON value after its header, and the stream resynchronises on the next header:
+that holds an object (every JSON-RPC message is one) ends where the object closes, and the stream
+resynchronises on the next header:
 
-- N too long: the value ends before N bytes; it is handled as soon as it is complete (the client
-  may be waiting for its answer), and what follows it is read as the next message;
-- N too short, or a body that is not JSON: the client gets a JSON-RPC parse error (-32700, id
-  null), and what follows up to the next header is skipped.
+- N too long: the message is handled as soon as its closing brace arrives (the client may be
+  waiting for the answer), and what follows it is read as the next message;
+- N too short, N not a number, or a body that is not JSON: the client gets a JSON-RPC parse error
+  (-32700, id null), and what follows up to the next header is skipped.
 
 Resynchronising on a header cannot be fooled by a message's content: a header line ends in CR LF,
 and a JSON text holds no raw control characters.
@@ -30,7 +31,7 @@ from pygls.io_ import StdoutWriter
 from pygls.protocol import JsonRPCProtocol
 from pygls.server import JsonRPCServer
 
-LENGTH_HEADER = re.compile(rb"content-length:[ \t]{0,16}(\d{1,12})[ \t]{0,16}\r?\n", re.IGNORECASE)
+LENGTH_HEADER = re.compile(rb"content-length:([^\r\n]{0,64})\r?\n", re.IGNORECASE)
 TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # a header's name (RFC 7230)
 OTHER_HEADER = re.compile(TOKEN + rb":[^\r\n]*\r?\n")
 PARTIAL_HEADER = re.compile(rb"(?:" + TOKEN + rb"(?::[^\r\n]*)?)?\r?")  # a header line or the blank line, yet to end
@@ -79,8 +80,12 @@ class MessageStream:
         if header is None:
             del self._buffer[: max(0, len(self._buffer) - LONGEST_HEADER_LINE)]
             return INCOMPLETE
-        length, header_size = int(header.group(1)), header.end() - header.start()
+        declared, header_size = header.group(1).strip(b" \t"), header.end() - header.start()
         del self._buffer[: header.start()]  # the rest of a misframed message: already answered
+        if not declared.isdigit():
+            del self._buffer[:header_size]
+            return Unreadable(f"Content-Length is not a number: {declared.decode('latin-1')!r}")
+        length = int(declared)
         body_start = self._body_start(header_size)
         if body_start is INCOMPLETE:
             return INCOMPLETE
