@@ -1,17 +1,18 @@
 """Lint one file: the single code path behind the CLI, the LSP server and the pre-commit hook.
 
 Per file: the prefilter (each selected rule's required tokens) decides whether the file can
-violate anything at all; if so it is parsed once, interpreted once into facts, and every
-applicable rule reads those facts. Findings in code a test expects to raise (`with
+violate anything at all; if so, and if it is no larger than ``max_file_size`` and nests no deeper
+than libcst's parser handles (:mod:`fsdp2_lint.nesting`), it is parsed once, interpreted once into
+facts, and every applicable rule reads those facts. Findings in code a test expects to raise (`with
 pytest.raises(...)`) are dropped: the misuse is deliberate there. A rule that raises is
 reported as an internal error of that rule and never hides the other rules' findings.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from fsdp2_lint import fixes
 from fsdp2_lint.edits import fix_edits
 from fsdp2_lint.facts import FileFacts
 from fsdp2_lint.interp import interpret
+from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.prefilter import applicable_rules
 from fsdp2_lint.rule import Finding, Rule, RuleFix, Severity, all_rules
 
@@ -37,12 +39,14 @@ _SYNTAX_HINT = "fix the syntax error: fsdp2-lint checked nothing else in this fi
 _DECODE_HINT = "save the file as UTF-8, or declare its encoding (PEP 263): fsdp2-lint checked nothing else in it"
 _READ_HINT = "check the path and its permissions"
 _TOO_DEEP_HINT = "Python itself cannot compile this file: fsdp2-lint checked nothing else in it"
-_PYTHON_MAX_BRACKETS = 200  # CPython's parser: "too many nested parentheses" beyond this
+_LIMIT_HINT = "Python accepts this file: the limit is fsdp2-lint's, and it checked nothing else in this file"
+_TOO_LARGE_HINT = "raise max-file-size in [tool.fsdp2-lint] (or pass --max-file-size) to have it checked"
 _PYTHON_RECURSION_LIMIT = 1000  # what `python train.py` compiles the file with
-_LONG_LINE = re.compile(rb"[^\r\n]{4000}")
-_OPENING = frozenset(b"([{")
-_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"()[]{}")
-_INTERNAL_HINT = "a bug in fsdp2-lint: please report it with the file; the other files were checked"
+# libcst's parser takes 0.5 s and 200 MB at this estimated depth (lambda, `x if c else`), and time
+# and memory grow with its square; real code stays near 100 (torch's sources: at most 109)
+MAX_NESTING = 1000
+DEFAULT_MAX_FILE_SIZE = 1024 * 1024  # about 750 MB of syntax tree and 15 s of parsing; 0: no limit
+INTERNAL_HINT = "a bug in fsdp2-lint: please report it with the file; the other files were checked"
 
 _RULE_INSTANCES: dict[type[Rule], Rule] = {}
 
@@ -91,19 +95,33 @@ class Diagnostic:
 
 
 def lint_file(
-    path: Path, rules: Sequence[type[Rule]] | None = None, display_path: str | None = None
+    path: Path,
+    rules: Sequence[type[Rule]] | None = None,
+    display_path: str | None = None,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
 ) -> list[Diagnostic]:
     shown = display_path if display_path is not None else str(path)
     try:
         data = path.read_bytes()
     except OSError as error:
-        return [_file_error(shown, f"cannot read file: {error.strerror or error}", hint=_READ_HINT)]
-    return lint_source(data, shown, rules)
+        return [file_error(shown, f"cannot read file: {error.strerror or error}", hint=_READ_HINT)]
+    return lint_source(data, shown, rules, max_file_size)
 
 
-def lint_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None) -> list[Diagnostic]:
-    """Diagnostics for one file's bytes, sorted by position, suppressions applied."""
-    return _lint(data, path, rules).diagnostics
+def lint_source(
+    data: bytes, path: str, rules: Sequence[type[Rule]] | None = None, max_file_size: int = DEFAULT_MAX_FILE_SIZE
+) -> list[Diagnostic]:
+    """Diagnostics for one file's bytes, sorted by position, suppressions applied. A MemoryError
+    propagates: the caller knows what memory the process had (see :mod:`fsdp2_lint.isolation`)."""
+    return _lint(data, path, rules, max_file_size).diagnostics
+
+
+def reaches_parser(data: bytes, rules: Sequence[type[Rule]] | None, max_file_size: int) -> bool:
+    """Whether linting these bytes goes as far as the parser: a selected rule can fire on them
+    and they are within ``max_file_size`` (0: no limit)."""
+    return _oversized(data, "", max_file_size) is None and bool(
+        applicable_rules(all_rules() if rules is None else rules, data)
+    )
 
 
 @dataclass
@@ -120,12 +138,12 @@ class _Linted:
         return [diagnostic for diagnostic, _ in self.findings]
 
 
-def _lint(data: bytes, path: str, rules: Sequence[type[Rule]] | None) -> _Linted:
+def _lint(data: bytes, path: str, rules: Sequence[type[Rule]] | None, max_file_size: int) -> _Linted:
     selected = all_rules() if rules is None else rules
     applicable = applicable_rules(selected, data)
     if not applicable:
         return _Linted([])
-    refused = _refused_by_python(data, path)
+    refused = _oversized(data, path, max_file_size) or _too_deep(data, path)
     if refused is not None:
         return _Linted([(refused, None)], broken=True)
     try:
@@ -133,17 +151,19 @@ def _lint(data: bytes, path: str, rules: Sequence[type[Rule]] | None) -> _Linted
     except cst.ParserSyntaxError as error:
         return _Linted([(_syntax_error(data, path, error), None)], broken=True)
     except (UnicodeDecodeError, LookupError, SyntaxError) as error:
-        return _Linted([(_file_error(path, f"cannot decode file: {error}", hint=_DECODE_HINT), None)], broken=True)
+        return _Linted([(file_error(path, f"cannot decode file: {error}", hint=_DECODE_HINT), None)], broken=True)
     lines = _NEWLINE.split(_decode(data, module))
     try:
         facts = FileFacts(path, data, module, interpret(module, data))
     except RecursionError:
         return _Linted(
-            [(_file_error(path, "file is nested too deeply to analyse", hint=_INTERNAL_HINT), None)], broken=True
+            [(file_error(path, "file is nested too deeply to analyse", hint=INTERNAL_HINT), None)], broken=True
         )
+    except MemoryError:
+        raise
     except Exception as error:  # a bug of ours must not cost the user the other files
         message = f"internal error while analysing the file: {type(error).__name__}: {error}"
-        return _Linted([(_file_error(path, message, hint=_INTERNAL_HINT), None)], broken=True)
+        return _Linted([(file_error(path, message, hint=INTERNAL_HINT), None)], broken=True)
     findings: list[tuple[Diagnostic, RuleFix | None]] = []
     for rule in applicable:
         findings.extend(_run_rule(rule, facts, lines))
@@ -165,9 +185,11 @@ def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[
             if id(finding.node) not in seen and not facts.expects_exception(finding.node):
                 seen.add(id(finding.node))
                 found.append((_diagnostic(rule, finding, facts, lines), finding.fix))
+    except MemoryError:
+        raise
     except Exception as error:  # one broken rule must not hide the others
         message = f"internal error in rule {rule.code}: {type(error).__name__}: {error}"
-        return [(_file_error(facts.path, message, hint=_INTERNAL_HINT), None)]
+        return [(file_error(facts.path, message, hint=INTERNAL_HINT), None)]
     return found
 
 
@@ -209,13 +231,19 @@ class FixResult:
 MAX_FIX_ROUNDS = 10
 
 
-def fix_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None, unsafe: bool = False) -> FixResult:
+def fix_source(
+    data: bytes,
+    path: str,
+    rules: Sequence[type[Rule]] | None = None,
+    unsafe: bool = False,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+) -> FixResult:
     """Apply the fixes of the diagnostics :func:`lint_source` reports (safe ones; unsafe ones too
     with ``unsafe``), round after round until none is left, since a fix can expose another. Each
     round re-parses the file and applies every fix that does not overlap an earlier one in one libcst
     transformation. A round whose result does not parse or cannot be analysed is dropped: a faulty
     fix must never break the user's file."""
-    linted = _lint(data, path, rules)
+    linted = _lint(data, path, rules, max_file_size)
     fixed: list[Diagnostic] = []
     for _ in range(MAX_FIX_ROUNDS):
         if linted.facts is None:
@@ -225,7 +253,7 @@ def fix_source(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None
             break
         fixed_module = fixes.apply(linted.facts.module, [fix for _, fix in chosen], linted.facts.parents)
         candidate = fixes.fixed_bytes(data, linted.facts.module, fixed_module)
-        after = _lint(candidate, path, rules)
+        after = _lint(candidate, path, rules, max_file_size)
         if candidate == data or after.broken or (after.facts is None and not _parses(candidate)):
             break
         data, linted = candidate, after
@@ -264,51 +292,56 @@ def _parses(data: bytes) -> bool:
     return True
 
 
-def _refused_by_python(data: bytes, path: str) -> Diagnostic | None:
-    """FSDP000 for a file nested deeper than Python itself accepts. libcst's native parser crashes
-    the process on brackets nested a few thousand deep and slows to minutes (then crashes) on
-    operator chains thousands of terms long, all code that Python refuses to compile. A cheap scan
-    picks the suspects; CPython, with its default recursion limit, has the last word."""
-    if _bracket_depth(data) <= _PYTHON_MAX_BRACKETS and not _LONG_LINE.search(data):
+def _oversized(data: bytes, path: str, max_file_size: int) -> Diagnostic | None:
+    if not max_file_size or len(data) <= max_file_size:
         return None
+    message = f"file is {len(data):,} bytes, more than max-file-size ({max_file_size:,}): fsdp2-lint did not analyse it"
+    return file_error(path, message, hint=_TOO_LARGE_HINT)
+
+
+def _too_deep(data: bytes, path: str) -> Diagnostic | None:
+    """FSDP000 for a file nested deeper than libcst's parser handles (it overflows its stack, or
+    takes minutes and gigabytes, on such files): CPython's refusal where it refuses the file too,
+    else a message that puts the limit on fsdp2-lint, not on the file."""
+    depth = nesting_depth(data)
+    if depth <= MAX_NESTING:
+        return None
+    message = f"fsdp2-lint cannot analyse this file: it nests up to {depth:,} levels deep (its parser handles {MAX_NESTING:,})"
+    return _python_refusal(data, path) or file_error(path, message, hint=_LIMIT_HINT)
+
+
+def _python_refusal(data: bytes, path: str) -> Diagnostic | None:
+    """FSDP000 with CPython's reason when Python itself cannot compile the file, as `python
+    train.py` compiles it (default recursion limit); None when it can."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
     try:
-        compile(data, path, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning: invalid escape sequences are not ours to report
+            compile(data, path, "exec", dont_inherit=True)
     except SyntaxError as error:
-        return _file_error(path, f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1)
-    except (RecursionError, MemoryError) as error:
-        return _file_error(path, f"Python cannot compile this file: {error}", hint=_TOO_DEEP_HINT)
-    except ValueError:  # null bytes: libcst's own account follows
-        pass
+        return file_error(path, f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1)
+    except (RecursionError, MemoryError, ValueError) as error:  # ValueError: a null byte (before Python 3.12)
+        reason = str(error) or "the expression is too complex for its parser"
+        return file_error(path, f"Python cannot compile this file: {reason}", hint=_TOO_DEEP_HINT)
     finally:
         sys.setrecursionlimit(limit)
     return None
 
 
-def _bracket_depth(data: bytes) -> int:
-    """How deep brackets nest, counting those in strings and comments too (an upper bound)."""
-    depth = deepest = 0
-    for byte in data.translate(None, _NOT_BRACKETS):
-        depth += 1 if byte in _OPENING else -1
-        deepest = max(deepest, depth)
-    return deepest
-
-
 def _syntax_error(data: bytes, path: str, error: cst.ParserSyntaxError) -> Diagnostic:
-    """CPython's own message and position where it rejects the file too: libcst's parser reports
-    the token it expected (\"expected one of ), *, **, NAME\") at the start of the line."""
-    try:
-        compile(data, path, "exec", ast.PyCF_ONLY_AST)
-    except SyntaxError as python:
-        if python.lineno is not None:
-            return _file_error(path, f"syntax error: {python.msg}", python.lineno, python.offset or 1)
-    except (ValueError, UnicodeDecodeError):  # null bytes, undecodable text: libcst's account stands
-        pass
-    return _file_error(path, f"syntax error: {error.message.removeprefix('parser error: ')}", error.editor_line)
+    """CPython's own message and position where it rejects the file too (libcst's parser reports
+    the token it expected, \"expected one of ), *, **, NAME\", at the start of the line); where
+    Python compiles the file, libcst's refusal is a limit of fsdp2-lint and FSDP000 says so."""
+    refusal = _python_refusal(data, path)
+    if refusal is not None:
+        return refusal
+    reason = error.message.removeprefix("parser error: ")
+    message = f"fsdp2-lint's parser cannot parse this file, which Python compiles: {reason}"
+    return file_error(path, message, error.editor_line, hint=_LIMIT_HINT)
 
 
-def _file_error(path: str, message: str, line: int = 1, column: int = 1, hint: str = _SYNTAX_HINT) -> Diagnostic:
+def file_error(path: str, message: str, line: int = 1, column: int = 1, hint: str = _SYNTAX_HINT) -> Diagnostic:
     return Diagnostic(
         code=PARSE_ERROR,
         name=PARSE_ERROR_NAME,
