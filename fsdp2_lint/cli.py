@@ -55,6 +55,9 @@ def main() -> None:
 @click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="pyproject.toml to use.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Processes that analyse files (default: all cores).")
+@click.option("--max-file-size", type=click.IntRange(min=0), metavar="BYTES",
+              help="Report larger files (FSDP000) instead of analysing them; 0: no limit "
+              "(default: max-file-size in the configuration, else 1048576).")  # fmt: skip
 @click.option("--no-cache", is_flag=True, help="Analyse every file again instead of reusing cached results.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar=CACHE_DIR_ENV, show_envvar=True,
               help="Where results are cached (default: .fsdp2-lint-cache in the project root).")  # fmt: skip
@@ -79,6 +82,7 @@ def check(
     config: Path | None,
     isolated: bool,
     jobs: int | None,
+    max_file_size: int | None,
     no_cache: bool,
     cache_dir: Path | None,
     fix: bool,
@@ -93,7 +97,7 @@ def check(
     """
     raise_recursion_limit()
     selection = Selection(_codes(select) or None, _codes(ignore), _codes(extend_select))
-    resolver = SettingsResolver(selection, config, isolated)
+    resolver = SettingsResolver(selection, config, isolated, max_file_size)
     reads_stdin = paths == (Path("-"),) or (stdin_filename is not None and not paths)
     if stdin_filename is not None and not reads_stdin:
         raise click.UsageError("--stdin-filename names standard input: pass no PATHS (or `-`) with it")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pathspec
 
-from fsdp2_lint.engine import PARSE_ERROR
+from fsdp2_lint.engine import DEFAULT_MAX_FILE_SIZE, PARSE_ERROR
 from fsdp2_lint.rule import Rule, all_rules
 
 if sys.version_info >= (3, 11):
@@ -29,7 +29,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 SECTION = "fsdp2-lint"
 LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-KNOWN_KEYS = frozenset(LIST_KEYS + ("per-file-ignores",))
+KNOWN_KEYS = frozenset(LIST_KEYS + ("per-file-ignores", "max-file-size"))
 
 
 class ConfigError(Exception):
@@ -55,6 +55,7 @@ class Settings:
     per_file_ignores: tuple[tuple[pathspec.PathSpec, frozenset[str]], ...] = ()
     source: Path | None = None  # the pyproject.toml it came from
     parse_errors_reported: bool = True
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are FSDP000, not analysed (0: no limit)
 
     def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
         ignored = self.ignored_codes(path)
@@ -114,6 +115,7 @@ def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
         per_file_ignores=_per_file_ignores(config, table.get("per-file-ignores", {})),
         source=config,
         parse_errors_reported=PARSE_ERROR in codes,
+        max_file_size=_max_file_size(config, table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)),
     )
 
 
@@ -165,6 +167,12 @@ def _is_regular_file(path: Path) -> bool:
         return stat.S_ISREG(path.stat().st_mode)
     except OSError:  # missing, or in a directory that cannot be searched
         return False
+
+
+def _max_file_size(config: Path | None, value: object) -> int:
+    if type(value) is not int or value < 0:
+        raise ConfigError(f"{config}: `max-file-size` must be a number of bytes (0: no limit)")
+    return value
 
 
 def _string_list(config: Path | None, table: dict, key: str) -> list[str]:

@@ -1,25 +1,25 @@
 """Lint many files: prefilter and cache in this process, parse and analyse across processes.
 
 The parent reads each file once, drops those the prefilter rules out and those the cache already
-answers, and hands only the rest (by path) to worker processes. Results come back in the order
-of the input, so the output is the same as a serial run's whatever the number of jobs. Fewer
-files than ``PARALLEL_THRESHOLD`` to analyse are done here: starting workers would cost more.
+answers, and hands only the rest (by path) to worker processes (:mod:`fsdp2_lint.isolation`: a
+file that kills its worker, or exhausts its memory, costs that file an FSDP000 and the run goes
+on). Results come back in the order of the input, so the output is the same as a serial run's
+whatever the number of jobs. Fewer files than ``PARALLEL_THRESHOLD`` to analyse, or one job, are
+done here, except heavy files: starting workers would cost more.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Settings
-from fsdp2_lint.engine import PARSE_ERROR, Diagnostic, lint_file, lint_source, raise_recursion_limit
+from fsdp2_lint.engine import DEFAULT_MAX_FILE_SIZE, PARSE_ERROR, Diagnostic, lint_file, lint_source
+from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
 from fsdp2_lint.prefilter import applicable_rules
 from fsdp2_lint.rule import Rule
 
@@ -34,10 +34,12 @@ class LintTask:
     display: str
     rules: tuple[type[Rule], ...]
     report_parse_errors: bool = True
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
     @classmethod
     def of(cls, path: Path, settings: Settings, display: str) -> LintTask:
-        return cls(path, display, settings.rules_for(path), settings.reports_parse_errors(path))
+        rules = settings.rules_for(path)
+        return cls(path, display, rules, settings.reports_parse_errors(path), settings.max_file_size)
 
 
 def default_jobs() -> int:
@@ -60,6 +62,9 @@ def lint_tasks(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache 
             continue
         if not applicable_rules(task.rules, data):
             continue
+        if task.max_file_size and len(data) > task.max_file_size:  # before the cache: its key has no limit
+            results[index] = lint_source(data, task.display, task.rules, task.max_file_size)
+            continue
         cached = cache.load(cache.key(data, task.display, task.rules)) if cache is not None else None
         if cached is not None:
             results[index] = cached
@@ -78,14 +83,25 @@ def lint_tasks(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache 
     ]
 
 
-def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None) -> Iterator[list[Diagnostic]]:
-    """Each task's diagnostics, in order; each result is cached by whoever computed it."""
-    lint = partial(_lint_one, cache=cache)
+def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None) -> list[list[Diagnostic]]:
+    """Each task's diagnostics, in order; each result is cached by whoever computed it (a crash,
+    which may not recur, is not cached)."""
     if workers <= 1:
-        yield from map(lint, tasks)
-        return
-    with ProcessPoolExecutor(workers, mp_context=_context(), initializer=raise_recursion_limit) as pool:
-        yield from pool.map(lint, tasks, chunksize=1)
+        return [_lint_guarded(task, cache) for task in tasks]
+    limits = [memory_limit(task.max_file_size) for task in tasks]
+    limit = None if None in limits else max(limits, default=None)
+    results = run_isolated(partial(_lint_one, cache=cache), tasks, workers, limit)
+    return [_crash_diagnostics(task, result) for task, result in zip(tasks, results, strict=True)]
+
+
+def _lint_guarded(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
+    """:func:`_lint_one` in this process, or in a worker of its own for a heavy file."""
+    try:
+        data = task.path.read_bytes()
+    except OSError:
+        return lint_file(task.path, task.rules, task.display)
+    work = partial(_lint_bytes, task, data, cache)
+    return _crash_diagnostics(task, run_guarded(work, data, task.rules, task.max_file_size))
 
 
 def _lint_one(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
@@ -93,14 +109,17 @@ def _lint_one(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
         data = task.path.read_bytes()  # read again: the parent keeps no file contents
     except OSError:
         return lint_file(task.path, task.rules, task.display)
-    diagnostics = lint_source(data, task.display, task.rules)
+    return _lint_bytes(task, data, cache)
+
+
+def _lint_bytes(task: LintTask, data: bytes, cache: Cache | None) -> list[Diagnostic]:
+    diagnostics = lint_source(data, task.display, task.rules, task.max_file_size)
     if cache is not None:
         cache.store(cache.key(data, task.display, task.rules), diagnostics)
     return diagnostics
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    """Fork where it is safe (Linux): workers start at once with everything already imported."""
-    if sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
+def _crash_diagnostics(task: LintTask, result: list[Diagnostic] | Crash) -> list[Diagnostic]:
+    if isinstance(result, Crash):
+        return [crash_diagnostic(task.display, result)]
+    return result

@@ -21,13 +21,13 @@ from fsdp2_lint.rule import all_rules
 def pools(monkeypatch):
     """The worker counts of the process pools the linter starts."""
     started: list[int] = []
+    real = parallel.run_isolated
 
-    class RecordingPool(parallel.ProcessPoolExecutor):
-        def __init__(self, max_workers, *args, **kwargs):
-            started.append(max_workers)
-            super().__init__(max_workers, *args, **kwargs)
+    def recording(work, items, workers, limit):
+        started.append(workers)
+        return real(work, items, workers, limit)
 
-    monkeypatch.setattr(parallel, "ProcessPoolExecutor", RecordingPool)
+    monkeypatch.setattr(parallel, "run_isolated", recording)
     return started
 
 
