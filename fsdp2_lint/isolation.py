@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from fsdp2_lint.engine import INTERNAL_HINT, Diagnostic, file_error, raise_recursion_limit, reaches_parser
 from fsdp2_lint.nesting import nesting_depth
@@ -58,8 +58,9 @@ def crash_diagnostic(path: str, crash: Crash) -> Diagnostic:
 
 
 def memory_limit(max_file_size: int) -> int | None:
-    """The address space a worker may use: 1 GiB, and 1 GiB more per MiB a file may have (libcst
-    builds about 750 MB of syntax tree per MB of source); None when file sizes are unlimited (0)."""
+    """The address space a worker may use beyond what it maps when it starts: 1 GiB, and 1 GiB
+    more per MiB a file may have (libcst builds about 750 MB of syntax tree per MB of source);
+    None when file sizes are unlimited (0)."""
     return _BASE_MEMORY + max_file_size * 1024 if max_file_size else None
 
 
@@ -120,7 +121,7 @@ def _call(work: Callable[[], Result], _: None) -> Result:
     return work()
 
 
-class _Worker(Generic[Item, Result]):
+class _Worker:
     """One worker process, its connection, and a file that receives its standard error (where Rust
     says it ran out of memory before it aborts)."""
 
@@ -219,10 +220,18 @@ def _cap_memory(limit: int | None) -> None:
     except ImportError:  # Windows
         return
     with contextlib.suppress(OSError, ValueError):
-        pages = int(Path("/proc/self/statm").read_text().split()[0]) if Path("/proc/self/statm").exists() else 0
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-        soft = pages * os.sysconf("SC_PAGE_SIZE") + limit
+        soft = _mapped_bytes() + limit
         resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+
+
+def _mapped_bytes() -> int:
+    """The process's address space now (Linux; elsewhere 0: the cap is then absolute)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 def _context() -> multiprocessing.context.BaseContext:
