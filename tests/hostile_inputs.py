@@ -70,6 +70,11 @@ def adjacent_strings(terms: int) -> str:
     return HEADER + "x = (\n" + "    'a'\n" * terms + ")\n"
 
 
+def fstring_chain(terms: int) -> str:
+    """An `and` chain inside a triple-quoted f-string's replacement field: code in a string."""
+    return HEADER + 'x = f"""{(\n' + "    a and\n" * terms + '    b)}"""\n'
+
+
 def big_file(kilobytes: int) -> str:
     """Ordinary statements, about ``kilobytes`` KB of them."""
     line = "value = compute(alpha, beta) + 1\n"
@@ -89,6 +94,7 @@ FORMS: dict[str, Callable[[int], str]] = {
     "conditional": conditional_chain,
     "brackets": brackets,
     "strings": adjacent_strings,
+    "fstring": fstring_chain,
     "big": big_file,
 }
 CHAINS = tuple(name for name in FORMS if name not in ("brackets", "big"))

@@ -1,18 +1,20 @@
 """Worker processes for per-file work (issue 13, items 1 and 5): a worker that dies, or runs out
 of memory, costs the item it held a Crash that says why, is replaced for the next items, and
-leaves no process behind."""
+leaves no process behind; and real code stays far from the nesting limits."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
+from pathlib import Path
 
 import hostile_inputs
 import libcst
 
-from fsdp2_lint import isolation
-from fsdp2_lint.isolation import Crash, run_isolated
+from fsdp2_lint import engine, isolation
+from fsdp2_lint.isolation import HEAVY_NESTING, Crash, run_isolated
+from fsdp2_lint.nesting import nesting_depth
 
 
 def crash(item: str) -> str:
@@ -44,3 +46,11 @@ def test_workers_that_die_are_replaced_and_results_keep_their_order():
 def test_memory_limit_follows_max_file_size():
     assert isolation.memory_limit(1 << 20) == 2 << 30
     assert isolation.memory_limit(0) is None
+
+
+def test_real_code_nests_far_below_what_is_refused_or_isolated():
+    """The estimate is an upper bound, so it must stay well under the limits on real code: no
+    fixture, rule example or source of the linter is refused, or even set apart as heavy."""
+    sources = [*Path(engine.__file__).parent.rglob("*.py"), *(Path(__file__).parents[1] / "fixtures").rglob("*.py")]
+    assert len(sources) > 200
+    assert max(nesting_depth(path.read_bytes()) for path in sources) <= HEAVY_NESTING < engine.MAX_NESTING

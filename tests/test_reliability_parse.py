@@ -45,6 +45,7 @@ DEEP = {
     "and": LIMIT.format(8005),
     "or": LIMIT.format(8005),
     "strings": LIMIT.format(8005),
+    "fstring": LIMIT.format(8010),
     "minus": TOO_COMPLEX,
     "not": TOO_COMPLEX,
     "power": TOO_COMPLEX,
