@@ -67,11 +67,9 @@ def test_mutually_calling_helpers_expand_within_the_budget_of_each_entry_point(k
     assert expanded <= interp.MAX_EXPANSIONS_PER_ENTRY * entry_points
 
 
-@pytest.mark.parametrize("kind", CLUSTERS)
-def test_a_misuse_after_the_helpers_is_still_reported(kind):
-    """The helpers spend the module body's budget, so its call of ``main`` is not expanded; ``main``
-    is then analysed as an entry point of its own, with a budget of its own. (Before, the helpers
-    spent the file's statement budget, after which not even an entry point's own code ran.)"""
+def misuse_after_helpers(kind: str) -> tuple[str, list[tuple[str, int, str]]]:
+    """A file that calls its helpers at module level, then has a misuse in ``main``; and the
+    (code, line, message) of that misuse's diagnostic."""
     make_cluster, call = CLUSTERS[kind]
     source = (
         "import torch\nfrom torch.distributed.fsdp import fully_shard\n"
@@ -96,11 +94,28 @@ def test_a_misuse_after_the_helpers_is_still_reported(kind):
         )
     )
     line = source.splitlines().index("    optimizer = torch.optim.AdamW(model.parameters())") + 1
-    assert [(d.code, d.line, d.message) for d in lint_source(source.encode(), "train.py")] == [
-        (
-            "FSDP001",
-            line,
-            f"optimizer built from parameters of `model` captured before `fully_shard` (line {line + 2}): "
-            "its step() updates the old, non-DTensor tensors and training silently does nothing",
-        )
-    ]
+    message = (
+        f"optimizer built from parameters of `model` captured before `fully_shard` (line {line + 2}): "
+        "its step() updates the old, non-DTensor tensors and training silently does nothing"
+    )
+    return source, [("FSDP001", line, message)]
+
+
+def diagnostics_of(source: str) -> list[tuple[str, int, str]]:
+    return [(d.code, d.line, d.message) for d in lint_source(source.encode(), "train.py")]
+
+
+@pytest.mark.parametrize("kind", CLUSTERS)
+def test_a_misuse_after_the_helpers_is_still_reported(kind):
+    """The helpers spend the module body's budget, so its call of ``main`` is not expanded; ``main``
+    is then analysed as an entry point of its own, with a budget of its own. (Before, the helpers
+    spent the file's statement budget, after which not even an entry point's own code ran.)"""
+    source, expected = misuse_after_helpers(kind)
+    assert diagnostics_of(source) == expected
+
+
+def test_entry_points_still_run_once_the_file_statement_budget_is_spent(monkeypatch):
+    """Past ``MAX_STEPS`` no call is expanded any more, but every entry point's own code still runs."""
+    monkeypatch.setattr(interp, "MAX_STEPS", 100)
+    source, expected = misuse_after_helpers("functions")
+    assert diagnostics_of(source) == expected
