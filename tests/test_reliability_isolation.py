@@ -7,6 +7,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import hostile_inputs
@@ -54,3 +57,39 @@ def test_real_code_nests_far_below_what_is_refused_or_isolated():
     sources = [*Path(engine.__file__).parent.rglob("*.py"), *(Path(__file__).parents[1] / "fixtures").rglob("*.py")]
     assert len(sources) > 200
     assert max(nesting_depth(path.read_bytes()) for path in sources) <= HEAVY_NESTING < engine.MAX_NESTING
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")  # a zombie has exited
+
+
+def _wait_for(condition, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_killed_run_leaves_no_worker_behind(tmp_path):
+    """The kernel kills a worker whose run died, even of SIGKILL, which no handler sees."""
+    (tmp_path / "heavy.py").write_bytes(hostile_inputs.source("big", 600))  # seconds of parsing, in a worker
+    run = subprocess.Popen([sys.executable, "-m", "fsdp2_lint", "check", "--no-cache", "heavy.py"], cwd=tmp_path)
+    try:
+        assert _wait_for(lambda: _children(run.pid)), "no worker started"
+        [worker] = _children(run.pid)
+        run.kill()
+        run.wait()
+        assert _wait_for(lambda: not _running(worker))
+    finally:
+        run.kill()
+        run.wait()
