@@ -129,9 +129,12 @@ class _Worker:
         context = _context()
         self.limit = limit
         self.connection, theirs = context.Pipe()
-        descriptor, stderr = tempfile.mkstemp(prefix="fsdp2-lint-worker-", suffix=".log")
-        os.close(descriptor)
-        self.stderr = Path(stderr)
+        # A file without a name: nothing is left behind however the run ends. Only a forked worker
+        # inherits it; a spawned one (macOS, Windows) writes to the run's own standard error.
+        self.stderr = (
+            tempfile.TemporaryFile(prefix="fsdp2-lint-worker-") if context.get_start_method() == "fork" else None
+        )
+        stderr = self.stderr.fileno() if self.stderr else None
         self.process = context.Process(
             target=_serve, args=(theirs, work, limit, stderr, os.getpid()), name="fsdp2-lint-worker", daemon=True
         )
@@ -162,13 +165,12 @@ class _Worker:
         return Crash(f"crashed on this file ({killed})")
 
     def _stderr(self) -> bytes:
-        """What the worker wrote to its standard error (read once: the file is removed)."""
-        try:
-            return self.stderr.read_bytes()
-        except OSError:
+        """What the worker wrote to its standard error (read once: the file is closed)."""
+        if self.stderr is None or self.stderr.closed:
             return b""
-        finally:
-            self.stderr.unlink(missing_ok=True)
+        with self.stderr:
+            self.stderr.seek(0)
+            return self.stderr.read()
 
 
 class _Stop:
@@ -180,12 +182,13 @@ def _out_of_memory(limit: int | None) -> Crash:
     return Crash(f"ran out of memory on this file{cap}", out_of_memory=True)
 
 
-def _serve(connection: Connection, work: Callable[[Item], Result], limit: int | None, stderr: str, parent: int) -> None:
+def _serve(
+    connection: Connection, work: Callable[[Item], Result], limit: int | None, stderr: int | None, parent: int
+) -> None:
     """The worker's loop: one item at a time until the parent closes the connection."""
     _die_with(parent)
-    descriptor = os.open(stderr, os.O_WRONLY | os.O_APPEND)
-    os.dup2(descriptor, 2)
-    os.close(descriptor)
+    if stderr is not None:
+        os.dup2(stderr, 2)
     _cap_memory(limit)
     raise_recursion_limit()
     while True:

@@ -26,7 +26,7 @@ def crash(item: str) -> str:
     if item == "allocate":
         return str(len(bytearray(1 << 31)))
     if item == "parse":
-        libcst.parse_module(hostile_inputs.source("big", 300))
+        libcst.parse_module(hostile_inputs.source("big", 1500))
     return item.upper()
 
 
