@@ -15,6 +15,7 @@ from fsdp2_lint.engine import FixResult
 from fsdp2_lint.fixes import unified_diff
 from fsdp2_lint.inplace import NotWritten, remove_stale_temporaries, write_fixed
 from fsdp2_lint.runner import check_path, fix_path
+from fsdp2_lint.sources import read_source
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def fix_file(path: Path, settings: Settings, display: str, unsafe: bool, write: 
     since it was read or cannot be replaced with nothing but its text changed (see
     :func:`write_fixed`). A file that was not written reports the diagnostics of what was read."""
     try:
-        original = path.read_bytes()
+        original = read_source(path)
     except OSError:  # reported as FSDP000 by the lint
         return FileFix(display, b"", FixResult(b"", (), tuple(check_path(path, settings, display))))
     fixed = fix_source_of(path, settings, display, original, unsafe)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pathspec
 
+from fsdp2_lint.sources import file_kind, reason
+
 DEFAULT_EXCLUDES = frozenset(
     {
         ".git",
@@ -130,7 +132,7 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool]) -> Itera
         try:
             mode = given.stat().st_mode
         except OSError as error:  # named explicitly: missing or unreadable is reported, not skipped
-            yield Unlintable(given, f"cannot read file: {_reason(error)}", _READ_HINT)
+            yield Unlintable(given, f"cannot read file: {reason(error)}", _READ_HINT)
             continue
         if stat.S_ISDIR(mode):
             real = given.resolve()
@@ -138,7 +140,7 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool]) -> Itera
         elif stat.S_ISREG(mode):
             yield given
         else:
-            yield Unlintable(given, f"cannot read file: {_kind(mode)}, not a regular file", _SPECIAL_FILE_HINT)
+            yield Unlintable(given, f"cannot read file: {file_kind(mode)}, not a regular file", _SPECIAL_FILE_HINT)
 
 
 def _walk(
@@ -151,8 +153,8 @@ def _walk(
     try:
         identity, entries = _listing(real)
     except OSError as error:
-        reason = f"cannot read directory: {_reason(error)}; no file in it was checked"
-        yield Unlintable(shown, reason, "check the directory's permissions", is_dir=True)
+        why = f"cannot read directory: {reason(error)}; no file in it was checked"
+        yield Unlintable(shown, why, "check the directory's permissions", is_dir=True)
         return
     if identity in walked:  # reached again through a symbolic link: a cycle, or a second way in
         return
@@ -186,13 +188,3 @@ def _is_regular(entry: os.DirEntry[str]) -> bool:
         return entry.is_file()  # following links: False for FIFOs, devices, sockets and dangling links
     except OSError:  # a link that loops
         return False
-
-
-def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
-    return next((name for test, name in kinds if test(mode)), "a special file")
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or str(error)

@@ -26,6 +26,7 @@ from fsdp2_lint.interp import interpret
 from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.prefilter import applicable_rules
 from fsdp2_lint.rule import Finding, Rule, RuleFix, Severity, all_rules
+from fsdp2_lint.sources import read_source, reason
 
 PARSE_ERROR = "FSDP000"
 PARSE_ERROR_NAME = "unreadable-file"
@@ -102,9 +103,9 @@ def lint_file(
 ) -> list[Diagnostic]:
     shown = display_path if display_path is not None else str(path)
     try:
-        data = path.read_bytes()
+        data = read_source(path)
     except OSError as error:
-        return [file_error(shown, f"cannot read file: {error.strerror or error}", hint=_READ_HINT)]
+        return [file_error(shown, f"cannot read file: {reason(error)}", hint=_READ_HINT)]
     return lint_source(data, shown, rules, max_file_size)
 
 

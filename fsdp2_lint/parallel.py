@@ -22,6 +22,7 @@ from fsdp2_lint.engine import DEFAULT_MAX_FILE_SIZE, PARSE_ERROR, Diagnostic, li
 from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
 from fsdp2_lint.prefilter import applicable_rules
 from fsdp2_lint.rule import Rule
+from fsdp2_lint.sources import read_source
 
 PARALLEL_THRESHOLD = 16
 
@@ -56,7 +57,7 @@ def lint_tasks(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache 
     pending: list[tuple[int, int]] = []  # (size, task index)
     for index, task in enumerate(tasks):
         try:
-            data = task.path.read_bytes()
+            data = read_source(task.path)
         except OSError:
             results[index] = lint_file(task.path, task.rules, task.display)  # reports why, as FSDP000
             continue
@@ -97,7 +98,7 @@ def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None) -> list[l
 def _lint_guarded(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
     """:func:`_lint_one` in this process, or in a worker of its own for a heavy file."""
     try:
-        data = task.path.read_bytes()
+        data = read_source(task.path)
     except OSError:
         return lint_file(task.path, task.rules, task.display)
     work = partial(_lint_bytes, task, data, cache)
@@ -106,7 +107,7 @@ def _lint_guarded(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
 
 def _lint_one(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
     try:
-        data = task.path.read_bytes()  # read again: the parent keeps no file contents
+        data = read_source(task.path)  # read again: the parent keeps no file contents
     except OSError:
         return lint_file(task.path, task.rules, task.display)
     return _lint_bytes(task, data, cache)

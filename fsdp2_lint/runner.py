@@ -13,6 +13,7 @@ from pathlib import Path
 from fsdp2_lint.config import Selection, Settings, find_config, load_settings
 from fsdp2_lint.engine import PARSE_ERROR, Diagnostic, FixResult, fix_source, lint_file, lint_source
 from fsdp2_lint.isolation import Crash, crash_diagnostic, run_guarded
+from fsdp2_lint.sources import read_source
 
 
 class SettingsResolver:
@@ -60,7 +61,7 @@ def _lint(path: Path, settings: Settings, display: str, source: bytes | None) ->
     rules = settings.rules_for(path)
     if source is None:
         try:
-            source = path.read_bytes()
+            source = read_source(path)
         except OSError:
             return lint_file(path, rules, display)  # says why it cannot be read
     work = partial(lint_source, source, display, rules, settings.max_file_size)

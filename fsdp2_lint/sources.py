@@ -1,0 +1,35 @@
+"""Reading a file to lint. Between finding a file and reading it, anything can take its place: a
+FIFO (a blocking read waits forever for a writer), a device (``/dev/zero`` never ends), a socket.
+So a file is opened without blocking and read only when the open file is a regular one."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+_OPEN_WITHOUT_BLOCKING = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_source(path: Path) -> bytes:
+    """The bytes of the regular file at ``path`` (links followed); OSError otherwise, its
+    ``strerror`` a reason a person can read (``a named pipe (FIFO), not a regular file``)."""
+    descriptor = os.open(path, _OPEN_WITHOUT_BLOCKING)
+    with os.fdopen(descriptor, "rb") as stream:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, f"{file_kind(mode)}, not a regular file", str(path))
+        return stream.read()
+
+
+def file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def reason(error: OSError) -> str:
+    """Why a file could not be read, as a person reads it (``Permission denied``)."""
+    return error.strerror or str(error)
