@@ -56,6 +56,7 @@ _FORMAT = "v2"  # v1 entries carried no signature
 _SECRET = "key"
 _MAX_ENTRY = 16 * 1024 * 1024  # a file's diagnostics take kilobytes; a bigger entry is not ours
 _GIT_TIMEOUT = 30  # seconds
+_GIT_ENV = {**os.environ, "LC_ALL": "C"}  # git's messages in English: "not a git repository" is read
 # Never block on a FIFO or follow a link put in an entry's place.
 _OPEN_QUIETLY = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -207,9 +208,11 @@ def _tracked_by_git(directory: Path) -> str | None:
     command = ["git", "--literal-pathspecs", "-c", "core.fsmonitor=false", "ls-files", "-z", "--", directory.name]
     try:
         listed = subprocess.run(
-            command, cwd=directory.parent, capture_output=True, timeout=_GIT_TIMEOUT, check=True
+            command, cwd=directory.parent, capture_output=True, timeout=_GIT_TIMEOUT, check=True, env=_GIT_ENV
         ).stdout
     except (OSError, subprocess.SubprocessError) as error:
+        if _not_a_repository(error):  # a `.git` git does not recognise: no checkout brought the cache
+            return None
         return f"cannot tell whether git tracks it ({_git_error(error)})"
     if not listed:
         return None
@@ -223,6 +226,10 @@ def _tracked_by_git(directory: Path) -> str | None:
 def _in_git_work_tree(folder: Path) -> bool:
     """Whether ``folder`` or one above it holds ``.git`` (or the environment names a repository)."""
     return "GIT_DIR" in os.environ or any(os.path.lexists(path / ".git") for path in (folder, *folder.parents))
+
+
+def _not_a_repository(error: BaseException) -> bool:
+    return isinstance(error, subprocess.CalledProcessError) and b"not a git repository" in error.stderr
 
 
 def _git_error(error: BaseException) -> str:

@@ -115,3 +115,13 @@ def test_a_cache_restored_by_ci_is_used(project, parses, monkeypatch):
     result = check()
     assert (result.exit_code, result.stdout, result.stderr) == (1, first.stdout, "")
     assert parses[0] == 3  # the first job's: every answer came from the restored cache
+
+
+def test_a_git_marker_git_does_not_recognise_is_no_repository(project, parses):
+    """A `.git` that is no repository (a test's marker, a broken copy) brought no cache with it:
+    the cache is used, without a warning."""
+    (project / ".git").mkdir()
+    first = check()
+    again = check()
+    assert (again.exit_code, again.stdout, again.stderr) == (1, first.stdout, "")
+    assert parses[0] == 3
