@@ -12,22 +12,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from samples import BAD
 
 from fsdp2_lint.cli import main
 
-BAD = textwrap.dedent(
-    """\
-    import torch
-    from torch.distributed.fsdp import fully_shard
-
-    model = Net()
-    opt = torch.optim.AdamW(model.parameters())
-    for block in model.blocks:
-        fully_shard(block)
-    fully_shard(model)
-    opt.step()
-    """
-)
 GOOD = BAD.replace("opt = torch.optim.AdamW(model.parameters())\n", "").replace(
     "opt.step()", "opt = torch.optim.AdamW(model.parameters())\nopt.step()"
 )

@@ -24,6 +24,7 @@ from lsp_faulty_server import CRASH, HANG, RAISE, RULE_RAISES
 from lsp_faulty_server import TIMEOUT_SECONDS as FAULT_TIMEOUT
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from samples import BAD_WITH_FIX as BAD
 
 from fsdp2_lint.cli import main
 from fsdp2_lint.lsp import features
@@ -33,20 +34,6 @@ BLOCKED = "import sys; sys.modules[{!r}] = None; from fsdp2_lint.cli import main
 SERVER = [sys.executable, "-c", BLOCKED.format("torch"), "lsp"]
 WAIT_SECONDS = 30  # a generous bound for a busy 2-core CI machine; events end the waits long before
 
-BAD = textwrap.dedent(
-    """\
-    import torch
-    from torch.distributed.fsdp import fully_shard
-
-    model = Net()
-    opt = torch.optim.AdamW(model.parameters())
-    for block in model.blocks:
-        fully_shard(block)
-    fully_shard(model)
-    out = model.forward(batch)
-    opt.step()
-    """
-)
 GOOD = BAD.replace("opt = torch.optim.AdamW(model.parameters())\n", "").replace(
     "out = model.forward(batch)", "opt = torch.optim.AdamW(model.parameters())\nout = model(batch)"
 )

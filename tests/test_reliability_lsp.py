@@ -11,11 +11,11 @@ import json
 import queue
 import subprocess
 import sys
-import textwrap
 import threading
 from pathlib import Path
 
 import pytest
+from samples import BAD_WITH_FIX as BAD
 
 # the server as editors run it, without torch (the editor install has none)
 SERVER = [
@@ -26,20 +26,6 @@ SERVER = [
 ]
 WAIT_SECONDS = 30  # a generous bound for a busy 2-core CI machine; the replies end the waits long before
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
-BAD = textwrap.dedent(
-    """\
-    import torch
-    from torch.distributed.fsdp import fully_shard
-
-    model = Net()
-    opt = torch.optim.AdamW(model.parameters())
-    for block in model.blocks:
-        fully_shard(block)
-    fully_shard(model)
-    out = model.forward(batch)
-    opt.step()
-    """
-)
 
 
 def frame(body: bytes, length_error: int = 0) -> bytes:

@@ -9,30 +9,17 @@ import json
 import resource
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import hostile_inputs
 import pytest
 from click.testing import CliRunner
+from samples import BAD
 
 from fsdp2_lint import engine
 from fsdp2_lint.cli import main
 from fsdp2_lint.engine import lint_source
 
-BAD = textwrap.dedent(
-    """\
-    import torch
-    from torch.distributed.fsdp import fully_shard
-
-    model = Net()
-    opt = torch.optim.AdamW(model.parameters())
-    for block in model.blocks:
-        fully_shard(block)
-    fully_shard(model)
-    opt.step()
-    """
-)
 FSDP001 = (
     "optimizer built from parameters of `model` captured before `fully_shard` (line 7): its step() updates "
     "the old, non-DTensor tensors and training silently does nothing"

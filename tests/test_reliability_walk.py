@@ -16,24 +16,11 @@ import socket
 import stat
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from samples import BAD
 
-BAD = textwrap.dedent(
-    """\
-    import torch
-    from torch.distributed.fsdp import fully_shard
-
-    model = Net()
-    opt = torch.optim.AdamW(model.parameters())
-    for block in model.blocks:
-        fully_shard(block)
-    fully_shard(model)
-    opt.step()
-    """
-)
 HANG_GUARD_S = 60  # a run that blocks on a FIFO would never end: the test fails instead of hanging
 MEMORY_CAP = 2 << 30  # a run that reads /dev/zero fails at 2 GiB instead of exhausting the machine
 PR_CAPBSET_DROP = 24
