@@ -14,7 +14,6 @@ nested deep enough to strain the parser): then in a worker of its own.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import os
 import signal
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from fsdp2_lint.engine import INTERNAL_HINT, Diagnostic, file_error, raise_recursion_limit, reaches_parser
+from fsdp2_lint.lifetime import die_with_parent
 from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.rule import Rule
 
@@ -38,7 +38,6 @@ HEAVY_SIZE = 64 * 1024  # larger files are parsed in a worker even by a serial r
 HEAVY_NESTING = 200  # so are deeper ones (real code stays near 100)
 _BASE_MEMORY = 1 << 30  # a worker's own needs and a file nested as deep as the parser handles
 _RUST_OUT_OF_MEMORY = b"memory allocation of"  # what Rust prints before it aborts on a failed allocation
-_PR_SET_PDEATHSIG = 1
 _MEMORY_HINT = (
     "a limit of fsdp2-lint, not an error in the file (a larger max-file-size raises it); it checked nothing else in it"
 )
@@ -186,7 +185,7 @@ def _serve(
     connection: Connection, work: Callable[[Item], Result], limit: int | None, stderr: int | None, parent: int
 ) -> None:
     """The worker's loop: one item at a time until the parent closes the connection."""
-    _die_with(parent)
+    die_with_parent(signal.SIGKILL, parent)  # however the run dies
     if stderr is not None:
         os.dup2(stderr, 2)
     _cap_memory(limit)
@@ -203,15 +202,6 @@ def _serve(
         except MemoryError:
             reply = _out_of_memory(limit)
         connection.send(reply)
-
-
-def _die_with(parent: int) -> None:
-    """On Linux, the kernel kills the worker when the run that started it dies, however it dies."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # it died before that took effect
-        os._exit(1)
 
 
 def _cap_memory(limit: int | None) -> None:

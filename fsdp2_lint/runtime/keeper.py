@@ -18,7 +18,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from fsdp2_lint.runtime.processes import become_subreaper, die_with_parent, exit_like, kill_orphans
+from fsdp2_lint.lifetime import become_subreaper, die_with_parent
+from fsdp2_lint.runtime.processes import exit_like, kill_orphans
 
 
 class Keeper:

@@ -15,15 +15,12 @@ Two guarantees live here:
 
 from __future__ import annotations
 
-import ctypes
 import os
 import resource
 import signal
 import sys
 from typing import NoReturn
 
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
 EX_SOFTWARE = 70  # the harness itself failed
 # Prepended to every ``python -c`` the harness runs: drop the '' entry that -c puts first on
 # sys.path (unless PYTHONSAFEPATH already left it out), before anything else is imported.
@@ -34,26 +31,6 @@ def python_module(module: str) -> list[str]:
     """The command that runs ``python -m MODULE``, but without the current directory on sys.path."""
     run = f"import runpy\nrunpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n"
     return [sys.executable, "-c", SAFE_PATH_PRELUDE + run]
-
-
-def _prctl(option: int, value: int) -> bool:
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
-    except (OSError, AttributeError):  # not Linux
-        return False
-
-
-def become_subreaper() -> bool:
-    """Orphans of this process's descendants become its children (Linux), instead of init's."""
-    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
-
-
-def die_with_parent(signum: int, parent: int) -> None:
-    """Linux: the kernel sends ``signum`` to this process when ``parent`` (the process that started
-    it) ends. Exits at once if it already has."""
-    _prctl(PR_SET_PDEATHSIG, signum)
-    if os.getppid() != parent:
-        os._exit(EX_SOFTWARE)
 
 
 def kill_orphans() -> None:

@@ -40,8 +40,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from fsdp2_lint.lifetime import become_subreaper, die_with_parent
 from fsdp2_lint.runtime.device import Device
-from fsdp2_lint.runtime.processes import EX_SOFTWARE, become_subreaper, die_with_parent, exit_like, kill_orphans
+from fsdp2_lint.runtime.processes import EX_SOFTWARE, exit_like, kill_orphans
 from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL, STACK_GRACE_SECONDS
 
 POLL_SECONDS = 0.02
