@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from fsdp2_lint.sources import read_source
+
 try:
     import fcntl
 except ImportError:  # Windows: an open file cannot be deleted, so a live one survives the sweep
@@ -46,7 +48,7 @@ def write_fixed(path: Path, original: bytes, fixed: bytes) -> None:
     target = Path(os.path.realpath(path))
     status = target.stat()
     _check_replaceable(status)
-    if target.read_bytes() != original:
+    if read_source(target) != original:
         raise NotWritten(_CHANGED)
     with _locked_temporary(target) as (descriptor, temporary):
         with open(descriptor, "wb", closefd=False) as stream:
@@ -54,7 +56,7 @@ def write_fixed(path: Path, original: bytes, fixed: bytes) -> None:
         os.fsync(descriptor)
         _keep_owner(descriptor, status)
         os.fchmod(descriptor, stat.S_IMODE(status.st_mode))  # after fchown, which clears set-id bits
-        if target.read_bytes() != original:
+        if read_source(target) != original:
             raise NotWritten(_CHANGED)
         os.replace(temporary, target)
 
