@@ -19,10 +19,10 @@ from fsdp2_lint.autofix import FileFix, fix_file, fix_source_of, remove_killed_r
 from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.config import ConfigError, Selection
 from fsdp2_lint.discovery import Unlintable, discover
-from fsdp2_lint.engine import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, FixResult, raise_recursion_limit
+from fsdp2_lint.engine import Diagnostic, FixResult, file_error, raise_recursion_limit
 from fsdp2_lint.output import FORMATS, Fixing, console, printable, rule_markdown, write_report, write_statistics
-from fsdp2_lint.parallel import LintTask, lint_tasks
-from fsdp2_lint.rule import Rule, Severity, all_rules
+from fsdp2_lint.parallel import LintTask, lint_each
+from fsdp2_lint.rule import Rule, all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path
 from fsdp2_lint.runtime.command import confirm
 
@@ -131,45 +131,32 @@ def check(
 def _check_paths(
     targets: list[Path], resolver: SettingsResolver, force_exclude: bool, jobs: int | None, cache: Cache | None
 ) -> list[Diagnostic]:
-    files, unlintable = _files(targets, resolver, force_exclude)
-    tasks = [LintTask.of(path, resolver.for_path(path), _display(path)) for path in files]
-    return unlintable + lint_tasks(tasks, jobs, cache)
+    found = _files(targets, resolver, force_exclude)
+    files = [item for item in found if isinstance(item, Path)]
+    linted = iter(
+        lint_each([LintTask.of(path, resolver.for_path(path), _display(path)) for path in files], jobs, cache)
+    )
+    return [d for item in found for d in (next(linted) if isinstance(item, Path) else item)]
 
 
-def _files(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> tuple[list[Path], list[Diagnostic]]:
-    """The files to lint, and an FSDP000 for each path that cannot be linted (see ``discovery``)."""
+def _files(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> list[Path | list[Diagnostic]]:
+    """In the order found: each file to lint, or the FSDP000 of a path that cannot be linted (see
+    ``discovery``; none where its settings leave FSDP000 out)."""
     for target in targets:
         resolver.for_path(target, _is_dir(target))  # report configuration errors before any output
     if force_exclude:
         targets = [target for target in targets if not _excluded(target, resolver)]
-    files: list[Path] = []
-    unlintable: list[Diagnostic] = []
-    for found in discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir)):
-        if isinstance(found, Unlintable):
-            unlintable.extend(_unlintable_diagnostic(found, resolver))
-        else:
-            files.append(found)
-    return files, unlintable
+    return [
+        _unlintable_diagnostic(found, resolver) if isinstance(found, Unlintable) else found
+        for found in discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir))
+    ]
 
 
 def _unlintable_diagnostic(found: Unlintable, resolver: SettingsResolver) -> list[Diagnostic]:
     """FSDP000 for a path that cannot be linted, unless its settings leave FSDP000 out."""
     if not resolver.for_path(found.path, found.is_dir).reports_parse_errors(found.path):
         return []
-    diagnostic = Diagnostic(
-        code=PARSE_ERROR,
-        name=PARSE_ERROR_NAME,
-        message=found.reason,
-        hint=found.hint,
-        severity=Severity.ERROR,
-        path=_display(found.path),
-        line=1,
-        column=1,
-        end_line=1,
-        end_column=1,
-        source_line="",
-    )
-    return [diagnostic]
+    return [file_error(_display(found.path), found.reason, hint=found.hint)]
 
 
 @dataclass(frozen=True)
@@ -183,12 +170,10 @@ class _FixMode:
 
 
 def _fix_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: bool, mode: _FixMode) -> int:
-    lintable, unlintable = _files(targets, resolver, force_exclude)
+    found = _files(targets, resolver, force_exclude)
     if not mode.diff:
-        remove_killed_runs_temporaries(lintable)
-    files = [FileFix(d.path, b"", FixResult(b"", (), (d,))) for d in unlintable] + [
-        fix_file(path, resolver.for_path(path), _display(path), mode.unsafe, write=not mode.diff) for path in lintable
-    ]
+        remove_killed_runs_temporaries([item for item in found if isinstance(item, Path)])
+    files = [_fix_found(item, resolver, mode) for item in found if item != []]
     for file in files:
         if file.problem:
             click.echo(f"error: {file.display}: {file.problem}", err=True)
@@ -196,6 +181,13 @@ def _fix_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: b
         return _report_diff(files, mode)
     _report_fixed(files, mode, sys.stdout)
     return 1 if any(file.result.remaining for file in files) else 0
+
+
+def _fix_found(item: Path | list[Diagnostic], resolver: SettingsResolver, mode: _FixMode) -> FileFix:
+    """Fix a file found, or stand for a path that cannot be linted with its FSDP000."""
+    if isinstance(item, Path):
+        return fix_file(item, resolver.for_path(item), _display(item), mode.unsafe, write=not mode.diff)
+    return FileFix(item[0].path, b"", FixResult(b"", (), tuple(item)))
 
 
 def _fix_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool, mode: _FixMode) -> int:

@@ -53,6 +53,11 @@ def default_jobs() -> int:
 
 def lint_tasks(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache | None = None) -> list[Diagnostic]:
     """The diagnostics of every task, in task order (each file's sorted by position)."""
+    return [diagnostic for found in lint_each(tasks, jobs, cache) for diagnostic in found]
+
+
+def lint_each(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache | None = None) -> list[list[Diagnostic]]:
+    """Each task's diagnostics (sorted by position), in task order."""
     results: list[list[Diagnostic]] = [[] for _ in tasks]
     pending: list[tuple[int, int]] = []  # (size, task index)
     for index, task in enumerate(tasks):
@@ -77,10 +82,8 @@ def lint_tasks(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache 
     for index, diagnostics in zip(order, _analyse([tasks[index] for index in order], workers, cache), strict=True):
         results[index] = diagnostics
     return [
-        diagnostic
+        [diagnostic for diagnostic in found if task.report_parse_errors or diagnostic.code != PARSE_ERROR]
         for task, found in zip(tasks, results, strict=True)
-        for diagnostic in found
-        if task.report_parse_errors or diagnostic.code != PARSE_ERROR
     ]
 
 

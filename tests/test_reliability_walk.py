@@ -111,7 +111,7 @@ def test_a_directory_the_walk_cannot_read_is_reported_once_and_the_rest_linted(p
     write(project / "locked" / "inner" / "bad.py")
     (project / "locked").chmod(mode)
     unreadable = ("locked", "FSDP000", PERMISSION_DENIED_DIRECTORY)
-    assert lint(".") == (1, [unreadable, ("bad.py", "FSDP001")])
+    assert lint(".") == (1, [("bad.py", "FSDP001"), unreadable])  # in the order of the walk
 
 
 @pytest.mark.parametrize("fix", [False, True], ids=["check", "fix"])
@@ -131,6 +131,16 @@ def test_a_special_file_named_explicitly_is_fsdp000_and_the_rest_linted(project,
     status, found = lint(*(["--fix"] if fix else []), "special.py", "bad.py")
     special = ("special.py", "FSDP000", f"cannot read file: {kind}, not a regular file")
     assert (status, found) == (1, [special, ("bad.py", "FSDP001")])
+
+
+@pytest.mark.parametrize("fix", [False, True], ids=["check", "fix"])
+def test_paths_that_cannot_be_linted_are_reported_in_command_line_order(project, fix):
+    write(project / "a.py")
+    write(project / "b.py")
+    os.mkfifo(project / "pipe.py")
+    status, found = lint(*(["--fix"] if fix else []), "b.py", "missing.py", "a.py", "pipe.py")
+    assert status == 1
+    assert [path for path, *_ in found] == ["b.py", "missing.py", "a.py", "pipe.py"]
 
 
 @pytest.mark.parametrize("fix", [False, True], ids=["check", "fix"])
