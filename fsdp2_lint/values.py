@@ -296,15 +296,16 @@ def options(value: Value) -> tuple[Value, ...]:
 
 def choice(values: list[Value] | tuple[Value, ...], sequential: bool = False) -> Value:
     unique: list[Value] = []
-    for value in values:
-        for option in options(value):
-            if option not in unique:
-                unique.append(option)
+    for option in (option for value in values for option in options(value)):
+        if option not in unique:
+            unique.append(option)
+            if len(unique) == MAX_OPTIONS:  # the rest is cut anyway: comparing it costs quadratic time
+                break
     if not unique:
         return UNKNOWN
     if len(unique) == 1:
         return unique[0]
-    return Choice(tuple(unique[:MAX_OPTIONS]), sequential)
+    return Choice(tuple(unique), sequential)
 
 
 def refs(value: Value) -> Iterator[Ref]:
