@@ -11,6 +11,7 @@ bytes cannot satisfy any selected rule is never parsed. Two stages, both exact:
 
 A token is a substring, or a :class:`Word`: an identifier that contains a substring and that a
 predicate accepts (``local_rank`` counts as a rank, ``maintain`` or ``ranking`` do not).
+What the prefilter reads of a rule is its ``requires`` (:class:`Gated`); it imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -18,10 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from fsdp2_lint.rule import Rule
+from typing import Protocol, TypeVar
 
 # A string literal (any quotes; prefixes are identifier characters and need no matching) or a
 # comment. Scanning left to right, a `#` inside a string is consumed by the string first.
@@ -65,6 +63,16 @@ class Word:
 Token = str | Word
 
 
+class Gated(Protocol):
+    """What the prefilter reads of a rule (a :class:`fsdp2_lint.rule.Rule` class): the tokens it
+    requires, in conjunctive normal form."""
+
+    requires: tuple[tuple[Token, ...], ...]
+
+
+G = TypeVar("G", bound=Gated)
+
+
 class Tokens:
     """Token presence in one text, each token searched for at most once."""
 
@@ -79,13 +87,13 @@ class Tokens:
             self.found[token] = present
         return present
 
-    def satisfies(self, rule: type[Rule]) -> bool:
+    def satisfies(self, rule: Gated) -> bool:
         # groups whose tokens earlier rules looked up come first: a known miss costs no scan
         groups = sorted(rule.requires, key=lambda group: sum(token not in self.found for token in group))
         return all(any(self.has(token) for token in group) for group in groups)
 
 
-def applicable_rules(rules: Sequence[type[Rule]], data: bytes) -> list[type[Rule]]:
+def applicable_rules(rules: Sequence[G], data: bytes) -> list[G]:
     """The rules among ``rules`` that can report something in a file with these bytes."""
     raw = Tokens(data)
     passing = [rule for rule in rules if raw.satisfies(rule)]
