@@ -27,18 +27,23 @@ from typing import TypeVar
 import libcst as cst
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import UNKNOWN_KEYWORDS, ClassInfo, Context, Event, FunctionInfo, RankGuard, Trace, canonical
+from fsdp2_lint.facts import Trace, canonical
 from fsdp2_lint.syntax import child_nodes, dotted, statements
 from fsdp2_lint.values import (
     ANY,
     ANY_DEPTH,
     UNKNOWN,
+    UNKNOWN_KEYWORDS,
     BoundMethod,
     Choice,
     Class,
+    ClassInfo,
     Const,
+    Context,
     Derived,
+    Event,
     Function,
+    FunctionInfo,
     Iter,
     Lambda,
     Loaded,
@@ -48,6 +53,7 @@ from fsdp2_lint.values import (
     ParamSource,
     Partial,
     RankDep,
+    RankGuard,
     Ref,
     StateDict,
     Super,

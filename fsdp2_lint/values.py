@@ -1,4 +1,6 @@
-"""Abstract values computed by the interpreter (:mod:`fsdp2_lint.interp`).
+"""The abstract domain of the interpreter (:mod:`fsdp2_lint.interp`): its values and objects, the
+same-file functions and classes they refer to (:class:`FunctionInfo`, :class:`ClassInfo`), and
+the events it records (:class:`Event`) with their :class:`Context` (branches, loops, guards).
 
 A module (or any runtime object) is an :class:`Obj` with identity; what a script names is a
 :class:`Ref`: an object plus an access path (``model.layers[0]`` is ``Ref(model_obj,
@@ -12,14 +14,10 @@ variable then names the same element, so ``blk`` is known to be the parent of ``
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 
 import libcst as cst
-
-if TYPE_CHECKING:
-    from fsdp2_lint.facts import ClassInfo, Event, FunctionInfo
 
 ANY = "*"
 ANY_DEPTH = "**"
@@ -376,3 +374,142 @@ def is_strict_ancestor(outer: Ref, inner: Ref) -> bool:
     if inner.path[:n] != outer.path:
         return False
     return any(not is_any_depth(element) for element in inner.path[n:])
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    node: cst.FunctionDef
+    cls: ClassInfo | None
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.cls.name}.{self.name}" if self.cls else self.name
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: cst.ClassDef
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    bases: tuple[Value, ...] = ()  # filled when the class statement is interpreted
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    def mro(self) -> Iterator[ClassInfo]:
+        """This class, then its same-file bases depth-first (enough for single inheritance)."""
+        yield self
+        for base in self.bases:
+            if isinstance(base, Class) and base.info is not self:
+                yield from base.info.mro()
+
+    def method(self, name: str) -> FunctionInfo | None:
+        for cls in self.mro():
+            if name in cls.methods:
+                return cls.methods[name]
+        return None
+
+    def external_bases(self) -> Iterator[str]:
+        """Resolved names of the bases defined outside this file (e.g. ``torch.optim.Optimizer``)."""
+        for cls in self.mro():
+            for base in cls.bases:
+                if isinstance(base, Symbol):
+                    yield base.qname
+
+
+@dataclass(frozen=True)
+class RankGuard:
+    """Code that runs on some ranks only: under ``node`` (an ``if`` test, an early exit, a
+    ``@rank_zero_only`` function), on ``ranks`` = ``"zero"``, ``"nonzero"`` or ``"subset"``.
+    ``depth`` is the call depth of the guarded code: ``event.frames()[depth]`` is the statement
+    inside the guard that (directly or through helpers) produced an event."""
+
+    node: cst.CSTNode
+    ranks: str
+    depth: int = 0
+    arm: tuple[int, int] | None = None  # (id of the `if`, arm index) for the two arms of one test
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where an event happens. Shared by all events of a block, so cheap to keep per event."""
+
+    branches: tuple[tuple[int, int], ...] = ()  # (id of an if/try node, arm index)
+    rank_guard: RankGuard | None = None
+    no_grad: bool = False
+    meta_device: bool = False
+    loops: tuple[cst.CSTNode, ...] = ()
+    forward_of: tuple[Ref, ...] = ()  # modules whose forward() this code runs inside
+    managers: tuple[Value, ...] = ()  # values of the enclosing `with` items
+    # Modules a type test proved are no FSDP2 modules here (`isinstance(m, FSDPModule)` failed, or
+    # `m` is a DDP/FSDP1 wrapper): in this arm nothing in them is sharded, whatever else ran.
+    not_fsdp2: tuple[Ref, ...] = ()
+    # Values a type test (`isinstance(x, DTensor)`, `hasattr(x, "full_tensor")`) requires to be
+    # DTensors here: the code runs only if they are.
+    dtensor_tested: tuple[Value, ...] = ()
+
+    def with_(self, **changes: object) -> Context:
+        return replace(self, **changes)
+
+
+# The key of ``Event.kwargs`` under which a ``**mapping`` whose keys are unknown is kept.
+UNKNOWN_KEYWORDS = "**"
+
+
+@dataclass(eq=False)
+class Event:
+    """One thing the code does, in execution order.
+
+    ``kind`` is one of:
+    - ``"call"``: a call of a function that is not same-file code; ``qname`` is its resolved name
+      (``None`` if unresolved);
+    - ``"method"``: ``receiver.name(...)``;
+    - ``"invoke"``: calling an object, ``receiver(...)`` (a module's forward);
+    - ``"attr"``: reading ``receiver.name`` (also ``getattr(receiver, "name")``);
+    - ``"store"``: ``receiver.name = value`` / ``receiver[key] = value``;
+    - ``"inplace"``: ``receiver op= value`` (augmented assignment);
+    - ``"return"``: a function returning ``result``.
+    ``stack`` holds the call sites through which this event was reached from the entry point.
+    """
+
+    index: int
+    kind: str
+    node: cst.CSTNode
+    stack: tuple[cst.CSTNode, ...]
+    ctx: Context
+    name: str | None = None
+    qname: str | None = None
+    receiver: Value | None = None
+    args: tuple[Value, ...] = ()
+    kwargs: dict[str, Value] = field(default_factory=dict)
+    result: Value | None = None
+
+    def arg(self, position: int, keyword: str | None = None) -> Value | None:
+        if keyword is not None and keyword in self.kwargs:
+            return self.kwargs[keyword]
+        return self.args[position] if position < len(self.args) else None
+
+    def may_pass(self, keyword: str) -> bool:
+        """Is ``keyword`` given, or may it be, inside a ``**mapping`` whose keys are unknown?"""
+        return keyword in self.kwargs or UNKNOWN_KEYWORDS in self.kwargs
+
+    @cached_property
+    def targets(self) -> tuple[Ref, ...]:
+        """For ``fully_shard`` calls: the modules sharded, in the order they are sharded."""
+        first = self.arg(0, "module")
+        if first is None:
+            return ()
+        modules = (ref for value in walk_contents(first) for ref in refs(value) if ref.root.kind != "container")
+        return tuple(dict.fromkeys(modules))
+
+    def frames(self) -> tuple[cst.CSTNode, ...]:
+        return self.stack + (self.node,)
+
+    def exclusive_with(self, other: Event) -> bool:
+        """Can the two events never happen in the same run (different arms of one branch)?"""
+        mine = dict(self.ctx.branches)
+        return any(node in mine and mine[node] != arm for node, arm in other.ctx.branches)

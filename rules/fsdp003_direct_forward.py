@@ -5,9 +5,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
+from fsdp2_lint.facts import FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Const, may_be_same, may_contain, refs
+from fsdp2_lint.values import Const, Event, may_be_same, may_contain, refs
 
 
 class DirectForward(Rule):

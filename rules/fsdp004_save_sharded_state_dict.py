@@ -3,9 +3,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
+from fsdp2_lint.facts import FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import RankDep, Ref, StateDict, walk_contents
+from fsdp2_lint.values import Event, RankDep, Ref, StateDict, walk_contents
 
 
 class SaveShardedStateDict(Rule):

@@ -5,11 +5,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import Event, FileFacts, RankGuard, Trace, canonical
+from fsdp2_lint.facts import FileFacts, Trace, canonical
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.syntax import child_nodes, dotted
-from fsdp2_lint.values import Const, Derived, Params, Ref, StateDict, Value, refs, walk_contents
+from fsdp2_lint.values import Const, Derived, Event, Params, RankGuard, Ref, StateDict, Value, refs, walk_contents
 
 # torch.distributed collectives every rank of the group must enter (point-to-point send/recv
 # are deliberately rank-specific and not listed).

@@ -3,9 +3,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint import names
-from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
+from fsdp2_lint.facts import FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Const, Ref, may_overlap, refs
+from fsdp2_lint.values import Const, Event, Ref, may_overlap, refs
 
 LOAD_METHODS = frozenset({"load_state_dict", "from_pretrained", "load_checkpoint", "load_weights"})
 BROADCASTS = frozenset({"torch.distributed.broadcast", "torch.distributed.broadcast_object_list"})

@@ -3,9 +3,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint import fixes, names
-from fsdp2_lint.facts import Event, FileFacts, Trace
+from fsdp2_lint.facts import FileFacts, Trace
 from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Const, Symbol, options, refs, walk_contents
+from fsdp2_lint.values import Const, Event, Symbol, options, refs, walk_contents
 
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"

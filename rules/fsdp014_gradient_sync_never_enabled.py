@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint.facts import Event, FileFacts, Trace
+from fsdp2_lint.facts import FileFacts, Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Const, refs
+from fsdp2_lint.values import Const, Event, refs
 
 SYNC = "set_requires_gradient_sync"
 

@@ -5,10 +5,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import fixes
-from fsdp2_lint.facts import Event, FileFacts, Trace, canonical
+from fsdp2_lint.facts import FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
 from fsdp2_lint.syntax import dotted
-from fsdp2_lint.values import Derived, Params, may_overlap, walk_contents
+from fsdp2_lint.values import Derived, Event, Params, may_overlap, walk_contents
 
 CLIPPING = frozenset(
     {

@@ -5,9 +5,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import fixes, names
-from fsdp2_lint.facts import Event, FileFacts
+from fsdp2_lint.facts import FileFacts
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Const, Symbol, Value, options
+from fsdp2_lint.values import Const, Event, Symbol, Value, options
 
 # FSDP1 keyword -> what to write with fully_shard instead.
 REPLACEMENTS = {

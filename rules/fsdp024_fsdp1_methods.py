@@ -5,9 +5,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import fixes, names
-from fsdp2_lint.facts import Event, FileFacts, Trace, canonical, fsdp2_model, may_be_wrapper
+from fsdp2_lint.facts import FileFacts, Trace, canonical, fsdp2_model, may_be_wrapper
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Ref, Value, may_be_same, refs
+from fsdp2_lint.values import Event, Ref, Value, may_be_same, refs
 
 # FSDP1-only attributes and methods of a wrapped module, and what FSDP2 offers instead.
 MODULE_ATTRIBUTES = {
