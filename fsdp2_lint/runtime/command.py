@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import signal
 import sys
 import tempfile
@@ -30,15 +29,6 @@ def torch_available() -> bool:
         return importlib.util.find_spec("torch") is not None
     except (ImportError, ValueError):
         return False
-
-
-def report_console():
-    """Tables are wide: give them 160 columns when not writing to a terminal (CI logs) unless
-    COLUMNS says otherwise."""
-    from rich.console import Console
-
-    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-    return Console(file=sys.stdout, width=width, highlight=False, emoji=False)
 
 
 class _Terminated(BaseException):
@@ -154,7 +144,7 @@ def _run_fixtures(
     output_format: str,
 ) -> int:
     from fsdp2_lint.runtime.confirm_fixtures import confirm_fixtures
-    from fsdp2_lint.runtime.report import as_json, passed, print_table
+    from fsdp2_lint.runtime.report import as_json, passed, print_table, report_console
 
     report = confirm_fixtures(codes, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs, launcher, root)
     if output_format == "json":

@@ -22,7 +22,7 @@ from fsdp2_lint.runtime.device import can_reproduce
 from fsdp2_lint.runtime.evidence import Evidence, matches, observe
 from fsdp2_lint.runtime.fixtures import UnknownRule
 from fsdp2_lint.runtime.record import RunRecord, RunSpec
-from fsdp2_lint.runtime.report import evidence_json
+from fsdp2_lint.runtime.report import evidence_json, report_console
 from fsdp2_lint.runtime.torchrun_launcher import TorchrunLauncher
 
 CONFIRMED = "confirmed"
@@ -158,8 +158,6 @@ def run_script_check(
     if output_format == "json":
         print(json.dumps(_as_json(script, run, static, runtime_only, failed), indent=2))
     else:
-        from fsdp2_lint.runtime.command import report_console
-
         _print(report_console(), script, run, static, runtime_only, failed)
     return 1 if failed else 0
 

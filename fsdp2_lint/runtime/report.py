@@ -1,8 +1,11 @@
-"""Reports of fixture confirmation runs: a rich table, or the same as JSON (torch-free)."""
+"""Reports of confirmation runs (torch-free): the console they print to, a rich table of the fixture
+results or the same as JSON, and the JSON of one piece of evidence."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +25,13 @@ VERDICT_STYLES = {
     Verdict.UNEXPECTED: "bold red",
     Verdict.NOT_RUNNABLE: "yellow",
 }
+
+
+def report_console() -> Console:
+    """Tables are wide: give them 160 columns when not writing to a terminal (CI logs) unless
+    COLUMNS says otherwise."""
+    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+    return Console(file=sys.stdout, width=width, highlight=False, emoji=False)
 
 
 @dataclass(frozen=True)
