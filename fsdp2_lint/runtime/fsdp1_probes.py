@@ -14,7 +14,7 @@ import sys
 import weakref
 from collections.abc import Callable
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.distributed.fsdp as fsdp
@@ -22,10 +22,8 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP1
 from torch.distributed.tensor import DTensor
 
 from fsdp2_lint.runtime import events
+from fsdp2_lint.runtime.probe_core import ProbeCore
 from fsdp2_lint.runtime.tensors import count_tensors
-
-if TYPE_CHECKING:
-    from fsdp2_lint.runtime.probes import Probes
 
 STATE_DICTS_PER_MODULE = 4  # state_dict() calls recorded per configured module
 
@@ -64,7 +62,7 @@ class _ObservedContext:
 
 
 class Fsdp1Probes:
-    def __init__(self, probes: Probes) -> None:
+    def __init__(self, probes: ProbeCore) -> None:
         self.probes = probes
         # module -> (requested state-dict type, line of the set_state_dict_type call, state dicts recorded)
         self.configured: weakref.WeakKeyDictionary[torch.nn.Module, list] = weakref.WeakKeyDictionary()

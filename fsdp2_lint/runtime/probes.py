@@ -4,6 +4,11 @@ Each probe wraps one torch entry point, records what it saw as an event attribut
 the user's script that led to it, and never changes what the wrapped call does. A probe that fails
 records a ``probe_error`` event instead of breaking the script. Probes never issue collectives:
 ranks may have diverged, and an extra collective would change (or hang) the run being observed.
+
+This module holds ``Probes``, which installs every probe of a rank, with the probes of
+``fully_shard``, ``to_empty``, optimizers, ``torch.save``, collectives and gradient sync, and the
+tracer of the script's lines. What every probe builds on is in :mod:`.probe_core`; the FSDP1 probes
+and the value probes are in :mod:`.fsdp1_probes` and :mod:`.value_probes`.
 """
 
 from __future__ import annotations
@@ -12,12 +17,11 @@ import faulthandler
 import functools
 import os
 import sys
-import sysconfig
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, NamedTuple
 
 import torch
@@ -32,6 +36,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.events import EventLog
 from fsdp2_lint.runtime.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
+from fsdp2_lint.runtime.probe_core import ProbeCore
 from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL
 from fsdp2_lint.runtime.tensors import count_tensors, local_tensor, same_bits
 from fsdp2_lint.runtime.value_probes import GradNormProbe, LoadProbe
@@ -66,59 +71,6 @@ COLLECTIVES = (
     "send",
     "send_object_list",
 )
-
-
-class CodeLocator:
-    """Attributes a stack to the user's script: the innermost frame of the script, and the innermost
-    frame of any user code (not torch, not the standard library or site-packages, not this harness)."""
-
-    def __init__(self, script: Path) -> None:
-        self.script = str(script)
-        self.torch_root = os.path.dirname(torch.__file__) + os.sep
-        paths = sysconfig.get_paths()
-        library_roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-        library_roots.add(os.path.dirname(__file__))
-        self.library_roots = tuple(root + os.sep for root in library_roots) + (self.torch_root,)
-
-    def in_torch(self, filename: str) -> bool:
-        return filename.startswith(self.torch_root)
-
-    def is_user_file(self, filename: str) -> bool:
-        return filename == self.script or not (filename.startswith("<") or filename.startswith(self.library_roots))
-
-    def locate(self, frames: Iterable[tuple[str, int]]) -> dict[str, Any]:
-        """``line``: innermost line in the script; ``site``: innermost user frame elsewhere, if any."""
-        site = None
-        for filename, lineno in frames:
-            if filename == self.script:
-                return {"line": lineno, "site": site}
-            if site is None and self.is_user_file(filename):
-                site = f"{filename}:{lineno}"
-        return {"line": None, "site": site}
-
-    def locate_stack(self, frame: FrameType | None) -> dict[str, Any]:
-        return self.locate(_outward(frame))
-
-    def script_lines(self, frame: FrameType | None) -> list[int]:
-        """Every line of the script on the stack, innermost first: a helper's line, then its callers'."""
-        return [lineno for filename, lineno in _outward(frame) if filename == self.script]
-
-    def locate_traceback(self, tb: TracebackType | None) -> dict[str, Any]:
-        """Also ``script_lines``: every line of the script in the traceback, innermost first (a
-        static finding at a call site matches an exception raised deeper inside the script)."""
-        frames = []
-        while tb is not None:
-            frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
-            tb = tb.tb_next
-        frames.reverse()
-        script_lines = [lineno for filename, lineno in frames if filename == self.script]
-        return {**self.locate(frames), "script_lines": script_lines}
-
-
-def _outward(frame: FrameType | None) -> Iterator[tuple[str, int]]:
-    while frame is not None:
-        yield frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
 
 
 def group_layout(module: torch.nn.Module) -> tuple[int, int]:
@@ -181,29 +133,6 @@ class EmptyParam(NamedTuple):
             return same_bits(local_tensor(self.param), self.before)
 
 
-class ReplacedParameters:
-    """Shard observer: remembers the tensors that were a module's parameters until ``fully_shard``
-    replaced them with DTensors. An optimizer or a clip that holds them works on tensors the model
-    no longer uses (FSDP001, FSDP015); one over a model nobody sharded holds none of them."""
-
-    def __init__(self) -> None:
-        # by identity: tensors compare elementwise; weak, so a replaced tensor nobody holds is dropped
-        self.tensors: WeakIdKeyDictionary = WeakIdKeyDictionary()
-
-    def before(self, modules: list[torch.nn.Module]) -> list[torch.Tensor]:
-        return [p for m in modules for p in m.parameters() if not isinstance(p, DTensor)]
-
-    def after(self, modules: list[torch.nn.Module], before: list[torch.Tensor] | None) -> dict[str, Any]:
-        current = {id(p) for m in modules for p in m.parameters()}
-        for param in before or ():
-            if id(param) not in current:  # a failed call leaves the module its parameters
-                self.tensors[param] = True
-        return {}
-
-    def count(self, tensors: Iterable[torch.Tensor]) -> int:
-        return sum(tensor in self.tensors for tensor in tensors)
-
-
 class GradientSyncProbe:
     """FSDP014. The parameters whose gradient sync ``set_requires_gradient_sync(False)`` had switched
     off when the last backward started: that backward leaves their gradients unreduced, so their
@@ -248,14 +177,12 @@ class GradientSyncProbe:
         self.off_at_backward = self.off.copy()
 
 
-class Probes:
+class Probes(ProbeCore):
     """All probes of one rank, writing to one event log."""
 
     def __init__(self, log: EventLog, script: Path, run_dir: Path, rank: int) -> None:
-        self.log = log
-        self.locator = CodeLocator(script)
+        super().__init__(log, script)
         self.stack_file = open(events.stack_path(run_dir, rank), "w", encoding="utf-8")
-        self.sharded: list[weakref.ref[torch.nn.Module]] = []
         # where each optimizer was built: the script's lines on the stack, innermost first
         self.optimizer_lines: weakref.WeakKeyDictionary[torch.optim.Optimizer, list[int]] = weakref.WeakKeyDictionary()
         # plain tensors each optimizer was given that were the sharded model's parameters then (FSDP008)
@@ -269,7 +196,6 @@ class Probes:
         # optimizer step compares them
         self.materialized: list[tuple[int | None, dict[str, EmptyParam]]] = []
         self.loads = LoadProbe(self)
-        self.replaced = ReplacedParameters()
         self.gradient_sync = GradientSyncProbe(self)
         # each sees the modules before a fully_shard call and adds fields to its event after it
         self.shard_observers = (self.loads, Fsdp1ShardObserver(), self.replaced)
@@ -287,18 +213,6 @@ class Probes:
         register_optimizer_step_post_hook(self.guarded("step", self._after_step))
         self._wrap_save()
         self._wrap_collectives()
-
-    def guarded(self, probe: str, body: Callable[..., Any]) -> Callable[..., Any]:
-        """``body``, returning None (and recording a ``probe_error``) where it fails."""
-
-        def run(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return body(*args, **kwargs)
-            except Exception as error:  # a probe must never break the script it observes
-                self.log.write(events.PROBE_ERROR, probe=probe, message=f"{type(error).__name__}: {error}")
-                return None
-
-        return run
 
     # fully_shard --------------------------------------------------------------------------------
 
@@ -369,20 +283,6 @@ class Probes:
             changed_since_shard=self.loads.changed_since_shard(),
             **self.locator.locate_stack(sys._getframe()),
         )
-
-    def model_parameters(self) -> dict[str, torch.nn.Parameter]:
-        """Named parameters of the sharded model(s): modules given to fully_shard that no other
-        such module contains."""
-        modules = [m for m in (ref() for ref in self.sharded) if m is not None]
-        inner = {id(sub) for m in modules for sub in m.modules() if sub is not m}
-        named: dict[str, torch.nn.Parameter] = {}
-        seen: set[int] = set()
-        for root in (m for m in modules if id(m) not in inner):
-            for name, param in root.named_parameters():
-                if id(param) not in seen:
-                    seen.add(id(param))
-                    named[name] = param
-        return named
 
     # to_empty -----------------------------------------------------------------------------------
 

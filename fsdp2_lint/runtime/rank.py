@@ -20,7 +20,8 @@ import torch
 from fsdp2_lint.runtime import events
 from fsdp2_lint.runtime.device import Device
 from fsdp2_lint.runtime.events import EventLog
-from fsdp2_lint.runtime.probes import CodeLocator, Probes, trace_script_lines
+from fsdp2_lint.runtime.probe_core import CodeLocator
+from fsdp2_lint.runtime.probes import Probes, trace_script_lines
 
 MAX_MESSAGE = 4000
 MAX_TRACEBACK = 8000

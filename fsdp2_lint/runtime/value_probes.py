@@ -14,7 +14,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.utils.clip_grad as clip_grad
@@ -22,10 +22,8 @@ from torch.distributed.tensor import DTensor
 from torch.utils.weak import WeakIdKeyDictionary
 
 from fsdp2_lint.runtime import events
+from fsdp2_lint.runtime.probe_core import ProbeCore
 from fsdp2_lint.runtime.tensors import chunk_fingerprints, fingerprint, shard_layout
-
-if TYPE_CHECKING:
-    from fsdp2_lint.runtime.probes import Probes
 
 MAX_FINGERPRINTED = 32  # parameters fingerprinted per fully_shard call
 NORMS_PER_LINE = 4  # norm calls recorded per line of user code (both ranks record the same ones)
@@ -56,7 +54,7 @@ class LoadProbe:
     loaded values also fingerprints every rank's chunk of them, so the detector can tell, offline,
     whether the other ranks' shards hold what was loaded."""
 
-    def __init__(self, probes: Probes) -> None:
+    def __init__(self, probes: ProbeCore) -> None:
         self.probes = probes
         # by identity: tensors compare elementwise, so a WeakKeyDictionary cannot hold them
         self.loaded: WeakIdKeyDictionary = WeakIdKeyDictionary()  # parameter -> (load line, version after it)
@@ -151,7 +149,7 @@ class GradNormProbe:
     shards and its share of the global squared norm (summed over ranks offline). For the clipping
     functions it also records what they were given: parameters of the sharded model or not."""
 
-    def __init__(self, probes: Probes) -> None:
+    def __init__(self, probes: ProbeCore) -> None:
         self.probes = probes
         self.recorded: Counter[tuple[str, int | None]] = Counter()
 
