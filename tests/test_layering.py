@@ -1,0 +1,88 @@
+"""The package's layering: imports run only downward (no module imports one that imports it back,
+directly or through others, at module level or inside a function), and the linter outside
+``fsdp2_lint/runtime/`` never imports torch."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "fsdp2_lint"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(("fsdp2_lint", *path.relative_to(PACKAGE).with_suffix("").parts))
+        found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def _imported(name: str, path: Path) -> set[str]:
+    """Every module named by an import anywhere in the file (function-level imports included)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            named.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            named.add(base)
+            named.update(f"{base}.{alias.name}" for alias in node.names)
+    return named
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: {other for other in _imported(name, path) if other in modules and other != name}
+            for name, path in modules.items()}  # fmt: skip
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while not component or component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return components
+
+
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_check_sees_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_only_the_runtime_imports_torch():
+    importers = sorted(
+        name
+        for name, path in _modules().items()
+        if not name.startswith("fsdp2_lint.runtime")
+        and any(module == "torch" or module.startswith("torch.") for module in _imported(name, path))
+    )
+    assert importers == []
