@@ -47,7 +47,7 @@ from pathlib import Path
 
 import fsdp2_lint
 from fsdp2_lint import __version__
-from fsdp2_lint.engine import Diagnostic
+from fsdp2_lint.diagnostics import Diagnostic
 from fsdp2_lint.rule import Rule
 
 CACHE_DIR_ENV = "FSDP2_LINT_CACHE_DIR"  # --cache-dir

@@ -18,8 +18,9 @@ from fsdp2_lint import __version__
 from fsdp2_lint.autofix import FileFix, fix_file, fix_source_of, remove_killed_runs_temporaries, write_fix_summary
 from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.config import ConfigError, Selection
+from fsdp2_lint.diagnostics import Diagnostic, file_error
 from fsdp2_lint.discovery import Unlintable, discover
-from fsdp2_lint.engine import Diagnostic, FixResult, file_error, raise_recursion_limit
+from fsdp2_lint.engine import FixResult, raise_recursion_limit
 from fsdp2_lint.output import FORMATS, Fixing, console, printable, rule_markdown, write_report, write_statistics
 from fsdp2_lint.parallel import LintTask, lint_each
 from fsdp2_lint.rule import Rule, all_rules

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pathspec
 
-from fsdp2_lint.engine import DEFAULT_MAX_FILE_SIZE, PARSE_ERROR
+from fsdp2_lint.diagnostics import PARSE_ERROR
 from fsdp2_lint.rule import Rule, all_rules
+from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -6,6 +6,10 @@ than libcst's parser handles (:mod:`fsdp2_lint.nesting`), it is parsed once, int
 facts, and every applicable rule reads those facts. Findings in code a test expects to raise (`with
 pytest.raises(...)`) are dropped: the misuse is deliberate there. A rule that raises is
 reported as an internal error of that rule and never hides the other rules' findings.
+
+What it returns (:class:`~fsdp2_lint.diagnostics.Diagnostic`, FSDP000 for a file it cannot read or
+parse) is defined in :mod:`fsdp2_lint.diagnostics`; the size limit's default in
+:mod:`fsdp2_lint.sources`.
 """
 
 from __future__ import annotations
@@ -14,29 +18,27 @@ import re
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
 
 from fsdp2_lint import fixes
+from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, Edit, Fix, file_error
 from fsdp2_lint.edits import fix_edits
 from fsdp2_lint.facts import FileFacts
 from fsdp2_lint.interp import interpret
 from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.prefilter import applicable_rules
-from fsdp2_lint.rule import Finding, Rule, RuleFix, Severity, all_rules
-from fsdp2_lint.sources import read_source, reason
+from fsdp2_lint.rule import Finding, Rule, RuleFix, all_rules
+from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source, reason
 
-PARSE_ERROR = "FSDP000"
-PARSE_ERROR_NAME = "unreadable-file"
 _NOQA = re.compile(
     r"#\s*(?:noqa(?P<noqa>\s*:\s*(?P<codes>[A-Za-z]+\d+(?:\s*,?\s*[A-Za-z]+\d+)*))?"
     r"|fsdp2-lint\s*:\s*disable\s*=\s*(?P<disabled>[A-Za-z]+\d+(?:\s*,\s*[A-Za-z]+\d+)*))",
     re.IGNORECASE,
 )
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-_SYNTAX_HINT = "fix the syntax error: fsdp2-lint checked nothing else in this file"
 _DECODE_HINT = "save the file as UTF-8, or declare its encoding (PEP 263): fsdp2-lint checked nothing else in it"
 _READ_HINT = "check the path and its permissions"
 _TOO_DEEP_HINT = "Python itself cannot compile this file: fsdp2-lint checked nothing else in it"
@@ -46,53 +48,9 @@ _PYTHON_RECURSION_LIMIT = 1000  # what `python train.py` compiles the file with
 # libcst's parser takes 0.5 s and 200 MB at this estimated depth (lambda, `x if c else`), and time
 # and memory grow with its square; real code stays near 100 (torch's sources: at most 109)
 MAX_NESTING = 1000
-DEFAULT_MAX_FILE_SIZE = 1024 * 1024  # about 750 MB of syntax tree and 15 s of parsing; 0: no limit
 INTERNAL_HINT = "a bug in fsdp2-lint: please report it with the file; the other files were checked"
 
 _RULE_INSTANCES: dict[type[Rule], Rule] = {}
-
-
-@dataclass(frozen=True)
-class Edit:
-    """Replace the text from (line, column) to (end_line, end_column) with ``content``
-    (1-based, end exclusive, columns in characters)."""
-
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    content: str
-
-
-@dataclass(frozen=True)
-class Fix:
-    description: str
-    applicability: str  # "safe" or "unsafe"
-    edits: tuple[Edit, ...]
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    """One reported violation. Lines and columns are 1-based; the end column is exclusive."""
-
-    code: str
-    name: str
-    message: str
-    hint: str
-    severity: Severity
-    path: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    source_line: str
-    fix: Fix | None = None
-
-    def to_json(self) -> dict[str, object]:
-        data = asdict(self)
-        data["severity"] = self.severity.value
-        del data["source_line"]
-        return data
 
 
 def lint_file(
@@ -340,22 +298,6 @@ def _syntax_error(data: bytes, path: str, error: cst.ParserSyntaxError) -> Diagn
     reason = error.message.removeprefix("parser error: ")
     message = f"fsdp2-lint's parser cannot parse this file, which Python compiles: {reason}"
     return file_error(path, message, error.editor_line, hint=_LIMIT_HINT)
-
-
-def file_error(path: str, message: str, line: int = 1, column: int = 1, hint: str = _SYNTAX_HINT) -> Diagnostic:
-    return Diagnostic(
-        code=PARSE_ERROR,
-        name=PARSE_ERROR_NAME,
-        message=message,
-        hint=hint,
-        severity=Severity.ERROR,
-        path=path,
-        line=line,
-        column=column,
-        end_line=line,
-        end_column=column,
-        source_line="",
-    )
 
 
 def _suppressed(diagnostic: Diagnostic, lines: list[str]) -> bool:

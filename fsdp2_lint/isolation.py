@@ -26,7 +26,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TypeVar
 
-from fsdp2_lint.engine import INTERNAL_HINT, Diagnostic, file_error, raise_recursion_limit, reaches_parser
+from fsdp2_lint.diagnostics import Diagnostic, file_error
+from fsdp2_lint.engine import INTERNAL_HINT, raise_recursion_limit, reaches_parser
 from fsdp2_lint.lifetime import die_with_parent
 from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.rule import Rule

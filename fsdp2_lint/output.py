@@ -27,8 +27,8 @@ from rich.console import Console
 from rich.text import Text
 
 from fsdp2_lint import __version__
-from fsdp2_lint.engine import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic
-from fsdp2_lint.rule import Rule, Severity, all_rules
+from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, Severity
+from fsdp2_lint.rule import Rule, all_rules
 
 FORMATS = ("text", "concise", "json", "json-lines", "github", "gitlab", "junit", "sarif")
 STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow"}

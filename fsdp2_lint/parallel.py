@@ -18,11 +18,12 @@ from pathlib import Path
 
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Settings
-from fsdp2_lint.engine import DEFAULT_MAX_FILE_SIZE, PARSE_ERROR, Diagnostic, lint_file, lint_source
+from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic
+from fsdp2_lint.engine import lint_file, lint_source
 from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
 from fsdp2_lint.prefilter import applicable_rules
 from fsdp2_lint.rule import Rule
-from fsdp2_lint.sources import read_source
+from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source
 
 PARALLEL_THRESHOLD = 16
 

@@ -4,12 +4,12 @@ A rule declares its identity and documentation next to its check (Fixit/Ruff sty
 tokens a file must contain for the rule to possibly fire (the prefilter), and the runtime
 signature the confirmation harness must observe when a bad fixture of the rule is run.
 The check reads the facts computed once per file (:class:`fsdp2_lint.facts.FileFacts`) and
-yields findings; it never re-walks the syntax tree.
+yields findings; it never re-walks the syntax tree. A rule's severity is a
+:class:`fsdp2_lint.diagnostics.Severity`; libcst is named here only in type annotations.
 """
 
 from __future__ import annotations
 
-import enum
 import importlib
 import pkgutil
 import re
@@ -18,19 +18,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
-import libcst as cst
-
+from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.prefilter import Tokens, Word
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from fsdp2_lint.facts import FileFacts
 
 CODE_PATTERN = re.compile(r"^FSDP\d{3}$")
-
-
-class Severity(enum.Enum):
-    ERROR = "error"  # definite breakage
-    WARNING = "warning"  # likely breakage, or memory/performance
 
 
 @dataclass(frozen=True)

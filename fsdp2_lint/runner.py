@@ -11,7 +11,8 @@ from functools import partial
 from pathlib import Path
 
 from fsdp2_lint.config import Selection, Settings, find_config, load_settings
-from fsdp2_lint.engine import PARSE_ERROR, Diagnostic, FixResult, fix_source, lint_file, lint_source
+from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic
+from fsdp2_lint.engine import FixResult, fix_source, lint_file, lint_source
 from fsdp2_lint.isolation import Crash, crash_diagnostic, run_guarded
 from fsdp2_lint.sources import read_source
 

@@ -1,6 +1,9 @@
 """Reading a file to lint. Between finding a file and reading it, anything can take its place: a
 FIFO (a blocking read waits forever for a writer), a device (``/dev/zero`` never ends), a socket.
-So a file is opened without blocking and read only when the open file is a regular one."""
+So a file is opened without blocking and read only when the open file is a regular one.
+
+:data:`DEFAULT_MAX_FILE_SIZE` is the default of ``max-file-size`` (``--max-file-size``): the
+engine parses no file larger than that (1 MiB; 0 means no limit)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import os
 import stat
 from pathlib import Path
 
+DEFAULT_MAX_FILE_SIZE = 1024 * 1024  # about 750 MB of syntax tree and 15 s of parsing; 0: no limit
 _OPEN_WITHOUT_BLOCKING = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 

@@ -4,8 +4,9 @@ import re
 from collections.abc import Iterator
 
 from fsdp2_lint import names
+from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.facts import FileFacts, Trace, canonical, framework_owned, report_node
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import Const, Event, Params, Ref, may_overlap, options, refs, walk_contents
 
 # Calls after `to_empty()` that give the parameters real values.

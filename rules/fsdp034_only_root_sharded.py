@@ -3,8 +3,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint import names
+from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.facts import FileFacts, Trace, canonical
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import UNKNOWN, Event, Ref, is_any, is_any_depth, may_contain, may_overlap, refs, walk_contents
 
 # torch.nn modules without submodules: sharding one alone is the whole story.

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from fixture_marks import fixture_files
 
-from fsdp2_lint.engine import PARSE_ERROR, Diagnostic, fix_source, lint_source
+from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic
+from fsdp2_lint.engine import fix_source, lint_source
 from fsdp2_lint.output import FORMATS, write_report
 
 _INTERESTING_TOKENS = (

@@ -18,7 +18,8 @@ from fixture_marks import FIXTURES
 
 from fsdp2_lint.cache import DEFAULT_CACHE_DIR, Cache, decode, encode, sources_fingerprint
 from fsdp2_lint.cli import main
-from fsdp2_lint.engine import Diagnostic, lint_file
+from fsdp2_lint.diagnostics import Diagnostic
+from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import all_rules
 
 BAD = (FIXTURES / "FSDP001" / "bad_module_level.py").read_text()

@@ -15,7 +15,8 @@ import pytest
 from fixture_marks import ROOT, fixture_files
 from test_rule_styles import CASES as STYLE_CASES
 
-from fsdp2_lint.engine import Diagnostic, fix_source, lint_source
+from fsdp2_lint.diagnostics import Diagnostic
+from fsdp2_lint.engine import fix_source, lint_source
 from fsdp2_lint.fixes import source_lines
 from fsdp2_lint.rule import all_rules
 

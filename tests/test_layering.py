@@ -1,10 +1,13 @@
 """The package's layering: imports run only downward (no module imports one that imports it back,
-directly or through others, at module level or inside a function), and the linter outside
-``fsdp2_lint/runtime/`` never imports torch."""
+directly or through others, at module level or inside a function), the linter outside
+``fsdp2_lint/runtime/`` never imports torch, and reading the configuration (which names FSDP000)
+loads no parser."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fsdp2_lint"
@@ -86,3 +89,14 @@ def test_only_the_runtime_imports_torch():
         and any(module == "torch" or module.startswith("torch.") for module in _imported(name, path))
     )
     assert importers == []
+
+
+def test_configuration_and_diagnostics_need_no_parser():
+    """Reading the configuration and building diagnostics import neither libcst nor the engine (a
+    fresh interpreter, so the modules this test process already imported do not count)."""
+    check = (
+        "import sys; import fsdp2_lint.config, fsdp2_lint.diagnostics, fsdp2_lint.sources; "
+        "print(sorted(name for name in ('libcst', 'fsdp2_lint.engine') if name in sys.modules))"
+    )
+    run = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert (run.returncode, run.stdout.strip()) == (0, "[]"), run.stderr

@@ -14,9 +14,9 @@ from sarif_kit.validate import validation_errors
 from test_cli import BAD, GOOD, write
 
 from fsdp2_lint.cli import main
-from fsdp2_lint.engine import Diagnostic
+from fsdp2_lint.diagnostics import Diagnostic, Severity
 from fsdp2_lint.output import write_github
-from fsdp2_lint.rule import Severity, all_rules
+from fsdp2_lint.rule import all_rules
 
 BROKEN = "from torch.distributed.fsdp import fully_shard\ndef f(:\n"
 

@@ -11,7 +11,8 @@ from fixture_marks import fixture_files
 from test_rule_styles import CASES
 
 from fsdp2_lint import engine
-from fsdp2_lint.engine import PARSE_ERROR, lint_source
+from fsdp2_lint.diagnostics import PARSE_ERROR
+from fsdp2_lint.engine import lint_source
 from fsdp2_lint.prefilter import Word, applicable_rules, without_comments
 from fsdp2_lint.rule import all_rules
 

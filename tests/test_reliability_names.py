@@ -14,9 +14,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from fsdp2_lint.engine import Diagnostic
+from fsdp2_lint.diagnostics import Diagnostic, Severity
 from fsdp2_lint.output import FORMATS, write_report
-from fsdp2_lint.rule import Severity
 
 NAMES = (os.fsdecode(b"bad\xff.py"), os.fsdecode(b"bad\xfe.py"))  # as os.listdir gives them
 SHOWN = ("bad\\xff.py", "bad\\xfe.py")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from fixture_marks import expected_diagnostics
 
+from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.engine import lint_source
-from fsdp2_lint.rule import Severity, all_rules
+from fsdp2_lint.rule import all_rules
 
 EXAMPLES = [
     pytest.param(rule, source, id=f"{rule.code}-{kind}{index}")

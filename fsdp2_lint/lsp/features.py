@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
-from fsdp2_lint.engine import PARSE_ERROR, Diagnostic, Fix
+from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, Fix, Severity
 from fsdp2_lint.lsp.text import DocumentText
 from fsdp2_lint.output import PARSE_ERROR_SUMMARY
-from fsdp2_lint.rule import Rule, Severity, all_rules
+from fsdp2_lint.rule import Rule, all_rules
 
 SOURCE = "fsdp2-lint"
 SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning}

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from fsdp2_lint.config import ConfigError, Selection, Settings, find_config
-from fsdp2_lint.engine import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, raise_recursion_limit
-from fsdp2_lint.rule import Severity, all_rules
+from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, Severity
+from fsdp2_lint.engine import raise_recursion_limit
+from fsdp2_lint.rule import all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path, fix_path
 
 TIMEOUT_SECONDS = 60.0  # a 100,000-line file lints in seconds; much longer than this is a bug

@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fsdp2_lint.engine import Diagnostic, lint_file
+from fsdp2_lint.diagnostics import Diagnostic
+from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import Rule, all_rules
 from fsdp2_lint.runtime.device import can_reproduce
 from fsdp2_lint.runtime.evidence import Evidence, matches, observe

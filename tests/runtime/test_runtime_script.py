@@ -10,8 +10,9 @@ import textwrap
 
 from runtime_helpers import EXIT, START, line_of, synthetic_record
 
-from fsdp2_lint.engine import Diagnostic, lint_file
-from fsdp2_lint.rule import Severity, all_rules
+from fsdp2_lint.diagnostics import Diagnostic, Severity
+from fsdp2_lint.engine import lint_file
+from fsdp2_lint.rule import all_rules
 from fsdp2_lint.runtime.confirm_script import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, compare
 from fsdp2_lint.runtime.fixtures import fixtures_root
 from fsdp2_lint.runtime.record import RunSpec

@@ -1,0 +1,79 @@
+"""What the linter reports: :class:`Diagnostic` (with its :class:`Fix` of :class:`Edit` s), its
+:class:`Severity`, and FSDP000 as one record: :data:`PARSE_ERROR`, :data:`PARSE_ERROR_NAME` and
+:func:`file_error`, the diagnostic for a file that cannot be read or parsed.
+
+No libcst: the configuration, the output formats, the cache and the LSP features read these types
+without loading the parser."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass
+
+PARSE_ERROR = "FSDP000"
+PARSE_ERROR_NAME = "unreadable-file"
+_SYNTAX_HINT = "fix the syntax error: fsdp2-lint checked nothing else in this file"
+
+
+class Severity(enum.Enum):
+    ERROR = "error"  # definite breakage
+    WARNING = "warning"  # likely breakage, or memory/performance
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text from (line, column) to (end_line, end_column) with ``content``
+    (1-based, end exclusive, columns in characters)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    description: str
+    applicability: str  # "safe" or "unsafe"
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One reported violation. Lines and columns are 1-based; the end column is exclusive."""
+
+    code: str
+    name: str
+    message: str
+    hint: str
+    severity: Severity
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    source_line: str
+    fix: Fix | None = None
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["severity"] = self.severity.value
+        del data["source_line"]
+        return data
+
+
+def file_error(path: str, message: str, line: int = 1, column: int = 1, hint: str = _SYNTAX_HINT) -> Diagnostic:
+    return Diagnostic(
+        code=PARSE_ERROR,
+        name=PARSE_ERROR_NAME,
+        message=message,
+        hint=hint,
+        severity=Severity.ERROR,
+        path=path,
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=column,
+        source_line="",
+    )
