@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from fsdp2_lint.config import ConfigError, Selection, Settings, find_config
-from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, Severity
+from fsdp2_lint.diagnostics import Diagnostic, file_error
 from fsdp2_lint.engine import raise_recursion_limit
 from fsdp2_lint.rule import all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path, fix_path
@@ -116,7 +116,9 @@ class LintWorker:
 
     def lint(self, path: Path, source: bytes) -> LintResult:
         reply = self.call(self._lint, path, source)
-        return LintResult((failure(f"fsdp2-lint {reply.reason}"),)) if isinstance(reply, Failure) else reply
+        if isinstance(reply, Failure):
+            return LintResult((file_error("", f"fsdp2-lint {reply.reason}", hint=CRASH_HINT),))
+        return reply
 
     def fix(self, path: Path, source: bytes) -> str | None:
         """The text with every safe fix applied, or None (nothing to fix, or the fixing failed)."""
@@ -150,10 +152,6 @@ class LintWorker:
         if code is not None and code < 0:
             return f"killed by {signal.Signals(-code).name}"
         return f"exit status {code}"
-
-
-def failure(message: str) -> Diagnostic:
-    return Diagnostic(PARSE_ERROR, PARSE_ERROR_NAME, message, CRASH_HINT, Severity.ERROR, "", 1, 1, 1, 1, "")
 
 
 def _serve(connection: Connection) -> None:
