@@ -52,11 +52,6 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def lint_tasks(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache | None = None) -> list[Diagnostic]:
-    """The diagnostics of every task, in task order (each file's sorted by position)."""
-    return [diagnostic for found in lint_each(tasks, jobs, cache) for diagnostic in found]
-
-
 def lint_each(tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache | None = None) -> list[list[Diagnostic]]:
     """Each task's diagnostics (sorted by position), in task order."""
     results: list[list[Diagnostic]] = [[] for _ in tasks]

@@ -14,7 +14,7 @@ import pytest
 from fsdp2_lint.autofix import fix_file
 from fsdp2_lint.config import Selection
 from fsdp2_lint.engine import lint_file
-from fsdp2_lint.parallel import LintTask, lint_tasks
+from fsdp2_lint.parallel import LintTask, lint_each
 from fsdp2_lint.runner import SettingsResolver, check_path
 
 FIFO_REASON = "cannot read file: a named pipe (FIFO), not a regular file"
@@ -27,7 +27,7 @@ def _settings(path: Path):
 
 READERS: dict[str, Callable[[Path], list]] = {
     "engine.lint_file": lambda path: lint_file(path),
-    "parallel.lint_tasks": lambda path: lint_tasks([LintTask.of(path, _settings(path), path.name)], jobs=1),
+    "parallel.lint_each": lambda path: lint_each([LintTask.of(path, _settings(path), path.name)], jobs=1)[0],
     "runner.check_path": lambda path: check_path(path, _settings(path), path.name),
     "autofix.fix_file": lambda path: list(fix_file(path, _settings(path), path.name, False, True).result.remaining),
 }
