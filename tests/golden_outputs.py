@@ -61,7 +61,7 @@ def rule_examples_json() -> str:
 
 
 def style_cases_json() -> str:
-    from test_rule_styles import CASES
+    from style_cases import CASES
 
     return _lint_written({f"{name}.py": textwrap.dedent(source) for name, source in CASES.items()})
 

@@ -1,6 +1,6 @@
 """Autofix guarantees, for every fix a rule declares: over every rule's invalid examples, every bad
-fixture and the style cases of test_rule_styles, fixing (unsafe fixes included) gives a file that parses, re-linting it reports none of the
-fixed diagnostics and nothing new, fixing again changes nothing, and a diagnostic's text edits (what
+fixture and the style cases (tests/style_cases), fixing (unsafe fixes included) gives a file that
+parses, re-linting it reports none of the fixed diagnostics and nothing new, fixing again changes nothing, and a diagnostic's text edits (what
 editors apply) give the same file as the CLI's fix. Then what each fix writes, and where it must
 offer none; line endings, BOM and encoding declarations round-trip byte for byte."""
 
@@ -13,7 +13,7 @@ from collections import Counter
 import libcst as cst
 import pytest
 from fixture_marks import ROOT, fixture_files
-from test_rule_styles import CASES as STYLE_CASES
+from style_cases import CASES as STYLE_CASES
 
 from fsdp2_lint.diagnostics import Diagnostic
 from fsdp2_lint.engine import fix_source, lint_source

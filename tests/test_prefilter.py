@@ -8,7 +8,7 @@ from pathlib import Path
 import fsdp2_lint.rules.fsdp007_collective_on_some_ranks as fsdp007
 import pytest
 from fixture_marks import fixture_files
-from test_rule_styles import CASES
+from style_cases import CASES
 
 from fsdp2_lint import engine
 from fsdp2_lint.diagnostics import PARSE_ERROR

@@ -1,0 +1,213 @@
+"""Style cases for FSDP002: code written in styles the fixtures do not use."""
+
+CASES = {
+    "fsdp002-items-loop-after-root": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model, reshard_after_forward=False)
+        for layer_id, block in model.layers.items():  # torchtitan's ModuleDict style
+            fully_shard(block)  # expect: FSDP002
+    """,
+    "fsdp002-enumerate-after-root-reassigned": """
+        import torch.distributed.fsdp as fsdp
+        model = fsdp.fully_shard(model)
+        for i, block in enumerate(model.blocks):
+            fsdp.fully_shard(block, reshard_after_forward=i < len(model.blocks) - 1)  # expect: FSDP002
+    """,
+    "fsdp002-comprehension-after-root": """
+        from torch.distributed.fsdp import fully_shard as FSDP
+        FSDP(model)
+        [FSDP(block) for block in model.layers]  # expect: FSDP002
+    """,
+    "fsdp002-within-one-block": """
+        from torch.distributed.fsdp import fully_shard
+        for block in model.layers:
+            fully_shard(block)
+            fully_shard(block.attention)  # expect: FSDP002
+        fully_shard(model)
+    """,
+    "fsdp002-list-loop-root-first": """
+        from torch.distributed.fsdp import fully_shard
+        for module in [model, model.encoder]:
+            fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp002-root-listed-before-its-blocks": """
+        from torch.distributed.fsdp import fully_shard
+        modules_to_shard = [model] + list(model.layers)
+        for m in modules_to_shard:
+            fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-blocks-listed-before-root": """
+        from torch.distributed.fsdp import fully_shard
+        for m in list(model.layers) + [model]:
+            fully_shard(m)
+    """,
+    "fsdp002-computed-submodule-name-after-root": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for i in range(n_layers):
+            fully_shard(model.get_submodule(f"layers.{i}"))  # expect: FSDP002
+    """,
+    "fsdp002-good-filter-lambda-over-modules": """
+        from torch.distributed.fsdp import fully_shard
+        for m in filter(lambda m: isinstance(m, Block), model.modules()):
+            fully_shard(m)
+        fully_shard(model)
+    """,
+    "fsdp002-filter-admits-every-module": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        for m in filter(lambda m: isinstance(m, nn.Module), model.modules()):
+            fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-class-name-filter": """
+        from torch.distributed.fsdp import fully_shard
+        for module in model.modules():
+            if module.__class__.__name__ in model._no_split_modules:
+                fully_shard(module)
+        fully_shard(model)
+    """,
+    "fsdp002-isinstance-admits-root": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        for module in model.modules():
+            if isinstance(module, nn.Module):
+                fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp002-good-continue-filter": """
+        from torch.distributed.fsdp import fully_shard
+        for module in model.modules():
+            if not isinstance(module, Block):
+                continue
+            fully_shard(module)
+        fully_shard(model)
+    """,
+    "fsdp002-good-nested-bottom-up": """
+        from torch.distributed.fsdp import fully_shard
+        for block in model.layers:
+            fully_shard(block.attention)
+            fully_shard(block.mlp)
+            fully_shard(block)
+        fully_shard(model)
+    """,
+    "fsdp002-good-sibling-modules": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model.encoder)
+        fully_shard(model.decoder)
+        fully_shard(model)
+    """,
+    # --- type filters the second batch of unseen repos used ---------------------------------------
+    "fsdp002-good-any-isinstance-filter": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model, sub_modules_to_wrap):
+            wrap_types = {Block, Embed}
+            for sub_module in model.modules():
+                if any(isinstance(sub_module, t) for t in wrap_types):
+                    fully_shard(sub_module)
+            fully_shard(model)
+    """,
+    "fsdp002-any-isinstance-filter-admitting-the-root": """
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        def shard(model):
+            for m in model.modules():
+                if any(isinstance(m, t) for t in (nn.Module,)):
+                    fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-class-name-filter-on-a-model-built-in-two-branches": """
+        from torch.distributed.fsdp import fully_shard
+        def setup(meta):
+            if meta:
+                model = AutoModelForCausalLM.from_config(cfg)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(path)
+            modules = []
+            for module in model.modules():
+                if module.__class__.__name__ in model._no_split_modules or isinstance(module, nn.Embedding):
+                    modules.append(module)
+            for module in modules:
+                fully_shard(module)
+            fully_shard(model)
+    """,
+    "fsdp002-unfiltered-walk-of-a-model-built-in-two-branches": """
+        from torch.distributed.fsdp import fully_shard
+        def setup(meta):
+            if meta:
+                model = AutoModelForCausalLM.from_config(cfg)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(path)
+            for module in model.modules():
+                fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp002-good-membership-search-of-a-layer-that-may-be-missing": """
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        def get_layers(model):
+            inner = getattr(model, "model", None)
+            if inner is not None and isinstance(getattr(inner, "layers", None), nn.ModuleList):
+                return list(inner.layers)
+            return None
+        def find_experts(layer, experts):
+            for module in layer.modules():
+                if module in experts:
+                    return module
+            return None
+        def wrap(model, experts):
+            layers = get_layers(model)
+            if layers is not None:
+                for layer in layers:
+                    experts_mod = find_experts(layer, experts)
+                    if experts_mod is not None:
+                        fully_shard(experts_mod)
+                    fully_shard(layer)
+            fully_shard(model)
+    """,
+    "fsdp002-apply-after-the-root-is-sharded": """
+        from torch.distributed.fsdp import fully_shard
+        def shard_blocks(module):
+            if isinstance(module, TransformerBlock):
+                fully_shard(module)
+        def main(model):
+            fully_shard(model)
+            model.apply(shard_blocks)  # expect: FSDP002
+    """,
+    # --- early exits in elif / else arms ------------------------------------------------------
+    "fsdp002-good-root-sharded-in-an-elif-that-returns": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, mesh, kind):
+            if kind == "vlm":
+                layers = model.language_model.layers
+            elif kind == "hybrid":
+                fully_shard(model, mesh=mesh)
+                return model
+            else:
+                layers = model.layers
+            for layer in layers:
+                fully_shard(layer, mesh=mesh)
+            return fully_shard(model, mesh=mesh)
+    """,
+    "fsdp002-good-root-sharded-in-an-else-whose-inner-if-returns": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, kind, tiny):
+            if kind == "llm":
+                layers = model.layers
+            else:
+                if tiny:
+                    fully_shard(model)
+                    return model
+                layers = model.blocks
+            for layer in layers:
+                fully_shard(layer)
+            fully_shard(model)
+    """,
+    "fsdp002-root-sharded-before-an-elif-that-returns": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, kind):
+            fully_shard(model)
+            if kind == "none":
+                return model
+            elif kind == "debug":
+                print(model)
+            for layer in model.layers:
+                fully_shard(layer)  # expect: FSDP002
+    """,
+}

@@ -1,0 +1,143 @@
+"""Style cases for FSDP005: code written in styles the fixtures do not use."""
+
+CASES = {
+    "fsdp005-conditional-context": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for step, batch in enumerate(loader):
+            context = model.no_sync() if step % accum != 0 else contextlib.nullcontext()  # expect: FSDP005
+            with context:
+                model(batch).sum().backward()
+    """,
+    "fsdp005-trainer-method": """
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                for block in self.model.blocks:
+                    fully_shard(block)
+                fully_shard(self.model)
+            def accumulate(self, batch):
+                with self.model.no_sync():  # expect: FSDP005
+                    self.model(batch).sum().backward()
+    """,
+    "fsdp005-good-hasattr-guard": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        def maybe_no_sync(model, sync):
+            if not sync and hasattr(model, "no_sync"):
+                return model.no_sync()
+            return contextlib.nullcontext()
+        fully_shard(model)
+        with maybe_no_sync(model, False):
+            loss.backward()
+    """,
+    "fsdp005-good-no-sync-only-when-not-fsdp2": """
+        import contextlib
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def accumulate(model, batch):
+            if isinstance(model, FSDPModule):
+                model.set_requires_gradient_sync(False)
+                ctx = contextlib.nullcontext()
+            else:
+                ctx = model.no_sync()
+            with ctx:
+                model(batch).sum().backward()
+        fully_shard(model)
+        accumulate(model, batch)
+    """,
+    "fsdp005-good-attribute-hasattr-guard": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        class Trainer:
+            def setup(self):
+                fully_shard(self.model)
+            def backward(self, loss, sync):
+                if not sync and hasattr(self.model, "no_sync"):
+                    ctx = self.model.no_sync()
+                else:
+                    ctx = contextlib.nullcontext()
+                with ctx:
+                    loss.backward()
+            def accumulate(self, loss):
+                if not isinstance(self.model, DDP):
+                    return
+                with self.model.no_sync():
+                    loss.backward()
+    """,
+    "fsdp005-attribute-after-a-guarded-branch": """
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def setup(self):
+                fully_shard(self.model)
+            def backward(self, loss):
+                if hasattr(self.model, "no_sync"):
+                    print("wrapper")
+                with self.model.no_sync():  # expect: FSDP005
+                    loss.backward()
+    """,
+    "fsdp005-after-a-guarded-branch": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        if hasattr(model, "no_sync"):
+            print("wrapper")
+        with model.no_sync():  # expect: FSDP005
+            loss.backward()
+    """,
+    "fsdp005-good-fsdp1-wrapper": """
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        model = FSDP(model)
+        with model.no_sync():
+            loss.backward()
+    """,
+    "fsdp005-good-ddp-over-branch": """
+        from torch.distributed.fsdp import fully_shard
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        if use_fsdp:
+            fully_shard(model)
+        else:
+            model = DDP(model)
+        if not use_fsdp:
+            with model.no_sync():
+                loss.backward()
+    """,
+    "fsdp005-model-in-a-dict-filled-by-another-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Worker:
+            def __init__(self):
+                self.models = {}
+            def _build(self, role: str, path: str):
+                module = AutoModelForCausalLM.from_pretrained(path)
+                for layer in module.model.layers:
+                    fully_shard(layer)
+                fully_shard(module)
+                self.models[role] = module
+            def init_model(self):
+                self._build("actor", self.config.path)
+                self._build("ref", self.config.path)
+            def update_actor(self, micro_batches):
+                actor = self.models["actor"]
+                for mb in micro_batches:
+                    with actor.no_sync():  # expect: FSDP005
+                        actor(mb).mean().backward()
+    """,
+    "fsdp005-good-plain-model-in-a-dict-filled-by-another-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Worker:
+            def __init__(self):
+                self.models = {}
+            def init_model(self):
+                self.models["actor"] = fully_shard(AutoModelForCausalLM.from_pretrained(path))
+                self.models["critic"] = DDP(Critic())
+            def update_critic(self, micro_batches):
+                critic = self.models["critic"]
+                for mb in micro_batches:
+                    with critic.no_sync():
+                        critic(mb).mean().backward()
+    """,
+}

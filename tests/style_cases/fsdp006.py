@@ -1,0 +1,220 @@
+"""Style cases for FSDP006: code written in styles the fixtures do not use."""
+
+CASES = {
+    "fsdp006-device-kwarg-never-materialised": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def main():
+            model = nn.Sequential(nn.Linear(8, 8, device="meta"), nn.Linear(8, 8, device="meta"))  # expect: FSDP006
+            for layer in model:
+                fully_shard(layer)
+            fully_shard(model)
+            model(x).sum().backward()
+    """,
+    "fsdp006-init-empty-weights": """
+        from accelerate import init_empty_weights
+        from torch.distributed.fsdp import fully_shard
+        with init_empty_weights():
+            model = AutoModelForCausalLM.from_config(config)  # expect: FSDP006
+        fully_shard(model)
+        model(x)
+    """,
+    "fsdp006-to-empty-in-trainer-without-init": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self):
+                with torch.device("meta"):
+                    self.model = Net()
+                fully_shard(self.model)
+                self.model.to_empty(device="cpu")  # expect: FSDP006
+    """,
+    "fsdp006-meta-helper-reported-at-caller": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def build():
+            with torch.device("meta"):
+                return Transformer(args)
+        def main():
+            model = build()  # expect: FSDP006
+            fully_shard(model)
+            model(tokens).sum().backward()
+    """,
+    "fsdp006-good-full-state-dict-loaded-into-meta": """
+        import torch
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        full = torch.load("pretrained.pt", mmap=True, weights_only=True)
+        set_model_state_dict(model, full, options=StateDictOptions(full_state_dict=True))
+        model(x).sum().backward()
+    """,
+    "fsdp006-sharded-state-dict-does-not-materialise": """
+        import torch
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()  # expect: FSDP006
+        fully_shard(model)
+        set_model_state_dict(model, sharded, options=StateDictOptions(full_state_dict=False))
+        model(x).sum().backward()
+    """,
+    "fsdp006-good-parameters-initialised-in-place": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        with torch.no_grad():
+            for p in model.parameters():
+                p.normal_(0.0, 0.02)
+    """,
+    "fsdp006-other-model-initialised": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cuda")  # expect: FSDP006
+        with torch.no_grad():
+            for p in head.parameters():
+                p.normal_(0.0, 0.02)
+    """,
+    "fsdp006-good-init-in-helper": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def initialise(model):
+            for module in model.modules():
+                if hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cpu")
+        initialise(model)
+    """,
+    "fsdp006-good-dcp-load": """
+        import torch
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        state = {"model": model.state_dict()}
+        dcp.load(state, checkpoint_id=path)
+    """,
+    "fsdp006-good-apply": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Net()
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        model.apply(init_weights)
+    """,
+    "fsdp006-default-device-meta": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        torch.set_default_device("meta")
+        model = Transformer(cfg)  # expect: FSDP006
+        for block in model.layers:
+            fully_shard(block)
+        fully_shard(model)
+        torch.set_default_device("cpu")
+        model(torch.ones(2, 2)).sum().backward()
+    """,
+    "fsdp006-good-default-device-meta-then-materialised": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def build(cfg):
+            torch.set_default_device("meta")
+            model = Transformer(cfg)
+            torch.set_default_device("cuda")
+            fully_shard(model)
+            model.to_empty(device="cuda")
+            model.init_weights()
+            return model
+    """,
+    "fsdp006-good-default-device-cuda": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        torch.set_default_device("cuda")
+        model = Transformer(cfg)
+        fully_shard(model)
+        model(torch.ones(2, 2)).sum().backward()
+    """,
+    "fsdp006-good-to-empty-in-a-method-of-the-model": """
+        import torch
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        class BaseModel(nn.Module):
+            def _to_empty_meta(self):
+                for module in self.modules():
+                    if any(p.is_meta for p in module.parameters(recurse=False)):
+                        module.to_empty(device=torch.device("cuda"), recurse=False)
+            def fully_shard(self):
+                for layer in self.layers:
+                    fully_shard(layer)
+                fully_shard(self)
+                self._to_empty_meta()
+                return self
+    """,
+    "fsdp006-good-to-empty-of-an-argument": """
+        from torch.distributed.fsdp import fully_shard
+        def materialise(model, device):
+            fully_shard(model)
+            model.to_empty(device=device)
+            return model
+    """,
+    "fsdp006-good-lightning-materialises-meta-models": """
+        import torch
+        import lightning as L
+        from torch.distributed.fsdp import fully_shard
+        class LitModel(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                with torch.device("meta"):
+                    self.model = Transformer()
+            def configure_model(self):
+                for block in self.model.blocks:
+                    fully_shard(block)
+                fully_shard(self.model)
+            def training_step(self, batch):
+                return self.model(batch).sum()
+    """,
+    "fsdp006-plain-module-class-is-not-a-framework": """
+        import torch
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        class Wrapper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                with torch.device("meta"):
+                    self.model = Transformer()  # expect: FSDP006
+            def shard(self):
+                fully_shard(self.model)
+            def forward(self, x):
+                return self.model(x)
+    """,
+    "fsdp006-good-meta-skeleton-saved-with-a-gathered-state-dict": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        def save_hf(model, hf_path):
+            state_dict = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+            if dist.get_rank() == 0:
+                with torch.device("meta"):
+                    save_model = AutoModelForCausalLM.from_config(model.config)
+                save_model.to_empty(device="cpu")
+                save_model.save_pretrained(hf_path, state_dict=state_dict)
+        def build(model):
+            fully_shard(model)
+    """,
+}

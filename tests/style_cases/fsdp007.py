@@ -1,0 +1,340 @@
+"""Style cases for FSDP007: code written in styles the fixtures do not use."""
+
+CASES = {
+    "fsdp007-early-return": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        def save(model, path):
+            if not dist.get_rank() == 0:
+                return
+            state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))  # expect: FSDP007
+            torch.save(state, path)
+    """,
+    "fsdp007-rank-zero-only-decorator": """
+        import torch.distributed as dist
+        from lightning.pytorch.utilities import rank_zero_only
+        @rank_zero_only
+        def log_norm(model):
+            total = sum(p.full_tensor().norm() for p in model.parameters())  # expect: FSDP007
+            print(total)
+    """,
+    "fsdp007-is-main-process-barrier": """
+        import torch.distributed as dist
+        if accelerator.is_main_process:
+            save_artifacts()
+            dist.barrier()  # expect: FSDP007
+    """,
+    "fsdp007-helper-called-from-branch": """
+        import torch.distributed.checkpoint as dcp
+        def checkpoint(model, step):
+            dcp.save({"model": model.state_dict()}, checkpoint_id=f"ckpt/{step}")
+        for step in range(steps):
+            train_step()
+            if rank == 0 and step % 100 == 0:
+                checkpoint(model, step)  # expect: FSDP007
+    """,
+    "fsdp007-single-process-or-rank-zero-helper": """
+        import torch.distributed as dist
+        import torch.distributed.checkpoint as dcp
+        def is_main_process():
+            return not dist.is_initialized() or dist.get_rank() == 0
+        def save(model, step):
+            if is_main_process():
+                dcp.save({"model": model.state_dict()}, checkpoint_id=f"ckpt/{step}")  # expect: FSDP007
+    """,
+    "fsdp007-initialized-and-nonzero-early-return": """
+        import torch.distributed as dist
+        def finish():
+            if dist.is_initialized() and dist.get_rank() != 0:
+                return
+            dist.barrier()  # expect: FSDP007
+    """,
+    "fsdp007-good-world-size-guard": """
+        import os
+        import torch.distributed as dist
+        world_size = int(os.environ["WORLD_SIZE"])
+        if world_size > 1:
+            dist.barrier()
+    """,
+    "fsdp007-good-grad-norm-gathered-on-rank-zero": """
+        import torch
+        import torch.distributed as dist
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        if dist.get_rank() == 0:
+            print(f"grad norm {grad_norm.full_tensor().item():.3f}")
+    """,
+    "fsdp007-weight-gathered-on-rank-zero": """
+        import torch.distributed as dist
+        if dist.get_rank() == 0:
+            head = model.output.weight.full_tensor()  # expect: FSDP007
+    """,
+    "fsdp007-rank-zero-checks-defined-elsewhere": """
+        import torch.distributed as dist
+        from utils import *
+        if is_main_process():
+            dist.barrier()  # expect: FSDP007
+        if trainer.is_world_process_zero():
+            dist.barrier()  # expect: FSDP007
+        if helpers.is_rank_0():
+            dist.all_reduce(loss)  # expect: FSDP007
+        if is_training():
+            dist.barrier()
+    """,
+    "fsdp007-good-lora-rank-is-not-a-process-rank": """
+        import torch
+        import torch.distributed as dist
+        def merge(rank, dim):
+            lora_a = torch.zeros(dim, rank)
+            if lora_a.numel() > 0 and isinstance(lora_a, torch.Tensor):
+                dist.all_reduce(lora_a)
+    """,
+    "fsdp007-good-gather-only-if-dtensor-on-rank-zero": """
+        import torch.distributed as dist
+        from torch.distributed.tensor import DTensor
+        def get_logits(model, ids):
+            out = model(ids)
+            if isinstance(out, DTensor):
+                out = out.full_tensor()
+            return out
+        if dist.get_rank() == 0:
+            reference = get_logits(hf_model, ids)
+    """,
+    "fsdp007-sharded-weight-gathered-if-dtensor-on-rank-zero": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        fully_shard(model)
+        if dist.get_rank() == 0:
+            weight = model.head.weight
+            if isinstance(weight, DTensor):
+                weight = weight.full_tensor()  # expect: FSDP007
+    """,
+    "fsdp007-good-nanogpt-ddp-flag": """
+        import os
+        import torch.distributed as dist
+        ddp = int(os.environ.get("RANK", -1)) != -1
+        if ddp:
+            dist.init_process_group(backend="nccl")
+            master_process = int(os.environ["RANK"]) == 0
+        else:
+            master_process = True
+        for it in range(max_iters):
+            if ddp:
+                dist.all_reduce(loss)
+            if master_process:
+                print(loss.item())
+        if ddp:
+            dist.barrier()
+    """,
+    "fsdp007-rank-helpers-for-single-and-distributed-runs": """
+        import torch.distributed as dist
+        from myutils import is_distributed
+        def get_rank():
+            if not dist.is_initialized():
+                return 0
+            return dist.get_rank()
+        def save(state):
+            if get_rank() == 0:
+                dist.barrier()  # expect: FSDP007
+        if is_distributed() and get_rank() != 0:
+            dist.gather_object(names, dst=0)
+        else:
+            dist.gather_object(names, gathered, dst=0)
+    """,
+    "fsdp007-good-full-state-dict-of-a-plain-model-on-rank-zero": """
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from mylib.fsdp import prepare_fully_shard
+        def parallelize(model, config):
+            full_state_dict = {}
+            if dist.get_rank() == 0:
+                options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+                full_state_dict = get_model_state_dict(model, options=options)
+            prepare_fully_shard(model, config)
+            return full_state_dict
+    """,
+    "fsdp007-full-state-dict-of-a-sharded-model-on-rank-zero": """
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model):
+            fully_shard(model)
+            if dist.get_rank() == 0:
+                options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+                state = get_model_state_dict(model, options=options)  # expect: FSDP007
+    """,
+    "fsdp007-good-other-arm-of-a-partly-rank-test": """
+        import torch.distributed as dist
+        def gathered(model):
+            for name, param in model.named_parameters():
+                yield name, param.full_tensor()
+        def sync_weights(model):
+            if dist.get_rank() == 0 and transfer is not None:
+                transfer.send(gathered(model))
+            else:
+                for _ in gathered(model):
+                    pass
+    """,
+    "fsdp007-good-point-to-point": """
+        import torch.distributed as dist
+        if rank == 0:
+            dist.send(tensor, dst=1)
+        else:
+            dist.recv(tensor, src=0)
+    """,
+    "fsdp007-good-broadcast-in-both-arms": """
+        import torch.distributed as dist
+        if dist.get_rank() == 0:
+            sizes = compute_sizes()
+            dist.broadcast_object_list(sizes, src=0)
+        else:
+            sizes = [None]
+            dist.broadcast_object_list(sizes, src=0)
+    """,
+    "fsdp007-good-sharded-state-dict-on-rank-zero": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+        if dist.get_rank() == 0:
+            keys = list(get_model_state_dict(model).keys())
+    """,
+    "fsdp007-gather-in-a-conditional-expression": """
+        import torch
+        import torch.distributed as dist
+        def gather(model):
+            return {k: v.full_tensor() for k, v in model.state_dict().items()}
+        def save(model, path):
+            state = gather(model) if dist.get_rank() == 0 else None  # expect: FSDP007
+            if state is not None:
+                torch.save(state, path)
+    """,
+    "fsdp007-good-conditional-expression-on-every-rank": """
+        import torch
+        import torch.distributed as dist
+        def gather(model):
+            return {k: v.full_tensor() for k, v in model.state_dict().items()}
+        def save(model, path):
+            state = gather(model)
+            torch.save(state, path) if dist.get_rank() == 0 else None
+    """,
+    # --- values named like a rank that do not select ranks ------------------------------------------
+    "fsdp007-good-lora-rank-is-a-hyperparameter": """
+        import torch.distributed as dist
+        class Strategy:
+            def __init__(self, cfg):
+                self.is_lora = cfg.trainer.policy.model.lora.rank > 0
+            def _save_adapters(self, model, path):
+                if dist.get_rank() == 0:
+                    print("writing", path)
+                dist.barrier()
+            def save(self, model, path):
+                if self.is_lora:
+                    self._save_adapters(model, path)
+    """,
+    "fsdp007-good-optional-rank-given-or-not": """
+        import torch.distributed as dist
+        def save_model_weights(state_dict, global_rank=None):
+            for name, tensor in state_dict.items():
+                if global_rank is not None and dist.is_initialized():
+                    dist.barrier()
+    """,
+    "fsdp007-optional-rank-given-and-zero": """
+        import torch.distributed as dist
+        def save_model_weights(state_dict, global_rank=None):
+            if global_rank is not None and global_rank == 0:
+                dist.barrier()  # expect: FSDP007
+    """,
+    # --- gathers only DTensors reach --------------------------------------------------------------
+    "fsdp007-good-dtensor-guarded-helper-on-a-plain-reference-model": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor, Replicate
+        def make_grads(model):
+            for p in model.parameters():
+                if not isinstance(p, DTensor):
+                    p.grad = torch.ones_like(p)
+                    continue
+                full = DTensor.from_local(torch.ones(p.shape), p.device_mesh, [Replicate()])
+                p.grad = full.redistribute(p.device_mesh, p.placements)
+        model = Net()
+        fully_shard(model)
+        make_grads(model)
+        if dist.get_rank() == 0:
+            reference = Net()
+            make_grads(reference)
+    """,
+    "fsdp007-dtensor-guarded-helper-on-the-sharded-model": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        def gathered(model):
+            return [p.full_tensor() for p in model.parameters() if isinstance(p, DTensor)]
+        model = Net()
+        fully_shard(model)
+        if dist.get_rank() == 0:
+            torch.save(gathered(model), "params.pt")  # expect: FSDP007
+    """,
+    "fsdp007-isinstance-guard-on-the-state-dict-of-a-model-passed-in": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.tensor import DTensor
+        def save(model, path):
+            if dist.get_rank() == 0:
+                state = {k: v.full_tensor() if isinstance(v, DTensor) else v for k, v in model.state_dict().items()}  # expect: FSDP007
+                torch.save(state, path)
+    """,
+    "fsdp007-good-hasattr-guard-on-a-full-state-dict": """
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        def _maybe_full(value):
+            if hasattr(value, "full_tensor") and callable(getattr(value, "full_tensor")):
+                return value.full_tensor()
+            return value
+        def gather_state_dict(model):
+            options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+            full = dict(get_model_state_dict(model, options=options))
+            if dist.get_rank() != 0:
+                return {}
+            return {k: _maybe_full(v) for k, v in full.items()}
+    """,
+    "fsdp007-isinstance-guard-on-a-sharded-state-dict": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        model = Net()
+        fully_shard(model)
+        if dist.get_rank() == 0:
+            state = {k: v.full_tensor() if isinstance(v, DTensor) else v for k, v in model.state_dict().items()}  # expect: FSDP007
+            torch.save(state, "model.pt")
+    """,
+    "fsdp007-barrier-after-an-elif-that-returns-on-other-ranks": """
+        import torch.distributed as dist
+        def save(model, rank, fast):
+            if fast:
+                print("fast")
+            elif rank != 0:
+                return
+            dist.barrier()
+    """,
+    # --- code a test runs to watch it fail ------------------------------------------------------
+    "fsdp007-test-expects-the-barrier-to-time-out": """
+        import torch.distributed as dist
+        class BarrierTest(TestCase):
+            def test_barrier_timeout(self):
+                if dist.get_rank() == 0:
+                    if dist.get_debug_level() == dist.DebugLevel.DETAIL:
+                        expected = self.assertRaisesRegex(Exception, "monitoredBarrier")
+                    else:
+                        expected = self.assertRaisesRegex(Exception, "Timed out")
+                    with expected:
+                        dist.barrier()
+                    with self.assertRaises(RuntimeError):
+                        dist.monitored_barrier()
+                    dist.barrier()  # expect: FSDP007
+    """,
+}
