@@ -1,8 +1,9 @@
-"""Autofix guarantees, for every fix a rule declares: over every rule's invalid examples, every bad
-fixture and the style cases (tests/style_cases), fixing (unsafe fixes included) gives a file that
-parses, re-linting it reports none of the fixed diagnostics and nothing new, fixing again changes nothing, and a diagnostic's text edits (what
-editors apply) give the same file as the CLI's fix. Then what each fix writes, and where it must
-offer none; line endings, BOM and encoding declarations round-trip byte for byte."""
+"""Autofix guarantees, for every fix a rule declares: over every rule's invalid examples, every bad fixture
+and the style cases (tests/style_cases), fixing (unsafe fixes included) gives a file that parses,
+re-linting it reports none of the fixed diagnostics and nothing new, fixing again changes nothing, and a
+diagnostic's text edits (what editors apply) give the same file as the CLI's fix. Then what each fix
+writes, and where it must offer none; line endings, BOM and encoding declarations round-trip byte for
+byte."""
 
 from __future__ import annotations
 
