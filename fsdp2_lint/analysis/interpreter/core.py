@@ -1,11 +1,14 @@
-"""Abstract interpretation of one parsed module into the traces of :mod:`fsdp2_lint.facts`.
+"""The abstract interpreter: generic Python evaluation of one parsed module into the runs of its
+entry points (:class:`~.state.EntryRun`), over the abstract values of :mod:`fsdp2_lint.analysis.model`.
 
-The interpreter executes statements in source order over abstract values (:mod:`fsdp2_lint.values`):
-both arms of an ``if`` run, each on its own copy of the variables, and are joined afterwards;
-loop bodies run once with the loop variable bound to "an element" of the iterable; calls of
-functions, classes and methods defined in the same file are expanded in place with their
-arguments bound, so their events land in the caller's trace in execution order. Everything it
-does not understand evaluates to ``UNKNOWN``, which no rule reports on: precision before recall.
+It executes statements in source order: both arms of an ``if`` run, each on its own copy of the
+variables, and are joined afterwards (:mod:`.flow`, with what each test establishes from
+:mod:`.guards`); loop bodies run once with the loop variable bound to "an element" of the
+iterable; calls of functions, classes and methods defined in the same file are expanded in place
+with their arguments bound, so their events land in the caller's trace in execution order. What a
+call of anything else (torch, the launch environment) does comes from :mod:`.torch_api`.
+Everything it does not understand evaluates to ``UNKNOWN``, which no rule reports on: precision
+before recall.
 
 Expansion is bounded, so that a file of many mutually calling helpers costs time linear in its
 number of functions instead of exponential in the call depth: each entry point (the module body,
@@ -18,18 +21,23 @@ function no call expanded is still analysed as an entry point of its own.
 from __future__ import annotations
 
 import builtins
-import operator
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
 import libcst as cst
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import Trace, canonical
-from fsdp2_lint.syntax import child_nodes, dotted, statements
-from fsdp2_lint.values import (
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
+from fsdp2_lint.analysis.interpreter.state import (
+    TERMINATED,
+    Continuation,
+    EntryRun,
+    Env,
+    Frame,
+    Slot,
+    adopt,
+    slot_keys,
+)
+from fsdp2_lint.analysis.model import (
     ANY,
     ANY_DEPTH,
     UNKNOWN,
@@ -50,10 +58,8 @@ from fsdp2_lint.values import (
     ModuleIter,
     Obj,
     Params,
-    ParamSource,
     Partial,
     RankDep,
-    RankGuard,
     Ref,
     StateDict,
     Super,
@@ -61,153 +67,26 @@ from fsdp2_lint.values import (
     Tuple,
     Uniform,
     Value,
+    canonical,
     choice,
-    is_any_depth,
+    const,
+    container_items,
+    elements,
+    is_container,
+    key_element,
     options,
     refs,
-    walk_contents,
 )
+from fsdp2_lint.analysis.syntax import child_nodes, dotted, statements
 
-T = TypeVar("T")
-K = TypeVar("K")
 MAX_CALL_DEPTH = 8
 MAX_RECURSION = 2  # a recursive function is expanded one level deep (children, then the module)
 MAX_EXPANSIONS_PER_ENTRY = 512  # same-file calls expanded per entry point (FSDP2 repositories need 496 at most)
 MAX_STEPS = 200_000  # statements interpreted per file before same-file calls stop being expanded
-TERMINATED = object()  # a block that ends in return/raise/break/continue
 BUILTIN_NAMES = frozenset(dir(builtins))
 CONSTANT_NAMES = {"True": True, "False": False, "None": None}
-# Methods of nn.Module (and of FSDP1/DDP wrappers) that return the module itself.
-SELF_RETURNING = frozenset(
-    {
-        "to",
-        "cuda",
-        "cpu",
-        "float",
-        "half",
-        "bfloat16",
-        "double",
-        "train",
-        "eval",
-        "requires_grad_",
-        "to_empty",
-        "apply",
-        "share_memory",
-        "type",
-        "xpu",
-        "npu",
-    }
-)
-SUBMODULE_GETTERS = frozenset(
-    {
-        "get_decoder",
-        "get_encoder",
-        "get_input_embeddings",
-        "get_output_embeddings",
-        "get_base_model",
-        "get_model",
-        "language_model",
-        "get_submodule_by_name",
-    }
-)
-# Method names that, read as an attribute of a module, are methods rather than submodules.
-MODULE_METHODS = frozenset(
-    {
-        "forward",
-        "no_sync",
-        "generate",
-        "state_dict",
-        "load_state_dict",
-        "parameters",
-        "named_parameters",
-        "unshard",
-        "reshard",
-        "clip_grad_norm_",
-        "set_requires_gradient_sync",
-        "modules",
-        "children",
-        "named_modules",
-        "named_children",
-        "zero_grad",
-        "step",
-    }
-)
 PROPERTIES = frozenset({"property", "cached_property"})  # methods that run when the attribute is read
-# Methods of a state dict and of its tensors whose result holds the same (sharded or full) data.
-STATE_PRESERVING = frozenset(
-    {"copy", "get", "pop", "cpu", "cuda", "to", "detach", "clone", "contiguous", "float", "half", "bfloat16"}
-)
-# Types every module passes, the root included (a sharded root is an FSDPModule).
-ROOT_ADMITTING_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", names.FSDP_MODULE})
-# Attributes only DDP and FSDP1 wrappers have: `hasattr(model, "no_sync")` rules out FSDP2.
-WRAPPER_ONLY = frozenset({"no_sync", "module"})
-# Attributes only DTensors have among tensors: `hasattr(v, "full_tensor")` tells a shard from a plain tensor.
-DTENSOR_ONLY = frozenset({"full_tensor", "to_local", "placements", "device_mesh", "redistribute"})
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
-# Objects whose `rank` is a matrix rank, not a process rank (`cfg.lora.rank`, `peft_config.rank`).
-LOW_RANK_OWNER = re.compile(r"(?<![a-z])(lora|peft|adapter|low_?rank|svd)", re.IGNORECASE)
-
-
-Slot = tuple[int, tuple[str, ...]]  # a heap key: (id of the owning object, attribute path)
-
-
-class Env:
-    """Variables of one scope; ``parent`` is the enclosing scope (closures, module globals)."""
-
-    __slots__ = ("vars", "parent")
-
-    def __init__(self, parent: Env | None = None, variables: dict[str, Value] | None = None) -> None:
-        self.vars: dict[str, Value] = {} if variables is None else variables
-        self.parent = parent
-
-    def lookup(self, name: str) -> Value | None:
-        env: Env | None = self
-        while env is not None:
-            if name in env.vars:
-                return env.vars[name]
-            env = env.parent
-        return None
-
-    def branch(self) -> Env:
-        return Env(self.parent, dict(self.vars))
-
-
-@dataclass(frozen=True)
-class Continuation:
-    """What an ``if`` whose one arm always exits means for the statements after it: they run in
-    the other arm (``arms``: with those of ``if``s nested in it that exit the same way), on the
-    ranks that arm runs on (``rank_guard``)."""
-
-    arms: tuple[tuple[int, int], ...]
-    rank_guard: RankGuard | None
-    not_fsdp2: tuple[Ref, ...] = ()
-    dtensor_tested: tuple[Value, ...] = ()
-
-
-def _joined(continuations: list[Continuation]) -> Continuation:
-    """The statements after a block in which several ``if``s exit early run in all their other arms."""
-    guards = [c.rank_guard for c in continuations if c.rank_guard is not None]
-    return Continuation(
-        tuple(arm for c in continuations for arm in c.arms),
-        guards[-1] if guards else None,
-        tuple(ref for c in continuations for ref in c.not_fsdp2),
-        tuple(value for c in continuations for value in c.dtensor_tested),
-    )
-
-
-@dataclass
-class Frame:
-    env: Env
-    stack: tuple[cst.CSTNode, ...] = ()
-    self_ref: Ref | None = None
-    cls: ClassInfo | None = None
-    returns: list[Value] = field(default_factory=list)
-    global_names: set[str] = field(default_factory=set)
-    defaulted: set[str] = field(default_factory=set)  # parameters the call left to their default
-
-
-def const(value: Value) -> object:
-    return value.value if isinstance(value, Const) else NotImplemented
 
 
 class Interpreter:
@@ -220,7 +99,7 @@ class Interpreter:
         self.decorators: dict[FunctionInfo, tuple[Value, ...]] = {}
         self._collect(statements(module), None)
         self.events: list[Event] = []
-        self.heap: dict[tuple[int, tuple[str, ...]], Value] = {}
+        self.heap: dict[Slot, Value] = {}
         self.ctx = Context()
         self.frame = Frame(Env())
         self.module_env = self.frame.env
@@ -235,18 +114,19 @@ class Interpreter:
 
     # --- entry points ------------------------------------------------------------------------
 
-    def run(self) -> list[Trace]:
+    def run(self) -> list[EntryRun]:
+        """Run the module body, then each function no run has expanded (those the file never
+        calls first), each from the heap the module body left."""
         self.exec_block(statements(self.module))
-        traces = [Trace("<module>", self.events)]
+        runs = [EntryRun("<module>", self.events)]
         module_heap = self.heap
         called = {match.decode() for match in CALLED_NAME.findall(self.source)}
         functions = list(self.functions.values())
         uncalled = [info for info in functions if not self._called(info, called)]
         for info in uncalled + [info for info in functions if info not in uncalled]:
             if info not in self.invoked:
-                traces.append(self._run_root(info, module_heap))
-        _share_class_sharding(traces)
-        return traces
+                runs.append(self._run_root(info, module_heap))
+        return runs
 
     @staticmethod
     def _called(info: FunctionInfo, called: set[str]) -> bool:
@@ -256,7 +136,7 @@ class Interpreter:
             return False  # reached through `module(...)`, which the file may never do
         return info.name in called
 
-    def _run_root(self, info: FunctionInfo, module_heap: dict) -> Trace:
+    def _run_root(self, info: FunctionInfo, module_heap: dict) -> EntryRun:
         self.events, self.heap, self.ctx = [], dict(module_heap), Context()
         self.entry_expansions = 0
         self.frame = Frame(self.module_env)
@@ -269,7 +149,7 @@ class Interpreter:
         if instance is not None and info.name in ("forward", "__call__"):  # runs through `module(...)`
             self.ctx = self.ctx.with_(forward_of=(instance,))
         self.call_function(Function(info, self.module_env, instance), (), {}, None, symbolic=True)
-        return Trace(info.qualname, self.events, instance=instance)
+        return EntryRun(info.qualname, self.events, instance=instance)
 
     def _collect(self, body: list[cst.CSTNode], cls: ClassInfo | None) -> None:
         for stmt in body:
@@ -369,7 +249,7 @@ class Interpreter:
         for alias in node.names:
             module = dotted(alias.name)
             if alias.asname is not None:
-                self.bind(alias.asname.name.value, Symbol(names.canonical(module)))
+                self.bind(alias.asname.name.value, Symbol(apis.canonical(module)))
             else:
                 top = module.split(".")[0]
                 self.bind(top, Symbol(top))
@@ -377,12 +257,12 @@ class Interpreter:
     def exec_import_from(self, node: cst.ImportFrom) -> None:
         module = "." * len(node.relative) + (dotted(node.module) if node.module else "")
         if isinstance(node.names, cst.ImportStar):
-            self.star_imports.append(names.canonical(module))
+            self.star_imports.append(apis.canonical(module))
             return
         for alias in node.names:
             name = dotted(alias.name)
             local = alias.asname.name.value if alias.asname is not None else name
-            self.bind(local, Symbol(names.canonical(f"{module}.{name}")))
+            self.bind(local, Symbol(apis.canonical(f"{module}.{name}")))
 
     def exec_function_def(self, node: cst.FunctionDef) -> None:
         info = self.functions[node]
@@ -416,22 +296,6 @@ class Interpreter:
             self.class_objs[info] = Obj("class", info.name)
         return self.class_objs[info]
 
-    def exec_taken_arm(self, node: cst.If, taken: bool) -> object:
-        """An ``if`` whose test is a constant (``if algo == 1:`` with ``algo`` bound to 2, ``if
-        False:``): only one arm runs, unconditionally."""
-        if taken:
-            body = statements(node.body)
-        elif isinstance(node.orelse, cst.If):
-            return self.exec_if(node.orelse)
-        elif node.orelse is not None:
-            body = statements(node.orelse.body)
-        else:
-            return None
-        exits: list[Continuation] = []
-        if self.exec_block(body, exits):
-            return TERMINATED
-        return _joined(exits) if exits else None
-
     def class_attribute(self, info: ClassInfo, name: str) -> Value | None:
         for cls in info.mro():
             value = self.heap.get((id(self.class_namespace(cls)), (name,)))
@@ -439,87 +303,10 @@ class Interpreter:
                 return value
         return None
 
-    def exec_if(self, node: cst.If) -> object:
-        test = self.eval(node.test)
-        # A constant test decides the arm, unless a default decided it: the function is written
-        # for the callers that pass the argument too (`if path is not None: save(path)`).
-        if isinstance(const(test), (bool, type(None))) and not _names_in(node.test) & self.frame.defaulted:
-            return self.exec_taken_arm(node, bool(const(test)))
-        then_guard, else_guard = _rank_guards(node, _rank_kind(test), len(self.frame.stack))
-        then_narrowing, else_narrowing = self.narrowing(node.test)
-        type_facts = self.tensor_narrowing(node.test)
-        arm_slots = self.slot_narrowing(node.test)
-        not_fsdp2 = self.proved_not_fsdp2(node.test)
-        dtensor_tested = self.dtensor_tested(node.test)
-        base, outer = self.frame.env, self.ctx
-        arms: list[tuple[Env, bool, list[Continuation]]] = []
-        for arm, (guard, narrowing) in enumerate(((then_guard, then_narrowing), (else_guard, else_narrowing))):
-            exits: list[Continuation] = []
-            self.frame.env = base.branch()
-            self.frame.env.vars.update(type_facts[arm])  # still true after the `if`: never undone
-            self.frame.env.vars.update(narrowing)
-            saved = self.narrow_slots(arm_slots[arm])
-            self.ctx = outer.with_(
-                branches=outer.branches + ((id(node), arm),),
-                rank_guard=guard or outer.rank_guard,
-                not_fsdp2=outer.not_fsdp2 + not_fsdp2[arm],
-                dtensor_tested=outer.dtensor_tested + dtensor_tested[arm],
-            )
-            if arm == 0:
-                done = self.exec_block(statements(node.body), exits)
-            elif isinstance(node.orelse, cst.If):  # `elif`
-                outcome = self.exec_if(node.orelse)
-                done = outcome is TERMINATED
-                exits.extend([outcome] if isinstance(outcome, Continuation) else [])
-            elif node.orelse is not None:
-                done = self.exec_block(statements(node.orelse.body), exits)
-            else:
-                done = False
-            self.restore_slots(arm_slots[arm], saved)
-            arms.append((self.frame.env, done, exits))
-        self.frame.env, self.ctx = base, outer
-        (then_env, then_done, then_exits), (else_env, else_done, else_exits) = arms
-        if then_done and else_done:
-            return TERMINATED
-        if then_done or else_done:
-            base.vars.clear()
-            base.vars.update((else_env if then_done else then_env).vars)
-            arm = 1 if then_done else 0
-            self.narrow_slots(arm_slots[arm])  # the rest of the block runs in that arm
-            inner = _joined(else_exits if then_done else then_exits)
-            return Continuation(
-                ((id(node), arm), *inner.arms),
-                inner.rank_guard or (else_guard if then_done else then_guard),
-                not_fsdp2[arm] + inner.not_fsdp2,
-                dtensor_tested[arm] + inner.dtensor_tested,
-            )
-        for env, narrowing in ((then_env, then_narrowing), (else_env, else_narrowing)):
-            _undo_narrowing(env, narrowing, base)  # what the test said holds only inside the arm
-        merged = dict(else_env.vars)
-        for name, value in then_env.vars.items():
-            other = else_env.vars.get(name)
-            merged[name] = value if other is None or other == value else choice([value, other])
-        base.vars.clear()
-        base.vars.update(merged)
-        if then_exits or else_exits:  # the rest never follows the arms that exited in either branch
-            return Continuation(_joined(then_exits + else_exits).arms, None)
-        return None
-
     def exec_for(self, node: cst.For) -> None:
         element = self.element_of(self.eval(node.iter), lazy=False)
         self.assign(node.target, element)
         self.loop_body(node, node.body, node.orelse)
-
-    def exec_while(self, node: cst.While) -> None:
-        self.eval(node.test)
-        inside, _ = self.narrowing(node.test)  # `while hasattr(model, "module"): model = model.module`
-        slots, _ = self.slot_narrowing(node.test)
-        before = Env(None, dict(self.frame.env.vars))
-        self.frame.env.vars.update(inside)
-        saved = self.narrow_slots(slots)
-        self.loop_body(node, node.body, node.orelse)
-        self.restore_slots(slots, saved)
-        _undo_narrowing(self.frame.env, inside, before)
 
     def loop_body(self, node: cst.CSTNode, body: cst.BaseSuite, orelse: cst.Else | None) -> None:
         outer = self.ctx
@@ -536,7 +323,7 @@ class Interpreter:
             value = self.eval(item.item)
             if item.asname is not None:
                 self.assign(item.asname.name, value)
-            ctx = _enter(ctx, value)
+            ctx = torch_api.enter(ctx, value)
         self.ctx = ctx
         done = self.exec_block(statements(node.body))
         self.ctx = outer
@@ -571,10 +358,10 @@ class Interpreter:
         self.record("inplace", node, receiver=current, args=(value,))
         for option in options(current):
             if isinstance(option, Ref) and option.root.kind == "container":
-                option.root.items.extend((None, item) for item in _elements(value))
+                option.root.items.extend((None, item) for item in elements(value))
         if isinstance(node.target, cst.Name) and isinstance(current, Params) and isinstance(value, Params):
             self.bind(node.target.value, current | value)
-        derived = _derived_from((current, value), {})
+        derived = torch_api.derived_from((current, value), {})
         if isinstance(node.target, cst.Name) and derived is not None:  # total += g.pow(2).sum()
             self.bind(node.target.value, derived)
 
@@ -601,7 +388,7 @@ class Interpreter:
             for option in options(base):
                 if isinstance(option, Ref) and option.root.kind == "container" and not option.path:
                     option.root.items.append((key, value))
-            self.store(base, _key_element(key), value, target)
+            self.store(base, key_element(key), value, target)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, UNKNOWN)
 
@@ -611,13 +398,13 @@ class Interpreter:
             if isinstance(option, Class):  # `Registry.model = model`
                 self.heap[(id(self.class_namespace(option.info)), (element,))] = value
         for ref in refs(owner):
-            if _is_container(ref):
+            if is_container(ref):
                 if ref.root.parent is not None:  # `self.models[role] = module`: the module is self.models[role]
-                    _adopt(ref.child(element), value)
+                    adopt(ref.child(element), value)
                 continue
             slot = canonical(ref).child(element)
             self.heap[(id(slot.root), slot.path)] = value
-            _adopt(slot, value)
+            adopt(slot, value)
 
     # --- expressions -------------------------------------------------------------------------
 
@@ -638,12 +425,12 @@ class Interpreter:
             return Const(CONSTANT_NAMES[name])
         value = self.frame.env.lookup(name)
         if value is None:
-            value = self._unbound(name)
-        return _rank_by_name(name, value)
+            value = self.unbound(name)
+        return torch_api.rank_by_name(name, value)
 
-    def _unbound(self, name: str) -> Value:
+    def unbound(self, name: str) -> Value:
         for module in self.star_imports:
-            if name in names.STAR_EXPORTS.get(module, ()):
+            if name in apis.STAR_EXPORTS.get(module, ()):
                 return Symbol(f"{module}.{name}")
         if name in BUILTIN_NAMES:
             return Symbol(f"builtins.{name}")
@@ -655,7 +442,7 @@ class Interpreter:
 
     def eval_attribute(self, node: cst.Attribute) -> Value:
         value = self.attribute(self.eval(node.value), node.attr.value, node)
-        if isinstance(value, RankDep) and LOW_RANK_OWNER.search(self.module.code_for_node(node.value)):
+        if isinstance(value, RankDep) and torch_api.LOW_RANK_OWNER.search(self.module.code_for_node(node.value)):
             return UNKNOWN
         return value
 
@@ -663,7 +450,7 @@ class Interpreter:
         results: list[Value] = []
         for option in options(base):
             if isinstance(option, Symbol):
-                results.append(Symbol(names.canonical(f"{option.qname}.{name}")))
+                results.append(Symbol(apis.canonical(f"{option.qname}.{name}")))
             elif isinstance(option, Ref):
                 results.append(self.ref_attribute(option, name, node))
             elif isinstance(option, Class):
@@ -672,20 +459,17 @@ class Interpreter:
                 results.append(Function(method, self.module_env) if method else attribute or UNKNOWN)
             elif isinstance(option, Super):
                 results.append(BoundMethod(option, name))
-            elif isinstance(option, Params) and name == "grad":
-                results.append(Derived(frozenset({"grad"})))
-            elif isinstance(option, Derived):
-                results.append(option)
             else:
-                results.append(_rank_by_name(name, UNKNOWN))
+                results.append(torch_api.value_attribute(option, name))
         value = choice(results)
         if any(isinstance(option, Ref) for option in options(base)):
             self.record("attr", node, receiver=base, name=name, result=value)
         return value
 
     def ref_attribute(self, ref: Ref, name: str, node: cst.CSTNode) -> Value:
-        if ref.root.wrapped is not None and name == "module" and not ref.path:
-            return ref.root.wrapped
+        wrapped = torch_api.wrapped_module(ref, name)
+        if wrapped is not None:
+            return wrapped
         stored = self.stored_attribute((ref,), name)
         if stored is not None:
             return stored
@@ -698,9 +482,9 @@ class Interpreter:
         attribute = self.class_attribute(cls, name) if cls else None
         if attribute is not None:
             return attribute
-        if name in MODULE_METHODS or ref.root.kind == "container":
+        if name in torch_api.MODULE_METHOD_NAMES or ref.root.kind == "container":
             return BoundMethod(ref, name)
-        return _rank_by_name(name, ref.child(name))
+        return torch_api.rank_by_name(name, ref.child(name))
 
     def eval_subscript(self, node: cst.Subscript) -> Value:
         base = self.eval(node.value)
@@ -713,22 +497,14 @@ class Interpreter:
         key = const(key_value)
         results = []
         for option in options(base):
-            if _is_container(option):
+            if is_container(option):
                 results.append(self.container_item(option, None if key is NotImplemented else key))
             elif isinstance(option, Ref):
-                results.append(option.child(_key_element(None if key is NotImplemented else key)))
+                results.append(option.child(key_element(None if key is NotImplemented else key)))
             elif isinstance(option, Tuple) and isinstance(key, int) and -len(option.items) <= key < len(option.items):
                 results.append(option.items[key])
-            elif isinstance(option, Symbol) and option.qname == "os.environ" and key in names.RANK_ENV_VARS:
-                results.append(RankDep("rank"))
-            elif isinstance(option, Symbol) and option.qname == "os.environ" and key in names.WORLD_SIZE_ENV_VARS:
-                results.append(Uniform("size"))
-            elif isinstance(option, (Params, Loaded, StateDict)):
-                results.append(option)
-            elif isinstance(option, RankDep):
-                results.append(RankDep("mixed"))
             else:
-                results.append(UNKNOWN)
+                results.append(torch_api.value_item(option, key))
         return choice(results)
 
     def container_item(self, container: Ref, key: object, default: Value | None = None) -> Value:
@@ -744,7 +520,7 @@ class Interpreter:
             return choice(exact + [value for k, value in items if k is None])
         found = [value for k, value in items if k is None]
         if container.root.parent is not None:
-            found.append(container.child(_key_element(key)))
+            found.append(container.child(key_element(key)))
         elif default is not None:
             found.append(default)
         return choice(found or [value for _, value in items])
@@ -787,12 +563,12 @@ class Interpreter:
                     key = const(self.eval(element.key))
                     items.append((None if key is NotImplemented else key, self.eval(element.value)))
                 else:
-                    items.extend((None, item) for item in _elements(self.eval(element.value)))
+                    items.extend((None, item) for item in elements(self.eval(element.value)))
         else:
             for element in node.elements:
                 value = self.eval(element.value)
                 if isinstance(element, cst.StarredElement):
-                    items.extend((None, item) for item in _elements(value))
+                    items.extend((None, item) for item in elements(value))
                 else:
                     items.append((None, value))
         if isinstance(node, cst.Tuple):
@@ -810,11 +586,7 @@ class Interpreter:
             while for_in is not None:
                 self.assign(for_in.target, self.element_of(self.eval(for_in.iter), lazy=lazy))
                 for condition in for_in.ifs:
-                    self.eval(condition.test)
-                    self.frame.env.vars.update(self.tensor_narrowing(condition.test)[0])
-                    self.frame.env.vars.update(self.narrowing(condition.test)[0])
-                    tested = self.dtensor_tested(condition.test)[0]
-                    self.ctx = self.ctx.with_(dtensor_tested=self.ctx.dtensor_tested + tested) if tested else self.ctx
+                    flow.comprehension_condition(self, condition.test)
                 for_in = for_in.inner_for_in
             if isinstance(node, cst.DictComp):
                 self.eval(node.key)
@@ -835,11 +607,11 @@ class Interpreter:
             return RankDep("mixed")
         if isinstance(left, Params) and isinstance(right, Params):
             return left | right
-        derived = _derived_from((left, right), {})
+        derived = torch_api.derived_from((left, right), {})
         if derived is not None:
             return derived
         if isinstance(node.operator, cst.Add):
-            left_items, right_items = _container_items(left), _container_items(right)
+            left_items, right_items = container_items(left), container_items(right)
             if (left_items is None) != (right_items is None):  # [model] + list(model.layers)
                 left_items = left_items if left_items is not None else self._iterated(left)
                 right_items = right_items if right_items is not None else self._iterated(right)
@@ -860,7 +632,7 @@ class Interpreter:
         if isinstance(node.operator, cst.Not):
             if isinstance(value, Uniform) and value.kind != "size":
                 return Uniform("single" if value.kind == "dist" else "dist")
-            return _negate_rank(value)
+            return guards.negate_rank(value)
         if isinstance(node.operator, cst.Minus) and isinstance(const(value), (int, float)):
             return Const(-const(value))
         return UNKNOWN
@@ -872,7 +644,7 @@ class Interpreter:
         sides = [value for value in (self.eval(node.left), self.eval(node.right)) if value != neutral]
         if len(sides) < 2:
             return sides[0] if sides else neutral
-        kinds = {_rank_kind(side) for side in sides} - {None}
+        kinds = {guards.rank_kind(side) for side in sides} - {None}
         if not kinds:
             return UNKNOWN
         if isinstance(node.operator, cst.And):
@@ -886,32 +658,10 @@ class Interpreter:
             right = self.eval(target.comparator)
             if index == 0:
                 operator = target.operator
-                result = _compare_world_size(left, operator, right) or _compare_rank(left, operator, right)
+                result = guards.compare_world_size(left, operator, right) or guards.compare_rank(left, operator, right)
                 if result is UNKNOWN and len(node.comparisons) == 1:
                     result = _compare_constants(left, operator, right)
         return result
-
-    def eval_if_exp(self, node: cst.IfExp) -> Value:
-        """Like an ``if`` statement: each arm is a branch, run on the ranks its test selects."""
-        guards = _rank_guards(node, _rank_kind(self.eval(node.test)), len(self.frame.stack))
-        results = []
-        base, outer = self.frame.env, self.ctx
-        narrowings = zip(self.tensor_narrowing(node.test), self.narrowing(node.test), strict=True)
-        tests = (self.slot_narrowing(node.test), self.proved_not_fsdp2(node.test), self.dtensor_tested(node.test))
-        arms = zip(narrowings, *tests, guards, strict=True)
-        for index, ((facts, narrowing), slots, not_fsdp2, dtensor_tested, guard) in enumerate(arms):
-            self.frame.env = Env(base, {**facts, **narrowing}) if facts or narrowing else base
-            self.ctx = outer.with_(
-                branches=outer.branches + ((id(node), index),),
-                rank_guard=guard or outer.rank_guard,
-                not_fsdp2=outer.not_fsdp2 + not_fsdp2,
-                dtensor_tested=outer.dtensor_tested + dtensor_tested,
-            )
-            saved = self.narrow_slots(slots)
-            results.append(self.eval(node.body if index == 0 else node.orelse))
-            self.restore_slots(slots, saved)
-            self.frame.env, self.ctx = base, outer
-        return choice(results)
 
     def eval_named(self, node: cst.NamedExpr) -> Value:
         value = self.eval(node.value)
@@ -956,9 +706,9 @@ class Interpreter:
             if arg.keyword is not None:
                 kwargs[arg.keyword.value] = value
             elif arg.star == "*":
-                args.extend(_elements(value) if isinstance(value, Tuple) else [UNKNOWN])
+                args.extend(elements(value) if isinstance(value, Tuple) else [UNKNOWN])
             elif arg.star == "**":  # fully_shard(block, **fsdp_kwargs) with a literal dict
-                items = _container_items(value)
+                items = container_items(value)
                 if items is None:
                     kwargs[UNKNOWN_KEYWORDS] = value  # keywords we cannot name
                 for key, item in items or ():
@@ -1041,36 +791,7 @@ class Interpreter:
             if result is not None:
                 return result
         event = self.record("call", node, qname=qname, name=qname.rpartition(".")[2], args=args, kwargs=kwargs)
-        special = _SYMBOL_CALLS.get(qname)
-        if special is not None:
-            event.result = special(self, event)
-            return event.result
-        if names.is_optimizer(qname):
-            return self.new_optimizer(event, event.arg(0, "params"), qname)
-        if names.is_optimizer_factory(qname):
-            return self.new_optimizer(event, _factory_params(event, None), qname)
-        kind = names.rank_kind_of_call(qname)
-        if kind is not None:
-            event.result = RankDep(kind)
-            return event.result
-        uniform = names.uniform_kind_of_call(qname)
-        if uniform is not None:
-            event.result = Uniform(uniform)
-            return event.result
-        if _rank_dependent(args, kwargs) and _passes_rank_on(qname):  # os.path.join(root, f"rank{rank}.pt")
-            event.result = RankDep("mixed")
-            return event.result
-        derived = _derived_from(args, kwargs, event.index)
-        if derived is not None:  # torch.stack([g.norm() for g in grads])
-            event.result = derived
-            return event.result
-        return self.new_object(event, qname)
-
-    def new_optimizer(self, event: Event, params: Value | None, qname: str | None) -> Value:
-        obj = Obj("optimizer", None, qname=qname, node=event.node)
-        obj.event = event
-        obj.params = _collect_params(params, event.index) if params is not None else None
-        event.result = Ref(obj)
+        event.result = torch_api.call_symbol(self, event)
         return event.result
 
     def call_builtin(self, name: str, args: tuple, kwargs: dict, node: cst.Call) -> Value | None:
@@ -1082,7 +803,7 @@ class Interpreter:
             container.items = list(kwargs.items())  # dict(mesh=mesh, ...)
             return Ref(container)
         if name == "filter" and len(args) == 2 and any(isinstance(o, ModuleIter) for o in options(args[1])):
-            return self.filtered_modules(first, args[1], node)
+            return flow.filtered_modules(self, first, args[1], node)
         if name in ("iter", "filter") and args:
             return args[-1] if name == "filter" else first
         if name == "next":
@@ -1140,7 +861,7 @@ class Interpreter:
         method value), so what it holds must not be looked up again."""
         opts = options(receiver)
         if opts and all(isinstance(option, Symbol) for option in opts):
-            return choice([self.call_symbol(names.canonical(f"{o.qname}.{name}"), args, kwargs, node) for o in opts])
+            return choice([self.call_symbol(apis.canonical(f"{o.qname}.{name}"), args, kwargs, node) for o in opts])
         stored = None if attribute_read else self.stored_attribute(opts, name)
         if stored is not None:  # `self.model(x)`: call what the attribute holds
             return self.alternatives(stored, node, lambda option: self.call_value(option, args, kwargs, node))
@@ -1148,7 +869,7 @@ class Interpreter:
         event.result = self.alternatives(
             receiver, node, lambda option: self.method_of(option, name, args, kwargs, event)
         )
-        if event.result is UNKNOWN and _rank_dependent((receiver, *args), kwargs):  # "{}.pt".format(rank)
+        if event.result is UNKNOWN and torch_api.rank_dependent((receiver, *args), kwargs):  # "{}.pt".format(rank)
             event.result = RankDep("mixed")
         return event.result
 
@@ -1158,7 +879,7 @@ class Interpreter:
         for receiver in receivers:
             if not isinstance(receiver, Ref):
                 return None
-            value = next((self.heap[key] for key in _slot_keys(receiver, name) if key in self.heap), None)
+            value = next((self.heap[key] for key in slot_keys(receiver, name) if key in self.heap), None)
             if value is None:
                 return None
             stored.append(value)
@@ -1173,9 +894,11 @@ class Interpreter:
                 return self.call_function(Function(method, self.module_env, receiver), args, kwargs, node) or UNKNOWN
             if receiver.root.kind == "container" and not receiver.path:
                 return self.container_method(receiver, name, args)
-            if receiver.root.kind == "optimizer" and not receiver.path and name == "state_dict":
-                return StateDict(receiver.root, event.index)
-            return self.module_method(receiver, name, args, event)
+            if receiver.root.kind == "optimizer" and not receiver.path:
+                found = torch_api.optimizer_method(self, receiver, name, event)
+                if found is not None:
+                    return found
+            return torch_api.module_method(self, receiver, name, event)
         if isinstance(receiver, Super):
             method = _super_method(receiver, name)
             if method is not None:
@@ -1187,18 +910,7 @@ class Interpreter:
             if method is None:
                 return UNKNOWN
             return self.call_function(Function(method, self.module_env), args, kwargs, node) or UNKNOWN
-        if isinstance(receiver, StateDict):
-            return _state_dict_method(receiver, name)
-        if isinstance(receiver, Params) and name in ("copy", "values"):
-            return receiver
-        if isinstance(receiver, Derived):
-            return _derived_method(receiver, name, event.index)
-        if isinstance(receiver, Loaded) and name in ("items", "values"):
-            return Iter(name, (receiver,))
-        if isinstance(receiver, Loaded) and name in (*STATE_PRESERVING, "setdefault"):
-            return receiver
-        kind = names.rank_kind_of_call(name)
-        return RankDep(kind) if kind else UNKNOWN
+        return torch_api.value_method(receiver, name, event)
 
     def container_method(self, receiver: Ref, name: str, args: tuple) -> Value:
         items = receiver.root.items
@@ -1210,49 +922,12 @@ class Interpreter:
         if name in ("append", "add", "insert") and args:
             items.append((None, args[-1]))
         elif name in ("extend", "update") and args:
-            items.extend((None, item) for item in _elements(args[0]))
+            items.extend((None, item) for item in elements(args[0]))
         elif name in ("items", "values"):
             return Iter("items", (receiver,)) if name == "items" else receiver
         elif name == "copy":
             return receiver
         return UNKNOWN
-
-    def module_method(self, ref: Ref, name: str, args: tuple, event: Event) -> Value:
-        if name == "parameters":
-            return Params(frozenset({ParamSource(ref, None)}))
-        if name == "named_parameters":
-            return Params(frozenset({ParamSource(ref, None)}), named=True)
-        if name in ("modules", "named_modules"):
-            return ModuleIter(ref, self_included=True, named=name == "named_modules")
-        if name in ("children", "named_children"):
-            return ModuleIter(ref, self_included=False, named=name == "named_children")
-        if name == "values":
-            return ModuleIter(ref, self_included=False, named=False)
-        if name == "items":
-            return ModuleIter(ref, self_included=False, named=True)
-        if name == "state_dict":
-            return StateDict(ref, event.index)
-        if name == "apply" and args and all(isinstance(o, (Function, Lambda, Partial)) for o in options(args[0])):
-            # fn(m) for every module in the tree, each after its children (the root last)
-            every = Ref(ref.root, ref.path + (self.loop_wildcard(ANY_DEPTH),), "rev")
-            self.call_value(args[0], (every,), {}, event.node)  # type: ignore[arg-type]
-            return ref
-        if name in SELF_RETURNING:
-            return ref
-        if name == "get_submodule" and args and isinstance(const(args[0]), str):
-            return Ref(ref.root, ref.path + tuple(const(args[0]).split(".")))
-        if name == "get_submodule" and args:  # a computed name: some module below this one
-            return Ref(ref.root, ref.path + (ANY, ANY_DEPTH))
-        if name in SUBMODULE_GETTERS:
-            return Ref(ref.root, ref.path + (ANY, ANY_DEPTH))
-        if names.is_optimizer_factory(name):  # model.configure_optimizers(...) defined elsewhere
-            return self.new_optimizer(event, _factory_params(event, ref), None)
-        kind = names.rank_kind_of_call(name)
-        if kind is not None:
-            return RankDep(kind)
-        if names.uniform_kind_of_call(name) == "size":  # group.get_world_size()
-            return Uniform("size")
-        return self.new_object(event, None) if event.result is None else event.result
 
     def invoke(self, ref: Ref, args: tuple, kwargs: dict, node: cst.Call) -> Value:
         event = self.record("invoke", node, receiver=ref, args=args, kwargs=kwargs)
@@ -1272,8 +947,8 @@ class Interpreter:
 
     def construct(self, info: ClassInfo, args: tuple, kwargs: dict, node: cst.Call) -> Value:
         event = self.record("call", node, name=info.name, args=args, kwargs=kwargs)
-        if any(names.is_optimizer(base) for base in info.external_bases()):
-            instance = self.new_optimizer(event, event.arg(0, "params"), None)
+        if any(apis.is_optimizer(base) for base in info.external_bases()):
+            instance = torch_api.new_optimizer(self, event, event.arg(0, "params"), None)
             instance.root.cls = info  # type: ignore[union-attr]
         else:
             obj = Obj("new", None, cls=info, node=node)
@@ -1319,7 +994,7 @@ class Interpreter:
             fn.bound,
             info.cls,
         )
-        self.ctx = _decorated(outer_ctx, self._decorators(info), info, len(self.frame.stack))
+        self.ctx = torch_api.decorated(outer_ctx, self._decorators(info), info, len(self.frame.stack))
         try:
             self.bind_parameters(fn, args, kwargs, symbolic)
             self.exec_block(statements(info.node.body))
@@ -1367,7 +1042,7 @@ class Interpreter:
 
     def _default(self, param: cst.Param, symbolic: bool) -> Value:
         if symbolic:
-            return _rank_by_name(param.name.value, Ref(Obj("param", param.name.value)))
+            return torch_api.rank_by_name(param.name.value, Ref(Obj("param", param.name.value)))
         return self.eval(param.default) if param.default is not None else UNKNOWN
 
     def _decorators(self, info: FunctionInfo) -> tuple[Value, ...]:
@@ -1381,7 +1056,7 @@ class Interpreter:
             for d in self.decorators.get(info, ())
         )
 
-    # --- iteration and narrowing -------------------------------------------------------------
+    # --- iteration -----------------------------------------------------------------------------
 
     def element_of(self, value: Value, lazy: bool) -> Value:
         """What one iteration over ``value`` binds. Reading parameters through a loop or a list
@@ -1398,7 +1073,7 @@ class Interpreter:
                     option.ref.root, option.ref.path + (wildcard,), option.order if option.self_included else ""
                 )
                 results.append(Tuple((UNKNOWN, module)) if option.named else module)
-            elif _is_container(option):
+            elif is_container(option):
                 sequential = True
                 results.extend(item for _, item in option.root.items)
                 if not option.root.items and option.root.parent is not None:  # filled by another method
@@ -1426,192 +1101,12 @@ class Interpreter:
         container = value.parts[0]
         if isinstance(container, (StateDict, Loaded)):  # its tensors: the state dict's values
             return container if value.kind == "values" else Tuple((UNKNOWN, container))
-        if _is_container(container):
+        if is_container(container):
             pairs = [Tuple((Const(key), item)) for key, item in container.root.items]
             if not pairs and container.root.parent is not None:  # filled by another method
                 pairs.append(Tuple((UNKNOWN, container.child(self.loop_wildcard(ANY)))))
             return choice(pairs)
         return Tuple((UNKNOWN, UNKNOWN))
-
-    def narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
-        """Variables a condition restricts, for the true and the false arm.
-
-        Two narrowings matter to rules: a loop variable over ``m.modules()`` (which includes
-        ``m`` itself) that is filtered by a condition no longer includes the root, unless the
-        condition is a type check that the root's own class passes; and a model tested for
-        being a DDP/FSDP1 wrapper (``hasattr(model, "no_sync")``, ``isinstance(model, DDP)``)
-        or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in the arm that rules
-        that out, not an FSDP2 module.
-        """
-        wrapper_true, wrapper_false = (_variables(found) for found in self._wrapper_narrowing(test))
-        loop_true, loop_false = self._loop_narrowing(test)
-        return {**wrapper_true, **loop_true}, {**wrapper_false, **loop_false}
-
-    def tensor_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
-        """State-dict tensors a DTensor test (``isinstance(v, DTensor)``, ``hasattr(v,
-        "full_tensor")``) proves plain, for the true and the false arm: a plain tensor of a
-        sharded state dict (a buffer) holds its full value. Unlike the other narrowings this
-        stays true after the ``if`` until the variable is assigned again."""
-        return _by_arm(test, self._tensor_narrowing, _merged, {})
-
-    def _tensor_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
-        name = self.dtensor_test_subject(test)
-        value = self.frame.env.lookup(name) if name is not None else None
-        if value is None or not any(isinstance(o, StateDict) for o in options(value)):
-            return {}, {}
-        plain = choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(value)])
-        return {}, {name: plain}
-
-    def dtensor_test_subject(self, test: cst.BaseExpression) -> str | None:
-        """``x`` when the test is ``isinstance(x, DTensor)`` or ``hasattr(x, "full_tensor")``."""
-        if not (isinstance(test, cst.Call) and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
-            return None
-        kind, function = test.args[1].value, dotted(test.func)
-        if function == "hasattr":
-            is_dtensor_test = isinstance(kind, cst.SimpleString) and kind.evaluated_value in DTENSOR_ONLY
-        else:
-            is_dtensor_test = function == "isinstance" and any(
-                isinstance(option, Symbol) and option.qname == names.DTENSOR
-                for option in walk_contents(self._peek(kind))
-            )
-        return test.args[0].value.value if is_dtensor_test else None
-
-    def dtensor_tested(self, test: cst.BaseExpression) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
-        """The values the test requires to be DTensors, in the true and in the false arm."""
-        return _by_arm(test, self._dtensor_tested, operator.add, ())
-
-    def _dtensor_tested(self, test: cst.BaseExpression) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
-        name = self.dtensor_test_subject(test)
-        value = self.frame.env.lookup(name) if name is not None else None
-        return ((value,), ()) if value is not None else ((), ())
-
-    def slot_narrowing(self, test: cst.BaseExpression) -> tuple[dict[Slot, Value], dict[Slot, Value]]:
-        """The same type-guard narrowing for attributes (``hasattr(self.model, "no_sync")``),
-        as heap slots for the true and the false arm."""
-        true, false = self._wrapper_narrowing(test)
-        return _slots(true), _slots(false)
-
-    def narrow_slots(self, slots: dict[Slot, Value]) -> dict[Slot, Value | None]:
-        saved = {slot: self.heap.get(slot) for slot in slots}
-        self.heap.update(slots)
-        return saved
-
-    def restore_slots(self, slots: dict[Slot, Value], saved: dict[Slot, Value | None]) -> None:
-        for slot, value in slots.items():
-            if self.heap.get(slot) is not value:
-                continue  # assigned meanwhile
-            if saved[slot] is None:
-                del self.heap[slot]
-            else:
-                self.heap[slot] = saved[slot]  # type: ignore[assignment]
-
-    def proved_not_fsdp2(self, test: cst.BaseExpression) -> tuple[tuple[Ref, ...], tuple[Ref, ...]]:
-        """The modules the test proves are no FSDP2 modules, in the true and in the false arm:
-        those the type-guard narrowing rebinds, as they are before it."""
-        found = []
-        for narrowed in self._wrapper_narrowing(test):
-            values = (self.frame.env.lookup(key) if isinstance(key, str) else self.heap.get(key) for key in narrowed)
-            found.append(tuple(canonical(ref) for value in values if value is not None for ref in refs(value)))
-        return found[0], found[1]
-
-    def _wrapper_narrowing(self, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
-        return _by_arm(test, self._wrapper_type_test, _merged, {})
-
-    def _wrapper_type_test(self, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
-        if not (isinstance(test, cst.Call) and len(test.args) >= 2):
-            return {}, {}
-        tested = test.args[0].value
-        name = tested.value if isinstance(tested, cst.Name) else self._slot_of(tested)
-        if name is None:
-            return {}, {}
-        function, kind = dotted(test.func), test.args[1].value
-        if function == "hasattr" and isinstance(kind, cst.SimpleString) and kind.evaluated_value in WRAPPER_ONLY:
-            return {name: _unknown_wrapper(dotted(tested))}, {}
-        if function != "isinstance":
-            return {}, {}
-        types = {option.qname for option in walk_contents(self._peek(kind)) if isinstance(option, Symbol)}
-        if names.FSDP_MODULE in types:
-            return {}, {name: UNKNOWN}
-        if types & {names.DDP, names.FSDP1}:
-            return {name: _unknown_wrapper(dotted(tested))}, {}
-        return {}, {}
-
-    def _slot_of(self, node: cst.BaseExpression) -> Slot | None:
-        """The heap slot of ``name.attr`` when ``name`` holds one known object."""
-        if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
-            return None
-        owner = self.frame.env.lookup(node.value.value)
-        if not isinstance(owner, Ref) or owner.root.kind == "container":
-            return None
-        slot = canonical(owner).child(node.attr.value)
-        return (id(slot.root), slot.path)
-
-    def filtered_modules(self, predicate: Value, modules: Value, node: cst.Call) -> Value:
-        """``filter(lambda m: isinstance(m, Block), model.modules())``: like a filtered loop, the
-        root is left out unless the predicate is a type test its class passes."""
-        element = self.element_of(modules, lazy=False)
-        kept = []
-        for option in options(element):
-            if isinstance(option, Ref) and option.path and is_any_depth(option.path[-1]):
-                if not (isinstance(predicate, Lambda) and self._lambda_admits_root(predicate.node, option)):
-                    option = Ref(option.root, option.path[:-1] + (ANY, ANY_DEPTH))
-            kept.append(option)
-        container = Obj("container", None, node=node)
-        container.items = [(None, choice(kept))]
-        return Ref(container)
-
-    def _lambda_admits_root(self, fn: cst.Lambda, module: Ref) -> bool:
-        params = fn.params.params
-        return len(params) == 1 and self._type_test_admits_root(fn.body, params[0].name.value, module)
-
-    def _loop_narrowing(self, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
-        loop_modules = {  # `m` in `for m in model.modules()` (of one model, or of one of several)
-            name: options(value)
-            for name, value in self.frame.env.vars.items()
-            if any(_walked(o) for o in options(value)) and not any(_other_module(o) for o in options(value))
-        }
-        if not loop_modules:
-            return {}, {}
-        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-        inner = test.expression if negated else test
-        narrowed: dict[str, Value] = {}
-        for name in _names_in(inner) & loop_modules.keys():
-            found = loop_modules[name]
-            if not any(self._type_test_admits_root(inner, name, o) for o in found if isinstance(o, Ref)):
-                narrowed[name] = choice(
-                    [Ref(o.root, o.path[:-1] + (ANY, ANY_DEPTH)) if _walked(o) else o for o in found]
-                )
-        return ({}, narrowed) if negated else (narrowed, {})
-
-    def _type_test_admits_root(self, test: cst.BaseExpression, name: str, ref: Ref) -> bool:
-        root_cls = ref.root.cls if len(ref.path) == 1 else None
-        comprehension_types = _comprehension_types(test)
-        for call in _calls_in(test):
-            if dotted(call.func) not in ("isinstance", "issubclass") or len(call.args) < 2:
-                continue
-            if dotted(call.args[0].value) != name:
-                continue
-            types = call.args[1].value
-            types = comprehension_types.get(dotted(types), types)
-            for option in walk_contents(self._peek(types)):
-                if isinstance(option, Symbol) and option.qname in ROOT_ADMITTING_TYPES:
-                    return True
-                if isinstance(option, Class) and root_cls is not None and any(c is option.info for c in root_cls.mro()):
-                    return True
-        return False
-
-    def _peek(self, node: cst.BaseExpression) -> Value:
-        """Evaluate a side-effect-free name or attribute (a type in an isinstance test)."""
-        if isinstance(node, cst.Name):
-            return self.frame.env.lookup(node.value) or self._unbound(node.value)
-        if isinstance(node, cst.Attribute):
-            base = self._peek(node.value)
-            if isinstance(base, Symbol):
-                return Symbol(names.canonical(f"{base.qname}.{node.attr.value}"))
-            return UNKNOWN
-        if isinstance(node, cst.Tuple):
-            return Tuple(tuple(self._peek(element.value) for element in node.elements))
-        return UNKNOWN
 
 
 # --- helpers without interpreter state ---------------------------------------------------------
@@ -1634,23 +1129,6 @@ def _blocks(stmt: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
     return blocks
 
 
-def _elements(value: Value) -> list[Value]:
-    items = _container_items(value)
-    if items is not None:
-        return [item for _, item in items]
-    if isinstance(value, Params):
-        return [value]
-    return [UNKNOWN]
-
-
-def _container_items(value: Value) -> list[tuple[object, Value]] | None:
-    if isinstance(value, Ref) and value.root.kind == "container" and not value.path:
-        return list(value.root.items)
-    if isinstance(value, Tuple):
-        return [(None, item) for item in value.items]
-    return None
-
-
 def _unpack(value: Value, count: int) -> list[Value]:
     if isinstance(value, Tuple) and len(value.items) == count:
         return list(value.items)
@@ -1658,79 +1136,6 @@ def _unpack(value: Value, count: int) -> list[Value]:
         per_option = [_unpack(option, count) for option in value.options]
         return [choice([parts[i] for parts in per_option]) for i in range(count)]
     return [UNKNOWN] * count
-
-
-def _key_element(key: object) -> str:
-    return ANY if key is None else f"[{key!r}]" if isinstance(key, str) else f"[{key}]"
-
-
-def _slot_keys(ref: Ref, name: str) -> list[Slot]:
-    """The heap keys of ``ref.name``, from its outermost owner (where stores go) to the object
-    itself (where stores went before it became part of another object: an attribute set in a
-    constructor, read after the instance was stored as ``self.checkpointer``)."""
-    root, path = ref.root, ref.path + (name,)
-    keys = [(id(root), path)]
-    while root.parent is not None:
-        owner = root.parent
-        root, path = owner.root, owner.path + path
-        keys.append((id(root), path))
-    return keys[::-1]
-
-
-def _by_arm(
-    test: cst.BaseExpression,
-    condition: Callable[[cst.BaseExpression], tuple[T, T]],
-    join: Callable[[T, T], T],
-    nothing: T,
-) -> tuple[T, T]:
-    """What ``test`` establishes in its true and in its false arm, from what ``condition`` says of
-    each condition a ``not`` / ``and`` / ``or`` combines: both operands of an ``and`` hold in its
-    true arm, both of an ``or`` fail in its false arm."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        true, false = _by_arm(test.expression, condition, join, nothing)
-        return false, true
-    if isinstance(test, cst.BooleanOperation):
-        (left_true, left_false), (right_true, right_false) = (
-            _by_arm(operand, condition, join, nothing) for operand in (test.left, test.right)
-        )
-        if isinstance(test.operator, cst.And):
-            return join(left_true, right_true), nothing
-        return nothing, join(left_false, right_false)
-    return condition(test)
-
-
-def _merged(first: dict[K, Value], second: dict[K, Value]) -> dict[K, Value]:
-    return {**first, **second}
-
-
-def _is_container(value: Value) -> bool:
-    return isinstance(value, Ref) and value.root.kind == "container" and not value.path
-
-
-def _adopt(slot: Ref, value: Value) -> None:
-    """Make the objects in ``value`` that belong to nothing yet parts of ``slot`` (an attribute,
-    or a key of a container that is itself an attribute, ``self.models["actor"]``), so that they
-    are the same modules as what ``slot`` names from its outermost owner."""
-    for stored in refs(value):
-        if stored.path or stored.root.kind not in ("new", "param", "container") or stored.root.parent is not None:
-            continue
-        if _owned_by(slot, stored.root):
-            continue
-        stored.root.parent = slot
-        if stored.root.kind == "container":
-            for key, item in stored.root.items:
-                if key is not None:
-                    _adopt(stored.child(_key_element(key)), item)
-
-
-def _owned_by(slot: Ref, obj: Obj) -> bool:
-    """Would making ``obj`` a child of ``slot`` create a cycle?"""
-    owner: Obj | None = slot.root
-    while owner is not None:
-        if owner is obj:
-            return True
-        owner = owner.parent.root if owner.parent is not None else None
-    return False
 
 
 def _decorator_names(info: FunctionInfo) -> set[str]:
@@ -1764,31 +1169,6 @@ def _annotated_fields(info: ClassInfo) -> list[str]:
     return found
 
 
-def _variables(narrowing: dict[object, Value]) -> dict[str, Value]:
-    return {key: value for key, value in narrowing.items() if isinstance(key, str)}
-
-
-def _slots(narrowing: dict[object, Value]) -> dict[Slot, Value]:
-    return {key: value for key, value in narrowing.items() if isinstance(key, tuple)}
-
-
-def _undo_narrowing(env: Env, narrowing: dict[str, Value], base: Env) -> None:
-    for name, value in narrowing.items():
-        if env.vars.get(name) is not value:
-            continue  # reassigned in the arm
-        if name in base.vars:
-            env.vars[name] = base.vars[name]
-        else:
-            del env.vars[name]
-
-
-def _unknown_wrapper(label: str) -> Ref:
-    """A DDP or FSDP1 wrapper around a module we do not know."""
-    obj = Obj("wrapper", label)
-    obj.wrapped = UNKNOWN
-    return Ref(obj)
-
-
 def _reversed(value: Value) -> Value:
     if isinstance(value, ModuleIter):
         return ModuleIter(value.ref, value.self_included, value.named, "rev" if value.order == "pre" else "pre")
@@ -1806,79 +1186,11 @@ def _super_method(value: Super, name: str) -> FunctionInfo | None:
     return None
 
 
-def _factory_params(event: Event, receiver: Ref | None) -> Value:
-    """What an outside optimizer factory optimizes: the parameters it is given, else the modules
-    it is given (or the module it is a method of), read when it is called."""
-    given = Tuple((*event.args, *event.kwargs.values()))
-    if any(isinstance(option, Params) for option in walk_contents(given)):
-        return given
-    first = walk_contents(event.args[0]) if event.args else ()
-    modules = [option for option in first if isinstance(option, Ref) and option.root.kind != "container"]
-    modules = modules or ([receiver] if receiver is not None else [])
-    return choice([Params(frozenset({ParamSource(module, None)})) for module in modules])
-
-
-def _collect_params(value: Value, index: int) -> Params | None:
-    """All parameters an optimizer receives: directly, in lists, in param-group dicts."""
-    found: Params | None = None
-    for option in walk_contents(value):
-        if isinstance(option, Params):
-            params = option.materialized(index)
-            found = params if found is None else found | params
-    return found
-
-
 def _name_unnamed(value: Value, name: str) -> None:
     """Give the objects in ``value`` that have no name yet the name they are first bound to."""
     for ref in refs(value):
         if ref.root.label is None and not ref.path:
             ref.root.label = name
-
-
-def _walked(value: Value) -> bool:
-    """A module of a ``modules()`` walk (which may be its root)."""
-    return isinstance(value, Ref) and bool(value.path) and is_any_depth(value.path[-1])
-
-
-def _other_module(value: Value) -> bool:
-    return isinstance(value, Ref) and not _walked(value)
-
-
-def _names_in(node: cst.CSTNode) -> set[str]:
-    """The names an expression reads, but the loop variables of its comprehensions."""
-    found = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            found.add(current.value)
-        elif isinstance(current, cst.CompFor):
-            stack.extend(part for part in child_nodes(current) if part is not current.target)
-        elif not isinstance(current, cst.Lambda):
-            stack.extend(child_nodes(current))
-    return found - set(_comprehension_types(node))
-
-
-def _comprehension_types(node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
-    """``{t: types}`` for each ``for t in types`` of a comprehension in ``node``: what a type test
-    on ``t`` (``any(isinstance(m, t) for t in types)``) tests against."""
-    return {
-        part.target.value: part.iter
-        for part in _nodes_in(node)
-        if isinstance(part, cst.CompFor) and isinstance(part.target, cst.Name)
-    }
-
-
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    return [part for part in _nodes_in(node) if isinstance(part, cst.Call)]
-
-
-def _nodes_in(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(child_nodes(current))
 
 
 def _string_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -1887,101 +1199,6 @@ def _string_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(node, cst.ConcatenatedString):
         return _string_expressions(node.left) + _string_expressions(node.right)
     return []
-
-
-def _rank_by_name(name: str, value: Value) -> Value:
-    """A variable or attribute named like a rank (``local_rank``, ``is_main_process``) whose value
-    is not otherwise known is taken to be one."""
-    if (
-        value is UNKNOWN
-        or (isinstance(value, Ref) and not value.path and value.root.kind == "param")
-        or (isinstance(value, Ref) and value.path[-1:] == (name,))
-    ):
-        kind = names.rank_kind_of_name(name)
-        if kind is not None:
-            return RankDep(kind)
-        uniform = names.uniform_kind_of_name(name) or names.uniform_kind_of_call(name)
-        if uniform is not None:
-            return Uniform(uniform)
-    return value
-
-
-def _state_dict_method(state: StateDict, name: str) -> Value:
-    """A state dict stands for its tensors too: copies and moves keep what they hold, and
-    ``.full_tensor()`` gathers the full value."""
-    if name in ("items", "values"):
-        return Iter(name, (state,))
-    if name == "full_tensor":
-        return replace(state, full=True)
-    return state if name in STATE_PRESERVING or name == "to_local" else UNKNOWN
-
-
-def _derived_from(args: tuple, kwargs: dict, step: int | None = None) -> Derived | None:
-    inputs = [
-        option for value in (*args, *kwargs.values()) for option in walk_contents(value) if isinstance(option, Derived)
-    ]
-    if not inputs:
-        return None
-    steps = frozenset().union(*(derived.steps for derived in inputs))
-    return Derived(frozenset().union(*(d.tags for d in inputs)), steps if step is None else steps | {step})
-
-
-def _derived_method(value: Derived, name: str, step: int) -> Value:
-    tags = value.tags
-    if name == "to_local":
-        tags = tags | {"local"}
-    elif name in ("full_tensor", "redistribute"):
-        tags = tags - {"local"}
-    return Derived(tags, value.steps | {step})
-
-
-def _passes_rank_on(qname: str) -> bool:
-    """Does a call of a rank-dependent value give a rank-dependent result? Path and string
-    builders do; torch's operations (a LoRA `rank` in a shape) and type checks do not."""
-    if qname.startswith("builtins."):
-        return qname in ("builtins.str", "builtins.format", "builtins.repr", "builtins.float")
-    return not qname.startswith("torch.")
-
-
-def _rank_dependent(args: tuple, kwargs: dict) -> bool:
-    return any(isinstance(option, RankDep) for value in (*args, *kwargs.values()) for option in walk_contents(value))
-
-
-def _rank_kind(value: Value) -> str | None:
-    """The rank kind of a value; for alternatives, the kind of the rank-dependent one when the
-    others are constants (``return 0 if not dist.is_initialized() else dist.get_rank()``)."""
-    if isinstance(value, RankDep):
-        return value.kind
-    if isinstance(value, Choice):
-        kinds = {option.kind for option in value.options if isinstance(option, RankDep)}
-        if len(kinds) == 1 and all(isinstance(option, (RankDep, Const)) for option in value.options):
-            return kinds.pop()
-    return None
-
-
-def _negate_rank(value: Value) -> Value:
-    kind = _rank_kind(value)
-    negated = {"zero": "nonzero", "nonzero": "zero", "rank": "zero", "mixed": "mixed"}.get(kind or "")
-    return RankDep(negated) if negated else UNKNOWN
-
-
-def _compare_world_size(left: Value, operator: cst.BaseCompOp, right: Value) -> Uniform | None:
-    """``world_size > 1`` and the like: is the job distributed?"""
-    if right == Uniform("size") and left != Uniform("size"):
-        left, right = right, left
-        operator = _MIRRORED.get(type(operator), operator)
-    number = const(right)
-    if left != Uniform("size") or not isinstance(number, int) or number not in (1, 2):
-        return None
-    distributed = {
-        (cst.GreaterThan, 1): True,
-        (cst.NotEqual, 1): True,
-        (cst.GreaterThanEqual, 2): True,
-        (cst.Equal, 1): False,
-        (cst.LessThanEqual, 1): False,
-        (cst.LessThan, 2): False,
-    }.get((type(operator), number))
-    return None if distributed is None else Uniform("dist" if distributed else "single")
 
 
 _CONSTANT_COMPARISONS = {
@@ -2001,274 +1218,18 @@ def _compare_constants(left: Value, operator: cst.BaseCompOp, right: Value) -> V
     return Const(compare(a, b))
 
 
-def _compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
-    if _rank_kind(right) == "rank" and _rank_kind(left) != "rank":
-        left, right = right, left
-        operator = _MIRRORED.get(type(operator), operator)
-    if _rank_kind(left) != "rank":
-        return RankDep("mixed") if _rank_kind(left) or _rank_kind(right) else UNKNOWN
-    if isinstance(operator, (cst.Is, cst.IsNot)):  # `rank is not None`: was a rank given? (every rank agrees)
-        return UNKNOWN
-    number = const(right)
-    if isinstance(operator, (cst.In, cst.NotIn)):
-        members = [const(item) for item in _elements(right)]
-        kind = "zero" if 0 in members and all(m in (0, -1) for m in members) else "mixed"
-        return RankDep(kind if isinstance(operator, cst.In) else _negate_rank(RankDep(kind)).kind)  # type: ignore[union-attr]
-    if not isinstance(number, int) or isinstance(number, bool):
-        return RankDep("mixed")
-    distributed = {  # rank -1 stands for "not launched distributed" (RANK unset)
-        (cst.NotEqual, -1): True,
-        (cst.GreaterThan, -1): True,
-        (cst.GreaterThanEqual, 0): True,
-        (cst.Equal, -1): False,
-        (cst.LessThan, 0): False,
-        (cst.LessThanEqual, -1): False,
-    }.get((type(operator), number))
-    if distributed is not None:
-        return Uniform("dist" if distributed else "single")
-    zero_test = {
-        cst.Equal: number == 0,
-        cst.LessThan: number == 1,
-        cst.LessThanEqual: number == 0,
-    }.get(type(operator))
-    nonzero_test = {
-        cst.NotEqual: number == 0,
-        cst.GreaterThan: number == 0,
-        cst.GreaterThanEqual: number == 1,
-    }.get(type(operator))
-    if zero_test:
-        return RankDep("zero")
-    if nonzero_test:
-        return RankDep("nonzero")
-    return RankDep("mixed")
-
-
-_MIRRORED = {
-    cst.LessThan: cst.GreaterThan(),
-    cst.GreaterThan: cst.LessThan(),
-    cst.LessThanEqual: cst.GreaterThanEqual(),
-    cst.GreaterThanEqual: cst.LessThanEqual(),
-}
-
-
-def _rank_guards(node: cst.If | cst.IfExp, kind: str | None, depth: int) -> tuple[RankGuard | None, RankGuard | None]:
-    """The ranks that run the true and the false arm of an ``if`` whose test has the given rank kind."""
-    arms = {
-        "zero": ("zero", "nonzero"),
-        "rank": ("nonzero", "zero"),
-        "nonzero": ("nonzero", "zero"),
-        "zero_subset": ("zero", None),
-        "subset": ("subset", None),
-        "mixed": ("subset", "subset"),
-    }.get(kind or "", (None, None))
-    return tuple(  # type: ignore[return-value]
-        RankGuard(node.test, ranks, depth, (id(node), arm)) if ranks else None for arm, ranks in enumerate(arms)
-    )
-
-
-def _enter(ctx: Context, manager: Value) -> Context:
-    """The context inside ``with manager:``."""
-    ctx = ctx.with_(managers=ctx.managers + (manager,))
-    for ref in refs(manager):
-        event = ref.root.event
-        qname = ref.root.qname or ""
-        if event is None:
-            continue
-        if qname in names.GRAD_DISABLING or (
-            qname == "torch.set_grad_enabled" and const(event.arg(0) or UNKNOWN) is False
-        ):
-            ctx = ctx.with_(no_grad=True)
-        elif qname == "torch.enable_grad":
-            ctx = ctx.with_(no_grad=False)
-        elif (qname == "torch.device" and const(event.arg(0, "type") or UNKNOWN) == "meta") or qname.endswith(
-            "init_empty_weights"
-        ):
-            ctx = ctx.with_(meta_device=True)
-    return ctx
-
-
-def _decorated(ctx: Context, decorators: tuple[Value, ...], info: FunctionInfo, depth: int) -> Context:
-    """The context of a function body given its decorators (``@torch.no_grad()``, ``@rank_zero_only``)."""
-    for decorator, node in zip(decorators, info.node.decorators, strict=True):
-        for option in options(decorator):
-            qname = option.qname if isinstance(option, Symbol) else ""
-            if isinstance(option, Ref):
-                qname = option.root.qname or ""
-            last = qname.rpartition(".")[2] or dotted(node.decorator).rpartition(".")[2]
-            if last in names.RANK_ZERO_DECORATORS:
-                ctx = ctx.with_(rank_guard=RankGuard(node, "zero", depth))
-            ctx = _enter(ctx, option) if isinstance(option, Ref) else ctx
-    return ctx
-
-
-def _share_class_sharding(traces: list[Trace]) -> None:
-    """A method that no code in the file calls runs at an order we cannot see, so modules that
-    other methods of its class shard (``self.model``) are taken as sharded from its start, and
-    attributes they set to an optimizer over sharded parameters (``self.optimizer``) as holding one."""
-    sharded: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
-    optimizers: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
-    for trace in traces:
-        instance = trace.instance
-        if instance is None:
-            continue
-        for shard in trace.shards:
-            for target in shard.targets:
-                target = canonical(target)
-                if target.root is instance.root:
-                    sharded.setdefault(instance.root.cls, []).append((trace, target.path))
-        for store in trace.of_kind("store"):
-            for owner in refs(store.receiver):
-                owner = canonical(owner)
-                if owner.root is instance.root and any(trace.sharded_optimizer(ref) for ref in refs(store.args[0])):
-                    optimizers.setdefault(instance.root.cls, []).append((trace, owner.path + (store.name,)))
-    for trace in traces:
-        instance = trace.instance
-        if instance is None:
-            continue
-        paths = {path for owner, path in sharded.get(instance.root.cls, ()) if owner is not trace}
-        trace.assumed_sharded = [Ref(instance.root, path) for path in sorted(paths)]
-        paths = {path for owner, path in optimizers.get(instance.root.cls, ()) if owner is not trace}
-        trace.assumed_optimizers = [Ref(instance.root, path) for path in sorted(paths)]
-
-
-def _symbol_returns_first(interp: Interpreter, event: Event) -> Value:
-    return event.arg(0) or UNKNOWN
-
-
-def _wrapper(kind: str):
-    def make(interp: Interpreter, event: Event) -> Value:
-        obj = Obj(kind, None, qname=event.qname, node=event.node)
-        obj.event = event
-        obj.wrapped = event.arg(0, "module")
-        return Ref(obj)
-
-    return make
-
-
-def _state_dict_of(position: int, keyword: str):
-    """``get_model_state_dict(model, ...)`` / ``get_optimizer_state_dict(model, optimizers, ...)``."""
-
-    def make(interp: Interpreter, event: Event) -> Value:
-        owner = event.arg(position, keyword)
-        full = _full_state_dict(event.kwargs.get("options"))
-        found: list[Value] = []
-        for ref in refs(choice(list(walk_contents(owner)))) if owner is not None else ():
-            is_optimizer = ref.root.kind == "optimizer" and not ref.path
-            found.append(StateDict(ref.root if is_optimizer else ref, event.index, full))
-        return choice(found)
-
-    return make
-
-
-def _get_state_dict(interp: Interpreter, event: Event) -> Value:
-    return Tuple((_state_dict_of(0, "model")(interp, event), _state_dict_of(1, "optimizers")(interp, event)))
-
-
-def _full_state_dict(options_value: Value | None) -> bool | None:
-    """Does a ``StateDictOptions`` value ask for full (gathered) tensors? None when unknown."""
-    if options_value is None:
-        return False
-    for ref in refs(options_value):
-        event = ref.root.event
-        if event is not None and event.qname == names.STATE_DICT_OPTIONS:
-            full = const(event.kwargs.get("full_state_dict", Const(False)))
-            return full if isinstance(full, bool) else None
-    return None
-
-
-def _loaded(interp: Interpreter, event: Event) -> Value:
-    path = event.arg(0, "f") or event.arg(0, "filename") or UNKNOWN
-    return Loaded(per_rank=any(isinstance(option, RankDep) for option in walk_contents(path)))
-
-
-def _environ_get(interp: Interpreter, event: Event) -> Value:
-    key = const(event.arg(0) or UNKNOWN)
-    if key in names.RANK_ENV_VARS:
-        return RankDep("rank")
-    return Uniform("size") if key in names.WORLD_SIZE_ENV_VARS else interp.new_object(event, event.qname)
-
-
-def _set_default_device(interp: Interpreter, event: Event) -> Value:
-    """``torch.set_default_device("meta")``: what the rest of the block builds is on the meta device."""
-    device = const(event.arg(0, "device") or UNKNOWN)
-    if isinstance(device, str):
-        interp.ctx = interp.ctx.with_(meta_device=device.startswith("meta"))
-    return Const(None)
-
-
-def _copy(interp: Interpreter, event: Event) -> Value:
-    """``copy.deepcopy(x)``: a new object of the same kind as ``x``."""
-    original = event.arg(0, "x")
-    obj = Obj("new", None, node=event.node)
-    obj.event = event
-    if isinstance(original, Ref) and not original.path:
-        obj.qname, obj.cls = original.root.qname, original.root.cls
-    return Ref(obj)
-
-
-def _partial(interp: Interpreter, event: Event) -> Value:
-    if not event.args:
-        return UNKNOWN
-    return Partial(event.args[0], event.args[1:], tuple(event.kwargs.items()))
-
-
-def _module_container(interp: Interpreter, event: Event) -> Value:
-    """``nn.Sequential(a, b)`` / ``nn.ModuleList([a, b])`` / ``nn.ModuleDict({...})``: the modules
-    given become its children, so sharding ``a`` shards part of the container."""
-    container = interp.new_object(event, event.qname)
-    if event.qname == "torch.nn.Sequential":
-        children: list[tuple[object, Value]] = list(enumerate(event.args))
-    else:
-        given = event.arg(0, "modules") or UNKNOWN
-        items = _container_items(given) or []
-        literal = isinstance(given, Tuple) or (
-            isinstance(given, Ref) and isinstance(given.root.node, (cst.List, cst.Tuple, cst.Dict))
-        )
-        # A literal names each child; a comprehension's one element stands for all of them.
-        children = [(index if key is None else key, value) for index, (key, value) in enumerate(items)]
-        children = children if literal else [(None, value) for _, value in items]
-    for key, value in children:
-        slot = container.child(_key_element(key))  # type: ignore[union-attr]
-        for child in refs(value):
-            if not child.path and child.root.kind in ("new", "param") and child.root.parent is None:
-                if not _owned_by(slot, child.root):
-                    child.root.parent = slot
-    return container
-
-
-def _symbol_returns_second(interp: Interpreter, event: Event) -> Value:
-    return event.arg(1, "val") or UNKNOWN
-
-
-_SYMBOL_CALLS = {
-    names.FULLY_SHARD: _symbol_returns_first,
-    "torch.compile": _symbol_returns_first,
-    "typing.cast": _symbol_returns_second,
-    "copy.deepcopy": _copy,
-    "functools.partial": _partial,
-    **{f"torch.nn.{name}": _module_container for name in ("Sequential", "ModuleList", "ModuleDict")},
-    names.DDP: _wrapper("ddp"),
-    names.FSDP1: _wrapper("fsdp1"),
-    names.GET_MODEL_STATE_DICT: _state_dict_of(0, "model"),
-    names.GET_OPTIMIZER_STATE_DICT: _state_dict_of(1, "optimizers"),
-    names.GET_STATE_DICT: _get_state_dict,
-    "os.environ.get": _environ_get,
-    **{loader: _loaded for loader in names.LOADERS},
-    "os.getenv": _environ_get,
-    "torch.set_default_device": _set_default_device,
-}
-
 _STATEMENTS = {
     cst.FunctionDef: Interpreter.exec_function_def,
     cst.ClassDef: Interpreter.exec_class_def,
-    cst.If: Interpreter.exec_if,
+    cst.If: flow.exec_if,
     cst.For: Interpreter.exec_for,
-    cst.While: Interpreter.exec_while,
+    cst.While: flow.exec_while,
     cst.With: Interpreter.exec_with,
     cst.Try: Interpreter.exec_try,
     cst.TryStar: Interpreter.exec_try,
     cst.Match: Interpreter.exec_match,
 }
+
 
 _EXPRESSIONS = {
     cst.Name: Interpreter.eval_name,
@@ -2292,12 +1253,8 @@ _EXPRESSIONS = {
     cst.UnaryOperation: Interpreter.eval_unary,
     cst.BooleanOperation: Interpreter.eval_boolean,
     cst.Comparison: Interpreter.eval_comparison,
-    cst.IfExp: Interpreter.eval_if_exp,
+    cst.IfExp: flow.eval_if_exp,
     cst.NamedExpr: Interpreter.eval_named,
     cst.Await: Interpreter.eval_await,
     cst.Lambda: lambda self, node: Lambda(node, self.frame.env),
 }
-
-
-def interpret(module: cst.Module, source: bytes) -> list[Trace]:
-    return Interpreter(module, source).run()
