@@ -11,7 +11,7 @@ import libcst as cst
 import pytest
 
 from fsdp2_lint.analysis import facts
-from fsdp2_lint.analysis.interpreter import core
+from fsdp2_lint.analysis.interpreter import calls, core
 from fsdp2_lint.engine import lint_source
 
 HELPERS = 12
@@ -65,7 +65,7 @@ def test_mutually_calling_helpers_expand_within_the_budget_of_each_entry_point(k
     source = f"from torch.distributed.fsdp import fully_shard\n{make_cluster(HELPERS)}{call}\n"
     expanded, entry_points = expansions_of(source, monkeypatch)
     assert entry_points <= HELPERS + 1  # the module body and each helper
-    assert expanded <= core.MAX_EXPANSIONS_PER_ENTRY * entry_points
+    assert expanded <= calls.MAX_EXPANSIONS_PER_ENTRY * entry_points
 
 
 def misuse_after_helpers(kind: str) -> tuple[str, list[tuple[str, int, str]]]:
@@ -117,6 +117,6 @@ def test_a_misuse_after_the_helpers_is_still_reported(kind):
 
 def test_entry_points_still_run_once_the_file_statement_budget_is_spent(monkeypatch):
     """Past ``MAX_STEPS`` no call is expanded any more, but every entry point's own code still runs."""
-    monkeypatch.setattr(core, "MAX_STEPS", 100)
+    monkeypatch.setattr(calls, "MAX_STEPS", 100)
     source, expected = misuse_after_helpers("functions")
     assert diagnostics_of(source) == expected

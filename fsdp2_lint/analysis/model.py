@@ -21,6 +21,8 @@ from functools import cached_property, lru_cache
 
 import libcst as cst
 
+from fsdp2_lint.analysis.syntax import dotted
+
 ANY = "*"
 ANY_DEPTH = "**"
 MAX_OPTIONS = 8
@@ -421,6 +423,15 @@ class FunctionInfo:
     @property
     def qualname(self) -> str:
         return f"{self.cls.name}.{self.name}" if self.cls else self.name
+
+    @cached_property
+    def decorator_names(self) -> frozenset[str]:
+        """The last component of each decorator's name (``property``, ``setter``, ``no_grad``)."""
+        found = set()
+        for decorator in self.node.decorators:
+            target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+            found.add(dotted(target).rpartition(".")[2])
+        return frozenset(found)
 
 
 @dataclass(eq=False)

@@ -32,6 +32,7 @@ from fsdp2_lint.analysis.model import (
     ANY,
     ANY_DEPTH,
     UNKNOWN,
+    ClassInfo,
     Const,
     Context,
     Derived,
@@ -343,6 +344,11 @@ def _rank_passed_on(interp: Evaluator, event: Event) -> Value | None:
 def _gradient_derived(interp: Evaluator, event: Event) -> Value | None:
     """``torch.stack([g.norm() for g in grads])``: computed from gradients."""
     return derived_from(event.args, event.kwargs, event.index)
+
+
+def is_optimizer_class(info: ClassInfo) -> bool:
+    """Does a same-file class build on an optimizer class (its instances are optimizers)?"""
+    return any(apis.is_optimizer(base) for base in info.external_bases())
 
 
 def new_optimizer(interp: Evaluator, event: Event, params: Value | None, qname: str | None) -> Ref:
