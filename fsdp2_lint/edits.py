@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from fsdp2_lint.analysis.syntax import generate
 from fsdp2_lint.fixes import LineEdit, apply, keep_dropped, line_edits
 from fsdp2_lint.rule import RuleFix
-from fsdp2_lint.syntax import generate
 
 if TYPE_CHECKING:
-    from fsdp2_lint.facts import FileFacts
+    from fsdp2_lint.analysis.facts import FileFacts
 
 # Parts of compound statements that hold the blocks nested in them (`else:`, `except:`, `elif`).
 _BLOCK_HOLDERS = (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.If, cst.MatchCase)

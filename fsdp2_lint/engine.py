@@ -24,10 +24,9 @@ from pathlib import Path
 import libcst as cst
 
 from fsdp2_lint import fixes
+from fsdp2_lint.analysis.facts import FileFacts, interpret
 from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, Edit, Fix, file_error
 from fsdp2_lint.edits import fix_edits
-from fsdp2_lint.facts import FileFacts
-from fsdp2_lint.interp import interpret
 from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.prefilter import applicable_rules
 from fsdp2_lint.rule import Finding, Rule, RuleFix, all_rules

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from fsdp2_lint.analysis.syntax import dotted, source_lines
 from fsdp2_lint.rule import NeededImport, Replace, RuleFix
-from fsdp2_lint.syntax import dotted, source_lines
 
 if TYPE_CHECKING:
-    from fsdp2_lint.facts import FileFacts
+    from fsdp2_lint.analysis.facts import FileFacts
 
 # Submodules that `import torch` itself loads, so `torch.nn.utils.clip_grad_norm_` needs no import.
 LOADED_BY_TORCH = frozenset({"torch", "torch.nn", "torch.nn.utils", "torch.nn.functional", "torch.cuda", "torch.optim"})

@@ -24,7 +24,7 @@ from fsdp2_lint.prefilter import Tokens, Word
 if TYPE_CHECKING:
     import libcst as cst
 
-    from fsdp2_lint.facts import FileFacts
+    from fsdp2_lint.analysis.facts import FileFacts
 
 CODE_PATTERN = re.compile(r"^FSDP\d{3}$")
 

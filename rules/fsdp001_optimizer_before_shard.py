@@ -5,9 +5,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import fixes
-from fsdp2_lint.facts import FileFacts, Trace, canonical, report_node
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Event, Obj, canonical, may_overlap, refs, report_node
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Event, Obj, may_overlap, refs
 
 
 class OptimizerBeforeShard(Rule):

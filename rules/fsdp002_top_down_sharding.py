@@ -5,9 +5,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import fixes
-from fsdp2_lint.facts import FileFacts, canonical, report_node, strict_ancestor
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Choice, Event, Ref, canonical, is_any_depth, report_node, strict_ancestor
 from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Choice, Event, Ref, is_any_depth
 
 
 class TopDownSharding(Rule):

@@ -4,10 +4,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts, Trace, canonical
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Const, Event, canonical, may_be_same, may_contain, refs
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Const, Event, may_be_same, may_contain, refs
 
 
 class DirectForward(Rule):
@@ -124,7 +125,7 @@ def _bypasses_hooks(trace: Trace, call: Event, module) -> bool:
 
 def _exempt(trace: Trace, call: Event, module) -> bool:
     module = canonical(module)
-    for registration in trace.calls(names.REGISTER_FORWARD_METHOD):
+    for registration in trace.calls(apis.REGISTER_FORWARD_METHOD):
         if registration.index < call.index and registration.arg(1, "method_name") == Const("forward"):
             if any(may_be_same(canonical(ref), module) for ref in refs(registration.arg(0, "module") or Const(None))):
                 return True

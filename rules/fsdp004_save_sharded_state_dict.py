@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts, Trace, canonical
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Event, RankDep, Ref, StateDict, canonical, walk_contents
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Event, RankDep, Ref, StateDict, walk_contents
 
 
 class SaveShardedStateDict(Rule):
@@ -73,7 +74,7 @@ if rank == 0:
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
-            for save in trace.calls(names.TORCH_SAVE):
+            for save in trace.calls(apis.TORCH_SAVE):
                 target = save.arg(1, "f")
                 if target is not None and any(isinstance(v, RankDep) for v in walk_contents(target)):
                     continue  # every rank writes its own file: deliberate sharded checkpoint

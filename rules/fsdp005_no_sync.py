@@ -4,10 +4,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint.facts import FileFacts, canonical, may_be_wrapper
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import canonical, may_be_wrapper, refs
 from fsdp2_lint.fixes import code_of
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import refs
 
 
 class NoSync(Rule):

@@ -3,14 +3,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from fsdp2_lint import names
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import (
+    Const,
+    Event,
+    Params,
+    Ref,
+    canonical,
+    framework_owned,
+    may_overlap,
+    options,
+    refs,
+    report_node,
+    walk_contents,
+)
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Severity
-from fsdp2_lint.facts import FileFacts, Trace, canonical, framework_owned, report_node
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Const, Event, Params, Ref, may_overlap, options, refs, walk_contents
 
 # Calls after `to_empty()` that give the parameters real values.
-SET_STATE_DICT = f"{names.STATE_DICT}.set_state_dict"
+SET_STATE_DICT = f"{apis.STATE_DICT}.set_state_dict"
 INIT_METHOD = re.compile(r"init|reset|load|restore|materiali[sz]e|copy_|fill_|normal_|uniform_|zero_|apply")
 INIT_CALLS = re.compile(
     r"^torch\.nn\.init\.|^torch\.distributed\.checkpoint\.(load|load_state_dict)$"
@@ -115,7 +128,7 @@ loss = model(tokens).sum()
 def _materialises(event: Event) -> bool:
     if event.kind == "method" and event.name == "to_empty":
         return True
-    if event.kind == "call" and event.qname in (names.SET_MODEL_STATE_DICT, SET_STATE_DICT):
+    if event.kind == "call" and event.qname in (apis.SET_MODEL_STATE_DICT, SET_STATE_DICT):
         return _loads_full_state(event)
     return event.kind == "method" and event.name == "load_state_dict" and event.kwargs.get("assign") == Const(True)
 
@@ -128,7 +141,7 @@ def _loads_full_state(event: Event) -> bool:
         return False
     for ref in refs(options):
         creation = ref.root.event
-        if creation is not None and creation.qname == names.STATE_DICT_OPTIONS:
+        if creation is not None and creation.qname == apis.STATE_DICT_OPTIONS:
             return any(
                 key in creation.kwargs and creation.kwargs[key] != Const(False)
                 for key in ("full_state_dict", "broadcast_from_rank0")

@@ -4,12 +4,25 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts, Trace, canonical
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import (
+    Const,
+    Derived,
+    Event,
+    Params,
+    RankGuard,
+    Ref,
+    StateDict,
+    Value,
+    canonical,
+    refs,
+    walk_contents,
+)
+from fsdp2_lint.analysis.syntax import child_nodes, dotted
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.syntax import child_nodes, dotted
-from fsdp2_lint.values import Const, Derived, Event, Params, RankGuard, Ref, StateDict, Value, refs, walk_contents
 
 # torch.distributed collectives every rank of the group must enter (point-to-point send/recv
 # are deliberately rank-specific and not listed).
@@ -36,9 +49,9 @@ DIST_COLLECTIVES = frozenset(
     )
 )
 DCP_COLLECTIVES = frozenset(
-    f"{names.DCP}.{name}" for name in ("save", "load", "async_save", "save_state_dict", "load_state_dict")
+    f"{apis.DCP}.{name}" for name in ("save", "load", "async_save", "save_state_dict", "load_state_dict")
 )
-FULL_STATE_DICT_HELPERS = frozenset({names.GET_MODEL_STATE_DICT, names.GET_OPTIMIZER_STATE_DICT, names.GET_STATE_DICT})
+FULL_STATE_DICT_HELPERS = frozenset({apis.GET_MODEL_STATE_DICT, apis.GET_OPTIMIZER_STATE_DICT, apis.GET_STATE_DICT})
 DTENSOR_COLLECTIVES = frozenset({"full_tensor", "redistribute"})
 REPLICATED_NORMS = frozenset(
     {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.get_total_norm"}
@@ -49,7 +62,7 @@ COMPLEMENT = {"zero": "nonzero", "nonzero": "zero"}
 def _names_a_rank(word: str) -> bool:
     """Can the interpreter take this identifier for a rank, a rank-0 flag or test, or a rank-0
     decorator (as `interp._decorated` knows them)?"""
-    return bool(names.rank_kind_of_name(word) or names.rank_kind_of_call(word)) or word in names.RANK_ZERO_DECORATORS
+    return bool(apis.rank_kind_of_name(word) or apis.rank_kind_of_call(word)) or word in apis.RANK_ZERO_DECORATORS
 
 
 def _last_names(qnames: frozenset[str]) -> frozenset[str]:
@@ -77,7 +90,7 @@ RANK_TOKENS = tuple(
         "global_zero",
         "local_zero",
     )
-) + (Word("RANK", names.RANK_ENV_VARS.__contains__), Word("SLURM_", names.RANK_ENV_VARS.__contains__))
+) + (Word("RANK", apis.RANK_ENV_VARS.__contains__), Word("SLURM_", apis.RANK_ENV_VARS.__contains__))
 RANKS = {"zero": "rank 0", "nonzero": "the ranks other than 0", "subset": "some ranks"}
 
 
@@ -192,7 +205,7 @@ def _collective(trace: Trace, event: Event) -> str | None:
             return event.qname.replace("torch.distributed.checkpoint.", "dcp.").replace("torch.distributed.", "dist.")
         if event.qname in FULL_STATE_DICT_HELPERS and _gathers_full(event) and not _plain_model(trace, event):
             return f"{event.name}(full_state_dict=True)"
-        if event.qname in (names.SET_MODEL_STATE_DICT, names.SET_OPTIMIZER_STATE_DICT) and _broadcasts(event):
+        if event.qname in (apis.SET_MODEL_STATE_DICT, apis.SET_OPTIMIZER_STATE_DICT) and _broadcasts(event):
             return f"{event.name}(broadcast_from_rank0=True)"
     if event.kind == "method" and event.name in DTENSOR_COLLECTIVES and not _replicated(event.receiver):
         return f".{event.name}()"
@@ -289,7 +302,7 @@ def _gathers_full(event: Event) -> bool:
 def _broadcasts(event: Event) -> bool:
     for ref in refs(event.kwargs.get("options") or Const(None)):
         creation = ref.root.event
-        if creation is not None and creation.qname == names.STATE_DICT_OPTIONS:
+        if creation is not None and creation.qname == apis.STATE_DICT_OPTIONS:
             return creation.kwargs.get("broadcast_from_rank0") == Const(True)
     return False
 

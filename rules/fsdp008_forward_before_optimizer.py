@@ -4,10 +4,23 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import (
+    Const,
+    Event,
+    Ref,
+    canonical,
+    is_loop_element,
+    may_be_same,
+    may_contain,
+    may_overlap,
+    refs,
+    report_node,
+    strict_ancestor,
+)
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Severity
-from fsdp2_lint.facts import FileFacts, Trace, canonical, report_node, strict_ancestor
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Const, Event, Ref, is_loop_element, may_be_same, may_contain, may_overlap, refs
 
 FORWARDS = frozenset({"generate"})  # methods that run the module's forward through its hooks
 

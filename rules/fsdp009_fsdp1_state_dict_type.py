@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts, fsdp2_model
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.trace import fsdp2_model
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
-STATE_DICT_TYPE_CALLS = (f"{names.FSDP1}.state_dict_type", f"{names.FSDP1}.set_state_dict_type")
+STATE_DICT_TYPE_CALLS = (f"{apis.FSDP1}.state_dict_type", f"{apis.FSDP1}.set_state_dict_type")
 
 
 class Fsdp1StateDictType(Rule):

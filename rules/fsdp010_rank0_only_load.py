@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts, Trace, canonical
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Const, Event, Ref, canonical, may_overlap, refs
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Const, Event, Ref, may_overlap, refs
 
 LOAD_METHODS = frozenset({"load_state_dict", "from_pretrained", "load_checkpoint", "load_weights"})
 BROADCASTS = frozenset({"torch.distributed.broadcast", "torch.distributed.broadcast_object_list"})
@@ -96,7 +97,7 @@ def _sharded_later_without_broadcast(trace: Trace, load: Event, module: Ref) -> 
             continue
         if _broadcasts(event):
             return None
-        is_shard = event.kind == "call" and event.qname == names.FULLY_SHARD
+        is_shard = event.kind == "call" and event.qname == apis.FULLY_SHARD
         if sharded is None and is_shard and any(may_overlap(canonical(t), module) for t in event.targets):
             sharded = event
     return sharded
@@ -107,7 +108,7 @@ def _broadcasts(event: Event) -> bool:
         return False
     if event.qname in BROADCASTS or (event.name or "").endswith("sync_module_states"):
         return True
-    if event.qname == names.SET_MODEL_STATE_DICT:
+    if event.qname == apis.SET_MODEL_STATE_DICT:
         for ref in refs(event.kwargs.get("options") or Const(None)):
             creation = ref.root.event
             if creation is not None and creation.kwargs.get("broadcast_from_rank0") == Const(True):

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import fixes, names
-from fsdp2_lint.facts import FileFacts, Trace
+from fsdp2_lint import fixes
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Const, Event, Symbol, options, refs, walk_contents
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Const, Event, Symbol, options, refs, walk_contents
 
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
@@ -172,7 +174,7 @@ def _made_here(creation: Event | None) -> bool:
 def _creates_mesh(event: Event) -> bool:
     if event.kind != "call":
         return False
-    if event.qname == names.FULLY_SHARD:
+    if event.qname == apis.FULLY_SHARD:
         return "mesh" not in event.kwargs
     return event.qname == INIT_DEVICE_MESH and not _only(event.arg(0, "device_type"), "cpu")
 

@@ -2,9 +2,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint.facts import FileFacts, Trace, canonical, may_be_wrapper
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import (
+    Const,
+    Event,
+    Loaded,
+    Ref,
+    StateDict,
+    canonical,
+    may_be_wrapper,
+    refs,
+    walk_contents,
+)
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Const, Event, Loaded, Ref, StateDict, refs, walk_contents
 
 
 class LoadPlainStateDict(Rule):

@@ -5,10 +5,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import fixes
-from fsdp2_lint.facts import FileFacts, Trace, canonical
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Derived, Event, Params, canonical, may_overlap, walk_contents
+from fsdp2_lint.analysis.syntax import dotted
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.syntax import dotted
-from fsdp2_lint.values import Derived, Event, Params, may_overlap, walk_contents
 
 CLIPPING = frozenset(
     {

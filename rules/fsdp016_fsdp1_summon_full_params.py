@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts, fsdp2_model
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.trace import fsdp2_model
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 
@@ -47,6 +48,6 @@ with FSDP.summon_full_params(model):  # expect: FSDP016
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
-            for call in trace.calls(f"{names.FSDP1}.summon_full_params"):
+            for call in trace.calls(f"{apis.FSDP1}.summon_full_params"):
                 if fsdp2_model(trace, call, call.arg(0, "module")):
                     yield Finding(call.node)

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts, canonical, report_node
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import canonical, may_overlap, refs, report_node
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import may_overlap, refs
 
 
 class Fsdp1AndFsdp2Mixed(Rule):
@@ -60,7 +60,7 @@ fully_shard(model)  # expect: FSDP017
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
-            for wrap in trace.calls(names.FSDP1):
+            for wrap in trace.calls(apis.FSDP1):
                 wrapped = [canonical(ref) for ref in refs(wrap.arg(0, "module"))] if wrap.arg(0, "module") else []
                 for shard in trace.shards:
                     if shard.exclusive_with(wrap):

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint.facts import FileFacts, Trace
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Loaded, Obj, StateDict, refs, walk_contents
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import Loaded, Obj, StateDict, refs, walk_contents
 
 
 class LoadPlainOptimizerState(Rule):

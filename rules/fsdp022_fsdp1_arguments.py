@@ -4,10 +4,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes, names
-from fsdp2_lint.facts import FileFacts
+from fsdp2_lint import fixes
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Const, Event, Symbol, Value, options
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Const, Event, Symbol, Value, options
 
 # FSDP1 keyword -> what to write with fully_shard instead.
 REPLACEMENTS = {
@@ -27,7 +28,7 @@ REPLACEMENTS = {
     "device_mesh": "`mesh=` (the same DeviceMesh, under FSDP2's name)",
     "ignored_modules": "`ignored_params=`",
 }
-SHARDING_STRATEGY = f"{names.FSDP}.ShardingStrategy."
+SHARDING_STRATEGY = f"{apis.FSDP}.ShardingStrategy."
 # The strategies `reshard_after_forward` expresses: FULL_SHARD frees the parameters after forward.
 RESHARD_AFTER_FORWARD = {"FULL_SHARD": "True", "SHARD_GRAD_OP": "False"}
 # FSDP1 keywords the fix drops: (the value that makes dropping a no-op, or None when dropping

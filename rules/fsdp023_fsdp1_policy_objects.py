@@ -4,15 +4,17 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes, names
-from fsdp2_lint.facts import FileFacts, Trace
+from fsdp2_lint import fixes
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Const, Obj, refs
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Const, Obj, refs
 
 # FSDP2 argument -> (FSDP1 class given to it, the FSDP2 class to use)
 POLICIES = {
-    "offload_policy": (f"{names.FSDP}.CPUOffload", "CPUOffloadPolicy()"),
-    "mp_policy": (f"{names.FSDP}.MixedPrecision", "MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)"),
+    "offload_policy": (f"{apis.FSDP}.CPUOffload", "CPUOffloadPolicy()"),
+    "mp_policy": (f"{apis.FSDP}.MixedPrecision", "MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)"),
 }
 
 
@@ -102,9 +104,9 @@ def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None
     creation, call = policy.event, policy.event.node if policy.event is not None else None
     if creation is None or not isinstance(call, cst.Call) or any(arg.star for arg in call.args):
         return None
-    if any(not (use.kind == "call" and use.qname == names.FULLY_SHARD) for use in trace.mentions(policy)):
+    if any(not (use.kind == "call" and use.qname == apis.FULLY_SHARD) for use in trace.mentions(policy)):
         return None
-    if policy.qname == f"{names.FSDP}.CPUOffload":
+    if policy.qname == f"{apis.FSDP}.CPUOffload":
         if len(call.args) != 1 or creation.arg(0, "offload_params") != Const(True):
             return None  # no offloading asked for: nothing to translate
         new_class, args, change = "CPUOffloadPolicy", [], OFFLOADING_STARTS
@@ -112,7 +114,7 @@ def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None
         new_class, args, change = "MixedPrecisionPolicy", list(call.args), ""
     else:
         return None
-    expression, needed = fixes.reference(facts.module, f"{names.FSDP}.{new_class}")
+    expression, needed = fixes.reference(facts.module, f"{apis.FSDP}.{new_class}")
     return RuleFix(
         f"use FSDP2's `{new_class}`{change}",
         (Replace(call, call.with_changes(func=expression, args=args)),),

@@ -4,10 +4,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes, names
-from fsdp2_lint.facts import FileFacts, Trace, canonical, fsdp2_model, may_be_wrapper
+from fsdp2_lint import fixes
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Event, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
+from fsdp2_lint.analysis.trace import Trace, fsdp2_model
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
-from fsdp2_lint.values import Event, Ref, Value, may_be_same, refs
 
 # FSDP1-only attributes and methods of a wrapped module, and what FSDP2 offers instead.
 MODULE_ATTRIBUTES = {
@@ -151,7 +153,7 @@ state = FSDP.scatter_full_optim_state_dict(full_state, model)  # expect: FSDP024
                             fix=_clip_parameters(facts, call.node),
                         )
             for name, replacement in CLASS_METHODS.items():
-                for call in trace.calls(f"{names.FSDP1}.{name}"):
+                for call in trace.calls(f"{apis.FSDP1}.{name}"):
                     model = call.arg(MODEL_POSITION.get(name, 0), "model")
                     if fsdp2_model(trace, call, model):
                         yield Finding(call.node, f"`FSDP.{name}` only works on FSDP1 models: use {replacement}")

@@ -2,11 +2,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import names
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import (
+    UNKNOWN,
+    Event,
+    Ref,
+    canonical,
+    is_any,
+    is_any_depth,
+    may_contain,
+    may_overlap,
+    refs,
+    walk_contents,
+)
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Severity
-from fsdp2_lint.facts import FileFacts, Trace, canonical
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.values import UNKNOWN, Event, Ref, is_any, is_any_depth, may_contain, may_overlap, refs, walk_contents
 
 # torch.nn modules without submodules: sharding one alone is the whole story.
 LEAF_MODULES = frozenset(
@@ -150,14 +162,14 @@ def _fsdp1_blocks(trace: Trace, shard: Event, root: Ref) -> bool:
     whole = canonical(root)
     return any(
         may_contain(whole, canonical(wrapped)) and canonical(wrapped) != whole
-        for event in trace.calls(names.FSDP1)
+        for event in trace.calls(apis.FSDP1)
         if event.index < shard.index
         for wrapped in refs(event.arg(0, "module") or UNKNOWN)
     )
 
 
 def _may_shard(event: Event) -> bool:
-    return names.is_sharding_helper(event.qname or event.name or "")
+    return apis.is_sharding_helper(event.qname or event.name or "")
 
 
 def _trained(trace: Trace, module: Ref) -> bool:

@@ -7,10 +7,19 @@ import textwrap
 import libcst as cst
 import pytest
 
-from fsdp2_lint import names
-from fsdp2_lint.facts import FileFacts, canonical, may_be_wrapper, report_node
-from fsdp2_lint.interp import interpret
-from fsdp2_lint.values import Const, Loaded, RankDep, StateDict, may_be_same, walk_contents
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.facts import FileFacts, interpret
+from fsdp2_lint.analysis.model import (
+    Const,
+    Loaded,
+    RankDep,
+    StateDict,
+    canonical,
+    may_be_same,
+    may_be_wrapper,
+    report_node,
+    walk_contents,
+)
 
 
 def facts_of(source: str) -> FileFacts:
@@ -40,7 +49,7 @@ def qualified_calls(source: str) -> list[str]:
     ],
 )
 def test_fully_shard_resolves_through_every_import_form(source):
-    assert names.FULLY_SHARD in qualified_calls(source)
+    assert apis.FULLY_SHARD in qualified_calls(source)
 
 
 @pytest.mark.parametrize(
@@ -53,7 +62,7 @@ def test_fully_shard_resolves_through_every_import_form(source):
     ],
 )
 def test_other_fully_shards_do_not_resolve_to_fsdp2(source):
-    assert names.FULLY_SHARD not in qualified_calls(source)
+    assert apis.FULLY_SHARD not in qualified_calls(source)
 
 
 @pytest.mark.parametrize(
@@ -63,19 +72,19 @@ def test_other_fully_shards_do_not_resolve_to_fsdp2(source):
         ("import torch.optim as optim\noptim.SGD(p)", "torch.optim.SGD"),
         ("from torch.optim.adamw import AdamW\nAdamW(p)", "torch.optim.adamw.AdamW"),
         ("import bitsandbytes as bnb\nbnb.optim.AdamW8bit(p)", "bitsandbytes.optim.AdamW8bit"),
-        ("from torch import save\nsave(x, f)", names.TORCH_SAVE),
-        ("import torch\ntorch.serialization.save(x, f)", names.TORCH_SAVE),
-        ("import torch.distributed.checkpoint as dcp\ndcp.save(x)", f"{names.DCP}.save"),
-        ("from torch.distributed.checkpoint.state_dict_saver import save\nsave(x)", f"{names.DCP}.save"),
+        ("from torch import save\nsave(x, f)", apis.TORCH_SAVE),
+        ("import torch\ntorch.serialization.save(x, f)", apis.TORCH_SAVE),
+        ("import torch.distributed.checkpoint as dcp\ndcp.save(x)", f"{apis.DCP}.save"),
+        ("from torch.distributed.checkpoint.state_dict_saver import save\nsave(x)", f"{apis.DCP}.save"),
         (
             "from torch.distributed._composable.fsdp import register_fsdp_forward_method as reg\nreg(m, 'f')",
-            names.REGISTER_FORWARD_METHOD,
+            apis.REGISTER_FORWARD_METHOD,
         ),
         (
             "from torch.distributed.checkpoint.state_dict import get_model_state_dict\nget_model_state_dict(m)",
-            names.GET_MODEL_STATE_DICT,
+            apis.GET_MODEL_STATE_DICT,
         ),
-        ("from torch.nn.parallel.distributed import DistributedDataParallel\nDistributedDataParallel(m)", names.DDP),
+        ("from torch.nn.parallel.distributed import DistributedDataParallel\nDistributedDataParallel(m)", apis.DDP),
     ],
 )
 def test_api_names_are_canonical(source, expected):
@@ -97,7 +106,7 @@ def test_api_names_are_canonical(source, expected):
     ],
 )
 def test_optimizer_recognition(qname, is_optimizer):
-    assert names.is_optimizer(qname) is is_optimizer
+    assert apis.is_optimizer(qname) is is_optimizer
 
 
 def shard_targets(source: str) -> list[str]:
@@ -360,7 +369,7 @@ def test_state_dict_values_keep_what_they_hold():
         torch.save(gathered, "b.pt")
         """
     )
-    saved = [save.args[0] for save in facts.traces[0].calls(names.TORCH_SAVE)]
+    saved = [save.args[0] for save in facts.traces[0].calls(apis.TORCH_SAVE)]
     states = [[v for v in walk_contents(value) if isinstance(v, StateDict)] for value in saved]
     assert [[state.full for state in found] for found in states] == [[False], [True]]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
+from fsdp2_lint.analysis.facts import FileFacts, interpret
 from fsdp2_lint.edits import fix_edits
-from fsdp2_lint.facts import FileFacts
 from fsdp2_lint.fixes import apply, source_lines
-from fsdp2_lint.interp import interpret
 from fsdp2_lint.rule import all_rules
 
 HEADER = "# a training script\nimport torch\nfrom torch.distributed.fsdp import fully_shard\n\n"

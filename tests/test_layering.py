@@ -1,7 +1,8 @@
 """The package's layering: imports run only downward (no module imports one that imports it back,
 directly or through others, at module level or inside a function), the linter outside
 ``fsdp2_lint/runtime/`` never imports torch, and reading the configuration (which names FSDP000)
-loads no parser."""
+loads no parser. Inside ``fsdp2_lint/analysis/`` each module belongs to a layer and imports only
+lower ones, no module grows past ``ANALYSIS_MAX_LINES``, and rules never reach into the interpreter."""
 
 from __future__ import annotations
 
@@ -100,3 +101,62 @@ def test_configuration_and_diagnostics_need_no_parser():
     )
     run = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
     assert (run.returncode, run.stdout.strip()) == (0, "[]"), run.stderr
+
+
+# The analysis's layers, lowest first: a module imports only modules of lower layers.
+ANALYSIS_LAYERS = (
+    ("syntax", "apis"),
+    ("model",),
+    ("interpreter.state",),
+    ("interpreter.guards", "interpreter.torch_api"),
+    ("interpreter.flow",),
+    ("interpreter.calls", "interpreter.expressions"),
+    ("interpreter.core",),
+    ("trace",),
+    ("facts",),
+)
+ANALYSIS_MAX_LINES = 700
+RULES = PACKAGE.parent / "rules"
+
+
+def _analysis_layer(module: str) -> int | None:
+    for layer, names in enumerate(ANALYSIS_LAYERS):
+        if module.removeprefix("fsdp2_lint.analysis.") in names:
+            return layer
+    return None
+
+
+def test_the_analysis_imports_only_downward():
+    graph = _graph()
+    analysis = sorted(name for name in graph if name.startswith("fsdp2_lint.analysis."))
+    assert [name for name in analysis if _analysis_layer(name) is None] == ["fsdp2_lint.analysis.interpreter"], (
+        "a new analysis module needs a layer"
+    )
+    upward = [
+        (name, other)
+        for name in analysis
+        for other in graph[name]
+        if other not in ("fsdp2_lint.analysis", "fsdp2_lint.analysis.interpreter")
+        and (_analysis_layer(other) is None or _analysis_layer(other) >= _analysis_layer(name))  # type: ignore[operator]
+    ]
+    assert upward == []
+
+
+def test_rules_see_the_facts_not_the_interpreter():
+    """Rules read facts (traces, the domain, canonical names); how they were computed is not theirs."""
+    reaching_in = sorted(
+        (path.name, module)
+        for path in RULES.glob("*.py")
+        for module in _imported(f"fsdp2_lint.rules.{path.stem}", path)
+        if module.startswith("fsdp2_lint.analysis.interpreter")
+    )
+    assert reaching_in == []
+
+
+def test_analysis_modules_stay_small():
+    sizes = {
+        name: len(path.read_text(encoding="utf-8").splitlines())
+        for name, path in _modules().items()
+        if name.startswith("fsdp2_lint.analysis")
+    }
+    assert {name: lines for name, lines in sizes.items() if lines > ANALYSIS_MAX_LINES} == {}

@@ -10,8 +10,8 @@ import torch.distributed.fsdp
 from fixture_marks import FIXTURES
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from fsdp2_lint.analysis.syntax import Layout, generate, source_lines
 from fsdp2_lint.rule import all_rules
-from fsdp2_lint.syntax import Layout, generate, source_lines
 
 EDGE_CASES = {
     "crlf-no-final-newline": "import torch\r\nif x:\r\n    y = (1,\r\n         2)\r\nz = 3",

@@ -10,7 +10,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from fsdp2_lint import interp
+from fsdp2_lint.analysis import facts
+from fsdp2_lint.analysis.interpreter import calls, core
 from fsdp2_lint.engine import lint_source
 
 HELPERS = 12
@@ -44,7 +45,7 @@ CLUSTERS = {
 def expansions_of(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     """(same-file calls the interpreter expanded, entry points it analysed) for ``source``."""
     expanded = 0
-    call_function = interp.Interpreter.call_function
+    call_function = core.Interpreter.call_function
 
     def counting(self, fn, args, kwargs, node, symbolic=False):
         nonlocal expanded
@@ -52,9 +53,9 @@ def expansions_of(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, in
         expanded += result is not None and not symbolic
         return result
 
-    monkeypatch.setattr(interp.Interpreter, "call_function", counting)
+    monkeypatch.setattr(core.Interpreter, "call_function", counting)
     module = cst.parse_module(source)
-    traces = interp.interpret(module, source.encode())
+    traces = facts.interpret(module, source.encode())
     return expanded, len(traces)
 
 
@@ -64,7 +65,7 @@ def test_mutually_calling_helpers_expand_within_the_budget_of_each_entry_point(k
     source = f"from torch.distributed.fsdp import fully_shard\n{make_cluster(HELPERS)}{call}\n"
     expanded, entry_points = expansions_of(source, monkeypatch)
     assert entry_points <= HELPERS + 1  # the module body and each helper
-    assert expanded <= interp.MAX_EXPANSIONS_PER_ENTRY * entry_points
+    assert expanded <= calls.MAX_EXPANSIONS_PER_ENTRY * entry_points
 
 
 def misuse_after_helpers(kind: str) -> tuple[str, list[tuple[str, int, str]]]:
@@ -116,6 +117,6 @@ def test_a_misuse_after_the_helpers_is_still_reported(kind):
 
 def test_entry_points_still_run_once_the_file_statement_budget_is_spent(monkeypatch):
     """Past ``MAX_STEPS`` no call is expanded any more, but every entry point's own code still runs."""
-    monkeypatch.setattr(interp, "MAX_STEPS", 100)
+    monkeypatch.setattr(calls, "MAX_STEPS", 100)
     source, expected = misuse_after_helpers("functions")
     assert diagnostics_of(source) == expected

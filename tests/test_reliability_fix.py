@@ -23,9 +23,9 @@ from test_cli import write
 from test_fix_cli import SAFE_FIXED, SOURCE
 from test_fixes import ROUND_TRIP, _apply_edits
 
+from fsdp2_lint.analysis.syntax import source_lines
 from fsdp2_lint.cli import main
 from fsdp2_lint.engine import fix_source, lint_source
-from fsdp2_lint.syntax import source_lines
 
 # --- bytes the fix does not touch ------------------------------------------------------------
 

@@ -1,6 +1,8 @@
-"""The abstract domain of the interpreter (:mod:`fsdp2_lint.interp`): its values and objects, the
-same-file functions and classes they refer to (:class:`FunctionInfo`, :class:`ClassInfo`), and
-the events it records (:class:`Event`) with their :class:`Context` (branches, loops, guards).
+"""The abstract domain of the analysis: the values and objects the interpreter
+(:mod:`fsdp2_lint.analysis.interpreter`) computes with, the same-file functions and classes they
+refer to (:class:`FunctionInfo`, :class:`ClassInfo`), the events it records (:class:`Event`) with
+their :class:`Context` (branches, loops, guards), and the relations between them that rules ask
+about (:func:`canonical`, :func:`may_overlap`, :func:`report_node`, ...).
 
 A module (or any runtime object) is an :class:`Obj` with identity; what a script names is a
 :class:`Ref`: an object plus an access path (``model.layers[0]`` is ``Ref(model_obj,
@@ -18,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import libcst as cst
+
+from fsdp2_lint.analysis.syntax import dotted
 
 ANY = "*"
 ANY_DEPTH = "**"
@@ -82,7 +86,7 @@ class Obj:
         self.params: Params | None = None  # optimizers: the parameters captured
         self.event: Event | None = None  # the call event that created it (its arguments)
         # Set when the object is stored as an attribute of another (``self.model = model``):
-        # from then on it is the same module as ``owner.attr`` (see facts.canonical).
+        # from then on it is the same module as ``owner.attr`` (see :func:`canonical`).
         self.parent: Ref | None = None
         self.wrapped: Value | None = None  # DDP / FSDP1 wrappers: the module they wrap
 
@@ -328,6 +332,37 @@ def walk_contents(value: Value, seen: set[int] | None = None) -> Iterator[Value]
                 yield from walk_contents(item, seen)
 
 
+def const(value: Value) -> object:
+    """The Python value of a constant, ``NotImplemented`` for anything else."""
+    return value.value if isinstance(value, Const) else NotImplemented
+
+
+def is_container(value: Value) -> bool:
+    return isinstance(value, Ref) and value.root.kind == "container" and not value.path
+
+
+def container_items(value: Value) -> list[tuple[object, Value]] | None:
+    if is_container(value):
+        return list(value.root.items)  # type: ignore[union-attr]
+    if isinstance(value, Tuple):
+        return [(None, item) for item in value.items]
+    return None
+
+
+def elements(value: Value) -> list[Value]:
+    items = container_items(value)
+    if items is not None:
+        return [item for _, item in items]
+    if isinstance(value, Params):
+        return [value]
+    return [UNKNOWN]
+
+
+def key_element(key: object) -> str:
+    """The path element of a container key (``None``: unknown)."""
+    return ANY if key is None else f"[{key!r}]" if isinstance(key, str) else f"[{key}]"
+
+
 # --- path relations -------------------------------------------------------------------------
 
 
@@ -388,6 +423,15 @@ class FunctionInfo:
     @property
     def qualname(self) -> str:
         return f"{self.cls.name}.{self.name}" if self.cls else self.name
+
+    @cached_property
+    def decorator_names(self) -> frozenset[str]:
+        """The last component of each decorator's name (``property``, ``setter``, ``no_grad``)."""
+        found = set()
+        for decorator in self.node.decorators:
+            target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+            found.add(dotted(target).rpartition(".")[2])
+        return frozenset(found)
 
 
 @dataclass(eq=False)
@@ -513,3 +557,50 @@ class Event:
         """Can the two events never happen in the same run (different arms of one branch)?"""
         mine = dict(self.ctx.branches)
         return any(node in mine and mine[node] != arm for node, arm in other.ctx.branches)
+
+
+# --- one module, one name ----------------------------------------------------------------------
+
+
+def canonical(ref: Ref) -> Ref:
+    """The same module named from its outermost owner (``self.model`` for a model stored there)."""
+    root, path = ref.root, ref.path
+    while root.parent is not None:
+        owner = root.parent
+        root, path = owner.root, owner.path + path
+    return ref if root is ref.root else Ref(root, path, ref.order)
+
+
+def strict_ancestor(outer: Ref, inner: Ref) -> bool:
+    return is_strict_ancestor(canonical(outer), canonical(inner))
+
+
+def may_be_wrapper(value: Value | None) -> bool:
+    """May the value be a DDP or FSDP1 wrapper? (Those have `no_sync`, `.module`, ...; code that
+    receives either a wrapper or an FSDP2 model usually checks which one it has.)"""
+    return value is not None and any(
+        isinstance(option, Ref) and option.root.wrapped is not None and not option.path for option in options(value)
+    )
+
+
+# Bases that say nothing about who drives an object's life cycle.
+_PLAIN_BASES = ("torch.", "builtins.", "abc.", "typing.")
+
+
+def framework_owned(ref: Ref) -> bool:
+    """Is the module held by an object whose class builds on a base class from outside torch
+    (``LightningModule``, a project's ``BaseTrainer``)? Code the file does not show then drives
+    it: Lightning, for one, materialises a meta-device model itself after ``configure_model``."""
+    cls = canonical(ref).root.cls
+    return cls is not None and any(not base.startswith(_PLAIN_BASES) for base in cls.external_bases())
+
+
+def report_node(event: Event, cause: Event) -> cst.CSTNode:
+    """Where to report ``event`` when ``cause`` makes it wrong: in the innermost frame the two
+    share, so a misordered pair of helper calls is reported at the caller's call of the helper,
+    not inside a helper that is correct on its own."""
+    mine, theirs = event.frames(), cause.frames()
+    for depth, node in enumerate(mine):
+        if depth >= len(theirs) or theirs[depth] is not node:
+            return node
+    return event.node

@@ -1,13 +1,8 @@
-"""The facts every rule reads, computed once per file by :mod:`fsdp2_lint.interp`.
+"""A :class:`Trace`: the events of one entry point in execution order, with the questions rules ask
+of them ("was this module sharded before this event?") instead of walking the syntax tree.
 
-A file is interpreted abstractly from each *entry point* (the module body, and every function
-or method that no code in the file calls). Each entry point yields a :class:`Trace`: the
-ordered list of what that code does (events, :class:`fsdp2_lint.values.Event`), with same-file
-helpers and methods expanded in place (a call to ``shard_model(model)`` contributes the
-``fully_shard`` events it contains, with ``model`` bound to the caller's object). Rules ask a
-trace questions such as "was this module sharded before this event?" instead of walking the
-syntax tree themselves. :class:`FileFacts` holds a file's traces and an index of its syntax
-(positions, source text, parents and enclosing statements).
+Same-file helpers and methods are expanded in place (a call to ``shard_model(model)`` contributes
+the ``fully_shard`` events it contains, with ``model`` bound to the caller's object).
 """
 
 from __future__ import annotations
@@ -16,35 +11,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import libcst as cst
-from libcst.metadata import CodeRange
-
-from fsdp2_lint import names
-from fsdp2_lint.syntax import Layout, child_nodes, dotted, source_lines
-from fsdp2_lint.values import (
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.model import (
+    ClassInfo,
     Event,
     Obj,
     Ref,
     Value,
-    is_strict_ancestor,
+    canonical,
     may_be_same,
+    may_be_wrapper,
     may_contain,
     may_overlap,
-    options,
     refs,
     walk_contents,
 )
-
-
-def report_node(event: Event, cause: Event) -> cst.CSTNode:
-    """Where to report ``event`` when ``cause`` makes it wrong: in the innermost frame the two
-    share, so a misordered pair of helper calls is reported at the caller's call of the helper,
-    not inside a helper that is correct on its own."""
-    mine, theirs = event.frames(), cause.frames()
-    for depth, node in enumerate(mine):
-        if depth >= len(theirs) or theirs[depth] is not node:
-            return node
-    return event.node
 
 
 @dataclass(eq=False)
@@ -60,7 +41,7 @@ class Trace:
 
     @cached_property
     def shards(self) -> list[Event]:
-        return self.calls(names.FULLY_SHARD)
+        return self.calls(apis.FULLY_SHARD)
 
     @cached_property
     def _by_qname(self) -> dict[str, list[Event]]:
@@ -158,10 +139,10 @@ class Trace:
         or gives it to an outside helper named for sharding (``prepare_fully_shard(model)``)."""
         whole = [canonical(ref)]
         for later in self.events[event.index + 1 :]:
-            if later.kind == "call" and later.qname == names.FULLY_SHARD:
+            if later.kind == "call" and later.qname == apis.FULLY_SHARD:
                 if any(_touches(target, whole) for target in later.targets):
                     return later
-            elif later.kind in ("call", "method") and names.is_sharding_helper(later.qname or later.name or ""):
+            elif later.kind in ("call", "method") and apis.is_sharding_helper(later.qname or later.name or ""):
                 if any(_touches(value, whole) for value in (*later.args, *later.kwargs.values())):
                     return later
         return None
@@ -224,14 +205,6 @@ def _proved_unsharded(ref: Ref, event: Event) -> bool:
     return any(may_contain(proved, target) for proved in event.ctx.not_fsdp2)
 
 
-def may_be_wrapper(value: Value | None) -> bool:
-    """May the value be a DDP or FSDP1 wrapper? (Those have `no_sync`, `.module`, ...; code that
-    receives either a wrapper or an FSDP2 model usually checks which one it has.)"""
-    return value is not None and any(
-        isinstance(option, Ref) and option.root.wrapped is not None and not option.path for option in options(value)
-    )
-
-
 def _touches(value: Value | None, modules: list[Ref]) -> bool:
     return value is not None and any(
         may_overlap(canonical(ref), module) for ref in _refs_inside(value) for module in modules
@@ -244,127 +217,31 @@ def _refs_inside(value: Value) -> Iterator[Ref]:
             yield option
 
 
-def canonical(ref: Ref) -> Ref:
-    """The same module named from its outermost owner (``self.model`` for a model stored there)."""
-    root, path = ref.root, ref.path
-    while root.parent is not None:
-        owner = root.parent
-        root, path = owner.root, owner.path + path
-    return ref if root is ref.root else Ref(root, path, ref.order)
-
-
-# Bases that say nothing about who drives an object's life cycle.
-_PLAIN_BASES = ("torch.", "builtins.", "abc.", "typing.")
-
-
-def framework_owned(ref: Ref) -> bool:
-    """Is the module held by an object whose class builds on a base class from outside torch
-    (``LightningModule``, a project's ``BaseTrainer``)? Code the file does not show then drives
-    it: Lightning, for one, materialises a meta-device model itself after ``configure_model``."""
-    cls = canonical(ref).root.cls
-    return cls is not None and any(not base.startswith(_PLAIN_BASES) for base in cls.external_bases())
-
-
-def strict_ancestor(outer: Ref, inner: Ref) -> bool:
-    return is_strict_ancestor(canonical(outer), canonical(inner))
-
-
-class FileFacts:
-    """Everything rules know about one file."""
-
-    def __init__(self, path: str, source: bytes, module: cst.Module, traces: list[Trace]) -> None:
-        self.path = path
-        self.source = source
-        self.module = module
-        self.traces = traces
-
-    @cached_property
-    def layout(self) -> Layout:
-        # Computed only for files that have findings: it costs a code-generation pass.
-        return Layout(self.module)
-
-    def position(self, node: cst.CSTNode) -> CodeRange:
-        return self.layout.position(node)
-
-    def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
-
-    @cached_property
-    def module_code(self) -> str:
-        return self.module.code
-
-    @cached_property
-    def code_lines(self) -> list[str]:
-        """The module's lines as Python and editors count them, line ends kept (its code is the
-        decoded file: libcst round-trips it)."""
-        return source_lines(self.source.decode(self.module.encoding))
-
-    @cached_property
-    def parents(self) -> dict[int, cst.CSTNode]:
-        """The parent of every syntax node (by ``id``) but the module."""
-        parents: dict[int, cst.CSTNode] = {}
-        stack: list[cst.CSTNode] = [self.module]
-        while stack:
-            node = stack.pop()
-            for child in child_nodes(node):
-                parents[id(child)] = node
-                stack.append(child)
-        return parents
-
-    def statement_of(self, node: cst.CSTNode) -> tuple[cst.BaseStatement, cst.Module | cst.IndentedBlock] | None:
-        """The statement that contains ``node`` and the block (module or indented block) it is in."""
-        current = node
-        while id(current) in self.parents:
-            parent = self.parents[id(current)]
-            if isinstance(current, cst.BaseStatement) and isinstance(parent, (cst.Module, cst.IndentedBlock)):
-                return current, parent
-            current = parent
-        return None
-
-    def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
-        """The nearest ancestor of ``node`` of the given syntax type."""
-        current = self.parents.get(id(node))
-        while current is not None and not isinstance(current, kind):
-            current = self.parents.get(id(current))
-        return current
-
-    def expects_exception(self, node: cst.CSTNode) -> bool:
-        """Is ``node`` inside ``with pytest.raises(...)`` or ``with self.assertRaises...(...)`` (or a
-        name bound to one in the same function): code a test runs to watch it fail, on purpose?"""
-        block = self.enclosing(node, cst.With)
-        while block is not None:
-            if any(self._expectation(item.item, block) for item in block.items):  # type: ignore[attr-defined]
-                return True
-            block = self.enclosing(block, cst.With)
-        return False
-
-    def _expectation(self, item: cst.BaseExpression, block: cst.CSTNode) -> bool:
-        if isinstance(item, cst.Call):
-            return dotted(item.func).rpartition(".")[2] in _EXPECTS_EXCEPTION
-        if not isinstance(item, cst.Name):
-            return False
-        scope = self.enclosing(block, cst.FunctionDef) or self.module
-        return any(
-            isinstance(value, cst.Call) and self._expectation(value, block) for value in _assigned(scope, item.value)
-        )
-
-    def events(self) -> Iterator[tuple[Trace, Event]]:
-        for trace in self.traces:
-            for event in trace.events:
-                yield trace, event
-
-
-# Context managers that expect the code they hold to raise (pytest, unittest).
-_EXPECTS_EXCEPTION = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
-
-
-def _assigned(scope: cst.CSTNode, name: str) -> Iterator[cst.BaseExpression]:
-    """The values assigned to ``name`` anywhere in ``scope`` (in any branch)."""
-    stack = [scope]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Assign) and any(
-            isinstance(target.target, cst.Name) and target.target.value == name for target in node.targets
-        ):
-            yield node.value
-        stack.extend(child_nodes(node))
+def share_class_sharding(traces: list[Trace]) -> None:
+    """A method that no code in the file calls runs at an order we cannot see, so modules that
+    other methods of its class shard (``self.model``) are taken as sharded from its start, and
+    attributes they set to an optimizer over sharded parameters (``self.optimizer``) as holding one."""
+    sharded: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
+    optimizers: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
+    for trace in traces:
+        instance = trace.instance
+        if instance is None:
+            continue
+        for shard in trace.shards:
+            for target in shard.targets:
+                target = canonical(target)
+                if target.root is instance.root:
+                    sharded.setdefault(instance.root.cls, []).append((trace, target.path))
+        for store in trace.of_kind("store"):
+            for owner in refs(store.receiver):
+                owner = canonical(owner)
+                if owner.root is instance.root and any(trace.sharded_optimizer(ref) for ref in refs(store.args[0])):
+                    optimizers.setdefault(instance.root.cls, []).append((trace, owner.path + (store.name,)))
+    for trace in traces:
+        instance = trace.instance
+        if instance is None:
+            continue
+        paths = {path for owner, path in sharded.get(instance.root.cls, ()) if owner is not trace}
+        trace.assumed_sharded = [Ref(instance.root, path) for path in sorted(paths)]
+        paths = {path for owner, path in optimizers.get(instance.root.cls, ()) if owner is not trace}
+        trace.assumed_optimizers = [Ref(instance.root, path) for path in sorted(paths)]

@@ -1,4 +1,5 @@
-"""Canonical qualified names of the APIs rules care about.
+"""Canonical qualified names of the APIs the analysis and the rules care about, and classifiers of
+names (is this an optimizer class, a rank function, a rank-named variable?).
 
 Names are resolved by the interpreter through the file's own imports (``import x as y``,
 ``from x import y as z``, function-local imports); this module only folds the many public and
@@ -32,6 +33,12 @@ GET_STATE_DICT = f"{STATE_DICT}.get_state_dict"
 SET_MODEL_STATE_DICT = f"{STATE_DICT}.set_model_state_dict"
 SET_OPTIMIZER_STATE_DICT = f"{STATE_DICT}.set_optimizer_state_dict"
 STATE_DICT_OPTIONS = f"{STATE_DICT}.StateDictOptions"
+# Types every module passes, the root included (a sharded root is an FSDPModule).
+ROOT_ADMITTING_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", FSDP_MODULE})
+# Attributes only DDP and FSDP1 wrappers have: `hasattr(model, "no_sync")` rules out FSDP2.
+WRAPPER_ONLY = frozenset({"no_sync", "module"})
+# Attributes only DTensors have among tensors: `hasattr(v, "full_tensor")` tells a shard from a plain tensor.
+DTENSOR_ONLY = frozenset({"full_tensor", "to_local", "placements", "device_mesh", "redistribute"})
 
 # Exact renames first (a module path that is also a function name), then module prefixes.
 _EXACT = {

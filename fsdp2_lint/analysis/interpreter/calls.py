@@ -1,0 +1,496 @@
+"""Calls: the half of :class:`~.core.Interpreter` that calls values. Same-file functions,
+methods, lambdas and constructors are expanded in place with their arguments bound; builtins that
+move values around (``list``, ``getattr``, ``map``, ...) are evaluated here; torch's calls are
+answered by :mod:`.torch_api`. Mixed into the interpreter, whose state and expressions it uses.
+
+Expansion is bounded, so that a file of many mutually calling helpers costs time linear in its
+number of functions instead of exponential in the call depth: each entry point (the module body,
+and each function analysed on its own) expands at most ``MAX_EXPANSIONS_PER_ENTRY`` calls, and no
+call is expanded once the file has run ``MAX_STEPS`` statements. A call past a bound is analysed
+like a call to a function of another file (its events are not in the caller's trace), and a
+function no call expanded is still analysed as an entry point of its own.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.interpreter import flow, torch_api
+from fsdp2_lint.analysis.interpreter.state import Env, Frame, slot_keys
+from fsdp2_lint.analysis.model import (
+    ANY,
+    UNKNOWN,
+    UNKNOWN_KEYWORDS,
+    BoundMethod,
+    Choice,
+    Class,
+    ClassInfo,
+    Const,
+    Event,
+    Function,
+    FunctionInfo,
+    Iter,
+    Lambda,
+    ModuleIter,
+    Obj,
+    Params,
+    Partial,
+    RankDep,
+    Ref,
+    StateDict,
+    Super,
+    Symbol,
+    Tuple,
+    Uniform,
+    Value,
+    canonical,
+    choice,
+    const,
+    container_items,
+    elements,
+    options,
+    refs,
+)
+from fsdp2_lint.analysis.syntax import dotted, statements
+
+MAX_CALL_DEPTH = 8
+MAX_RECURSION = 2  # a recursive function is expanded one level deep (children, then the module)
+MAX_EXPANSIONS_PER_ENTRY = 512  # same-file calls expanded per entry point (FSDP2 repositories need 496 at most)
+MAX_STEPS = 200_000  # statements interpreted per file before same-file calls stop being expanded
+
+
+class Calls:
+    """Evaluates calls; part of :class:`~.core.Interpreter`."""
+
+    def eval_call(self, node: cst.Call) -> Value:
+        if isinstance(node.func, cst.Attribute):
+            receiver = self.eval(node.func.value)
+            args, kwargs = self.eval_args(node)
+            return self.call_method(receiver, node.func.attr.value, args, kwargs, node)
+        callee = self.eval(node.func)
+        args, kwargs = self.eval_args(node)
+        return self.alternatives(callee, node, lambda option: self.call_value(option, args, kwargs, node))
+
+    def alternatives(self, value: Value, node: cst.Call, call) -> Value:
+        """``call`` on each option of ``value``. Exclusive options (one object or another, not a
+        loop's elements one after the other) run in exclusive branches: calling
+        ``STRATEGIES.get(name, default).parallelize(model)`` runs one strategy, not all in turn."""
+        opts = options(value)
+        if not (isinstance(value, Choice) and not value.sequential and len(opts) > 1):
+            return choice([call(option) for option in opts])
+        outer, results = self.ctx, []
+        for index, option in enumerate(opts):
+            self.ctx = outer.with_(branches=outer.branches + ((id(node), index),))
+            try:
+                results.append(call(option))
+            finally:
+                self.ctx = outer
+        return choice(results)
+
+    def eval_args(self, node: cst.Call) -> tuple[tuple[Value, ...], dict[str, Value]]:
+        args: list[Value] = []
+        kwargs: dict[str, Value] = {}
+        for arg in node.args:
+            value = self.eval(arg.value)
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = value
+            elif arg.star == "*":
+                args.extend(elements(value) if isinstance(value, Tuple) else [UNKNOWN])
+            elif arg.star == "**":  # fully_shard(block, **fsdp_kwargs) with a literal dict
+                items = container_items(value)
+                if items is None:
+                    kwargs[UNKNOWN_KEYWORDS] = value  # keywords we cannot name
+                for key, item in items or ():
+                    if isinstance(key, str):
+                        kwargs[key] = item
+            else:
+                args.append(value)
+        return tuple(args), kwargs
+
+    def call_value(self, callee: Value, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        if isinstance(callee, Symbol):
+            return self.call_symbol(callee.qname, args, kwargs, node)
+        if isinstance(callee, Function):
+            return self.call_defined(callee, args, kwargs, node)
+        if isinstance(callee, Class):
+            return self.construct(callee.info, args, kwargs, node)
+        if isinstance(callee, BoundMethod):
+            return self.call_method(callee.receiver, callee.name, args, kwargs, node, attribute_read=True)
+        if isinstance(callee, Ref):
+            return self.invoke(callee, args, kwargs, node)
+        if isinstance(callee, (RankDep, Uniform)):  # a flag whose definition we cannot see, called: is_main()
+            return callee
+        if isinstance(callee, Partial):
+            return choice(
+                [
+                    self.call_value(option, callee.args + args, {**dict(callee.kwargs), **kwargs}, node)
+                    for option in options(callee.func)
+                ]
+            )
+        if isinstance(callee, Lambda):
+            return self.call_lambda(callee, args, kwargs)
+        event = self.record("call", node, name=dotted(node.func) or None, args=args, kwargs=kwargs)
+        return self.new_object(event, None)
+
+    def call_lambda(self, fn: Lambda, args: tuple, kwargs: dict) -> Value:
+        """Evaluate a lambda's body with its parameters bound, in the scope it was written in."""
+        depth = len(self.active) + len(self.active_lambdas)
+        if fn.node in self.active_lambdas or depth >= MAX_CALL_DEPTH or not self.within_budget():
+            return UNKNOWN
+        params = fn.node.params
+        positional = list(params.posonly_params) + list(params.params)
+        variables: dict[str, Value] = {}
+        for index, param in enumerate(positional):
+            name = param.name.value
+            variables[name] = args[index] if index < len(args) else kwargs.get(name, UNKNOWN)
+        for param in params.kwonly_params:
+            variables[param.name.value] = kwargs.get(param.name.value, UNKNOWN)
+        outer = self.frame.env
+        self.frame.env = Env(fn.closure if isinstance(fn.closure, Env) else self.module_env, variables)
+        self.active_lambdas.append(fn.node)
+        try:
+            return self.eval(fn.node.body)
+        finally:
+            self.frame.env = outer
+            self.active_lambdas.pop()
+
+    def call_defined(self, fn: Function, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        """Call a same-file function. A bound one (``step = model.forward; step(x)``) is a method call."""
+        event = None
+        if fn.bound is not None:
+            event = self.record("method", node, name=fn.info.name, receiver=fn.bound, args=args, kwargs=kwargs)
+        result = self.call_function(fn, args, kwargs, node)
+        if result is None:
+            if event is None:
+                self.record("call", node, name=fn.info.name, args=args, kwargs=kwargs)
+            result = UNKNOWN
+        if event is not None:
+            event.result = result
+        return result
+
+    def new_object(self, event: Event, qname: str | None) -> Value:
+        obj = Obj("new", None, qname=qname, node=event.node)
+        obj.event = event
+        event.result = Ref(obj)
+        return event.result
+
+    def call_symbol(self, qname: str, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        if qname.startswith("builtins."):
+            result = self.call_builtin(qname[9:], args, kwargs, node)
+            if result is not None:
+                return result
+        event = self.record("call", node, qname=qname, name=qname.rpartition(".")[2], args=args, kwargs=kwargs)
+        event.result = torch_api.call_symbol(self, event)
+        return event.result
+
+    def call_builtin(self, name: str, args: tuple, kwargs: dict, node: cst.Call) -> Value | None:
+        first = args[0] if args else UNKNOWN
+        if name in ("list", "tuple", "set", "sorted", "frozenset", "dict"):
+            if args:
+                return self.materialize(first, node)
+            container = Obj("container", None, node=node)
+            container.items = list(kwargs.items())  # dict(mesh=mesh, ...)
+            return Ref(container)
+        if name == "filter" and len(args) == 2 and any(isinstance(o, ModuleIter) for o in options(args[1])):
+            return flow.filtered_modules(self, first, args[1], node)
+        if name in ("iter", "filter") and args:
+            return args[-1] if name == "filter" else first
+        if name == "next":
+            return self.element_of(first, lazy=False)
+        if name == "map" and len(args) >= 2:  # run once on an element of each iterable
+            elements = tuple(self.element_of(arg, lazy=False) for arg in args[1:])
+            container = Obj("container", None, node=node)
+            container.items = [(None, choice([self.call_value(f, elements, {}, node) for f in options(first)]))]
+            return Ref(container)
+        if name == "reversed":
+            return choice([_reversed(option) for option in options(first)])
+        if name in ("enumerate", "zip"):
+            return Iter(name, args[:1] if name == "enumerate" else args)
+        attributes = [const(option) for option in options(args[1])] if len(args) >= 2 else []
+        if name == "getattr" and attributes and all(isinstance(attribute, str) for attribute in attributes):
+            # getattr(self, name) for name in ("actor", "critic"): one of those attributes
+            value = choice([self.attribute(args[0], attribute, node) for attribute in attributes])
+            return choice([value, args[2]]) if len(args) > 2 else value
+        if name == "getattr" and len(args) >= 2 and isinstance(first, Symbol):
+            return Symbol(f"{first.qname}.{ANY}")  # getattr(torch.optim, cfg.name): some member
+        if name == "setattr" and len(args) == 3 and isinstance(const(args[1]), str):
+            self.store(args[0], const(args[1]), args[2], node)
+            return Const(None)
+        if name == "super":
+            frame = self.frame
+            return Super(frame.self_ref, frame.cls) if frame.self_ref and frame.cls else UNKNOWN
+        if name == "int" and isinstance(first, (RankDep, Uniform)):
+            return first
+        return None
+
+    def materialize(self, value: Value, node: cst.CSTNode) -> Value:
+        results = []
+        for option in options(value):
+            if isinstance(option, Params):
+                results.append(option.materialized(self.now()))
+            elif isinstance(option, Ref) and option.root.kind == "container" and not option.path:
+                copy = Obj("container", None, node=node)
+                copy.items = list(option.root.items)
+                results.append(Ref(copy))
+            elif isinstance(option, Ref):
+                results.append(ModuleIter(option, self_included=False, named=False))
+            elif isinstance(option, (ModuleIter, Tuple, StateDict)):
+                results.append(option)
+            else:
+                container = Obj("container", None, node=node)
+                element = self.element_of(option, lazy=False)
+                container.items = [] if element is UNKNOWN else [(None, element)]
+                results.append(Ref(container))
+        return choice(results)
+
+    def call_method(
+        self, receiver: Value, name: str, args: tuple, kwargs: dict, node: cst.Call, attribute_read: bool = False
+    ) -> Value:
+        """``receiver.name(...)``. ``attribute_read``: the attribute was already read (a bound
+        method value), so what it holds must not be looked up again."""
+        opts = options(receiver)
+        if opts and all(isinstance(option, Symbol) for option in opts):
+            return choice([self.call_symbol(apis.canonical(f"{o.qname}.{name}"), args, kwargs, node) for o in opts])
+        stored = None if attribute_read else self.stored_attribute(opts, name)
+        if stored is not None:  # `self.model(x)`: call what the attribute holds
+            return self.alternatives(stored, node, lambda option: self.call_value(option, args, kwargs, node))
+        event = self.record("method", node, name=name, receiver=receiver, args=args, kwargs=kwargs)
+        event.result = self.alternatives(
+            receiver, node, lambda option: self.method_of(option, name, args, kwargs, event)
+        )
+        if event.result is UNKNOWN and torch_api.rank_dependent((receiver, *args), kwargs):  # "{}.pt".format(rank)
+            event.result = RankDep("mixed")
+        return event.result
+
+    def stored_attribute(self, receivers: tuple[Value, ...], name: str) -> Value | None:
+        """The value assigned to ``receiver.name``, when every receiver has one."""
+        stored = []
+        for receiver in receivers:
+            if not isinstance(receiver, Ref):
+                return None
+            value = next((self.heap[key] for key in slot_keys(receiver, name) if key in self.heap), None)
+            if value is None:
+                return None
+            stored.append(value)
+        return choice(stored) if stored else None
+
+    def method_of(self, receiver: Value, name: str, args: tuple, kwargs: dict, event: Event) -> Value:
+        node = event.node
+        if isinstance(receiver, Ref):
+            cls = receiver.root.cls if not receiver.path else None
+            method = cls.method(name) if cls else None
+            if method is not None:
+                return self.call_function(Function(method, self.module_env, receiver), args, kwargs, node) or UNKNOWN
+            if receiver.root.kind == "container" and not receiver.path:
+                return self.container_method(receiver, name, args)
+            if receiver.root.kind == "optimizer" and not receiver.path:
+                found = torch_api.optimizer_method(self, receiver, name, event)
+                if found is not None:
+                    return found
+            return torch_api.module_method(self, receiver, name, event)
+        if isinstance(receiver, Super):
+            method = _super_method(receiver, name)
+            if method is not None:
+                bound = Function(method, self.module_env, receiver.receiver)
+                return self.call_function(bound, args, kwargs, node) or UNKNOWN
+            return UNKNOWN
+        if isinstance(receiver, Class):
+            method = receiver.info.method(name)
+            if method is None:
+                return UNKNOWN
+            return self.call_function(Function(method, self.module_env), args, kwargs, node) or UNKNOWN
+        return torch_api.value_method(receiver, name, event)
+
+    def container_method(self, receiver: Ref, name: str, args: tuple) -> Value:
+        items = receiver.root.items
+        if name == "get" and args:  # the value under the key, or under an unknown one, or the default
+            key = const(args[0])
+            return self.container_item(
+                receiver, None if key is NotImplemented else key, args[1] if len(args) > 1 else Const(None)
+            )
+        if name in ("append", "add", "insert") and args:
+            items.append((None, args[-1]))
+        elif name in ("extend", "update") and args:
+            items.extend((None, item) for item in elements(args[0]))
+        elif name in ("items", "values"):
+            return Iter("items", (receiver,)) if name == "items" else receiver
+        elif name == "copy":
+            return receiver
+        return UNKNOWN
+
+    def invoke(self, ref: Ref, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        event = self.record("invoke", node, receiver=ref, args=args, kwargs=kwargs)
+        event.result = self.invoke_forward(ref, args, event)
+        return event.result
+
+    def invoke_forward(self, ref: Ref, args: tuple, event: Event) -> Value:
+        cls = ref.root.cls if not ref.path else None
+        method = cls and (cls.method("__call__") or cls.method("forward"))
+        if method is None:
+            return self.new_object(event, None)
+        outer = self.ctx
+        self.ctx = outer.with_(forward_of=outer.forward_of + (canonical(ref),))
+        result = self.call_function(Function(method, self.module_env, ref), args, dict(event.kwargs), event.node)
+        self.ctx = outer
+        return result if result is not None else self.new_object(event, None)
+
+    def construct(self, info: ClassInfo, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        event = self.record("call", node, name=info.name, args=args, kwargs=kwargs)
+        if torch_api.is_optimizer_class(info):
+            instance = torch_api.new_optimizer(self, event, event.arg(0, "params"), None)
+            instance.root.cls = info  # type: ignore[union-attr]
+        else:
+            obj = Obj("new", None, cls=info, node=node)
+            obj.event = event
+            instance = Ref(obj)
+        init = info.method("__init__")
+        if init is not None:
+            # No frame for the constructor: a caller cannot reorder `__init__` after other
+            # methods, so what happens inside it is reported inside it.
+            self.call_function(Function(init, self.module_env, instance), args, kwargs, None)
+        elif is_dataclass(info):
+            self.init_dataclass(info, instance, args, kwargs, node)
+        event.result = instance
+        return instance
+
+    def init_dataclass(self, info: ClassInfo, instance: Ref, args: tuple, kwargs: dict, node: cst.Call) -> None:
+        """The ``__init__`` a dataclass generates: store each field, then run ``__post_init__``."""
+        fields = [name for cls in reversed(list(info.mro())) for name in _annotated_fields(cls)]
+        for index, name in enumerate(dict.fromkeys(fields)):
+            if index < len(args) or name in kwargs:
+                self.store(instance, name, args[index] if index < len(args) else kwargs[name], node)
+        post_init = info.method("__post_init__")
+        if post_init is not None:
+            self.call_function(Function(post_init, self.module_env, instance), (), {}, None)
+
+    def call_function(
+        self, fn: Function, args: tuple, kwargs: dict, node: cst.CSTNode | None, symbolic: bool = False
+    ) -> Value | None:
+        """Expand a same-file function in place; None when it cannot be (recursion, depth, budget).
+        ``symbolic``: an entry point's own run, which always happens."""
+        info = fn.info
+        if not symbolic and (
+            self.active.count(info) >= MAX_RECURSION or len(self.active) >= MAX_CALL_DEPTH or not self.within_budget()
+        ):
+            return None
+        self.invoked.add(info)
+        self.active.append(info)
+        outer_frame, outer_ctx = self.frame, self.ctx
+        closure = fn.closure if isinstance(fn.closure, Env) else self.module_env
+        self.frame = Frame(
+            Env(closure),
+            outer_frame.stack + ((node,) if node is not None else ()),
+            fn.bound,
+            info.cls,
+        )
+        self.ctx = torch_api.decorated(outer_ctx, self._decorators(info), info, len(self.frame.stack))
+        try:
+            self.bind_parameters(fn, args, kwargs, symbolic)
+            self.exec_block(statements(info.node.body))
+            returns = self.frame.returns
+        finally:
+            self.frame, self.ctx = outer_frame, outer_ctx
+            self.active.pop()
+        return choice(returns) if returns else Const(None)
+
+    def within_budget(self) -> bool:
+        """Whether another call may be expanded; if so, it is counted against the entry point."""
+        if self.entry_expansions >= MAX_EXPANSIONS_PER_ENTRY or self.steps > MAX_STEPS:
+            return False
+        self.entry_expansions += 1
+        return True
+
+    def bind_parameters(self, fn: Function, args: tuple, kwargs: dict, symbolic: bool) -> None:
+        params = fn.info.node.params
+        positional = list(params.posonly_params) + list(params.params)
+        if fn.bound is not None and positional and not self._is_static(fn.info):
+            self.bind(positional.pop(0).name.value, fn.bound)
+        remaining = dict(kwargs)
+        for index, param in enumerate(positional):
+            name = param.name.value
+            if index < len(args):
+                value = args[index]
+            elif name in remaining:
+                value = remaining.pop(name)
+            else:
+                value = self._default(param, symbolic)
+                self.frame.defaulted.add(name)
+            name_unnamed(value, name)  # `main(Net())`: the model is `model` in messages
+            self.bind(name, value)
+        if isinstance(params.star_arg, cst.Param):
+            self.bind(params.star_arg.name.value, Tuple(tuple(args[len(positional) :])))
+        for param in params.kwonly_params:
+            name = param.name.value
+            if name not in remaining:
+                self.frame.defaulted.add(name)
+            self.bind(name, remaining.pop(name) if name in remaining else self._default(param, symbolic))
+        if params.star_kwarg is not None:
+            container = Obj("container", None)
+            container.items = list(remaining.items())
+            self.bind(params.star_kwarg.name.value, Ref(container))
+
+    def _default(self, param: cst.Param, symbolic: bool) -> Value:
+        if symbolic:
+            return torch_api.rank_by_name(param.name.value, Ref(Obj("param", param.name.value)))
+        return self.eval(param.default) if param.default is not None else UNKNOWN
+
+    def _decorators(self, info: FunctionInfo) -> tuple[Value, ...]:
+        """The decorators' values; unknown for a function whose ``def`` never ran (nested in a
+        function analysed as an entry point), which still leaves their names to match."""
+        return self.decorators.get(info) or (UNKNOWN,) * len(info.node.decorators)
+
+    def _is_static(self, info: FunctionInfo) -> bool:
+        return any(
+            isinstance(d, Symbol) and d.qname in ("builtins.staticmethod", "builtins.classmethod")
+            for d in self.decorators.get(info, ())
+        )
+
+
+# --- helpers without interpreter state ---------------------------------------------------------
+
+
+def is_dataclass(info: ClassInfo) -> bool:
+    for cls in info.mro():
+        for decorator in cls.node.decorators:
+            target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+            if dotted(target).rpartition(".")[2] == "dataclass":
+                return True
+    return False
+
+
+def _annotated_fields(info: ClassInfo) -> list[str]:
+    """The fields a dataclass declares in its body (``model: nn.Module``), in order."""
+    found = []
+    for stmt in statements(info.node.body):
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                annotation = small.annotation.annotation
+                base = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+                if dotted(base).rpartition(".")[2] != "ClassVar":
+                    found.append(small.target.value)
+    return found
+
+
+def _reversed(value: Value) -> Value:
+    if isinstance(value, ModuleIter):
+        return ModuleIter(value.ref, value.self_included, value.named, "rev" if value.order == "pre" else "pre")
+    if isinstance(value, Ref) and value.root.kind == "container" and not value.path:
+        copy = Obj("container", None, node=value.root.node)
+        copy.items = list(reversed(value.root.items))
+        return Ref(copy)
+    return value
+
+
+def _super_method(value: Super, name: str) -> FunctionInfo | None:
+    for cls in list(value.cls.mro())[1:]:
+        if name in cls.methods:
+            return cls.methods[name]
+    return None
+
+
+def name_unnamed(value: Value, name: str) -> None:
+    """Give the objects in ``value`` that have no name yet the name they are first bound to."""
+    for ref in refs(value):
+        if ref.root.label is None and not ref.path:
+            ref.root.label = name

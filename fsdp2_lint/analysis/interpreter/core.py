@@ -1,0 +1,455 @@
+"""The abstract interpreter: generic Python evaluation of one parsed module into the runs of its
+entry points (:class:`~.state.EntryRun`), over the abstract values of :mod:`fsdp2_lint.analysis.model`.
+
+One object, :class:`Interpreter`, evaluates: statements here, expressions in :mod:`.expressions`,
+calls in :mod:`.calls`. It executes statements in source order: both arms of an ``if`` run, each
+on its own copy of the variables, and are joined afterwards (:mod:`.flow`, with what each test
+establishes from :mod:`.guards`); loop bodies run once with the loop variable bound to "an
+element" of the iterable; calls of functions, classes and methods defined in the same file are
+expanded in place with their arguments bound, so their events land in the caller's trace in
+execution order (bounded: see :mod:`.calls`). What a call of anything else (torch, the launch
+environment) does comes from :mod:`.torch_api`. Everything it does not understand evaluates to
+``UNKNOWN``, which no rule reports on: precision before recall.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.interpreter import flow, torch_api
+from fsdp2_lint.analysis.interpreter.calls import Calls, is_dataclass, name_unnamed
+from fsdp2_lint.analysis.interpreter.expressions import Expressions
+from fsdp2_lint.analysis.interpreter.state import TERMINATED, Continuation, EntryRun, Env, Frame, Slot, adopt
+from fsdp2_lint.analysis.model import (
+    UNKNOWN,
+    Choice,
+    Class,
+    ClassInfo,
+    Const,
+    Context,
+    Event,
+    Function,
+    FunctionInfo,
+    Lambda,
+    Obj,
+    Params,
+    Ref,
+    Symbol,
+    Tuple,
+    Value,
+    canonical,
+    choice,
+    elements,
+    is_container,
+    key_element,
+    options,
+    refs,
+)
+from fsdp2_lint.analysis.syntax import child_nodes, dotted, statements
+
+CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
+
+
+class Interpreter(Expressions, Calls):
+    """Interprets one module: statements here, expressions and calls in the classes it joins."""
+
+    def __init__(self, module: cst.Module, source: bytes) -> None:
+        self.module = module
+        self.source = source
+        self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
+        self.classes: dict[cst.ClassDef, ClassInfo] = {}
+        self.class_objs: dict[ClassInfo, Obj] = {}
+        self.decorators: dict[FunctionInfo, tuple[Value, ...]] = {}
+        self._collect(statements(module), None)
+        self.events: list[Event] = []
+        self.heap: dict[Slot, Value] = {}
+        self.ctx = Context()
+        self.frame = Frame(Env())
+        self.module_env = self.frame.env
+        self.star_imports: list[str] = []
+        self.free_names: dict[str, Value] = {}
+        self.active: list[FunctionInfo] = []
+        self.active_lambdas: list[cst.Lambda] = []
+        self.invoked: set[FunctionInfo] = set()
+        self.steps = 0
+        self.entry_expansions = 0  # calls the current entry point expanded
+        self.loops_seen = 0
+
+    # --- entry points ------------------------------------------------------------------------
+
+    def run(self) -> list[EntryRun]:
+        """Run the module body, then each function no run has expanded (those the file never
+        calls first), each from the heap the module body left."""
+        self.exec_block(statements(self.module))
+        runs = [EntryRun("<module>", self.events)]
+        module_heap = self.heap
+        called = {match.decode() for match in CALLED_NAME.findall(self.source)}
+        functions = list(self.functions.values())
+        uncalled = [info for info in functions if not self._called(info, called)]
+        for info in uncalled + [info for info in functions if info not in uncalled]:
+            if info not in self.invoked:
+                runs.append(self._run_root(info, module_heap))
+        return runs
+
+    @staticmethod
+    def _called(info: FunctionInfo, called: set[str]) -> bool:
+        if info.name == "__init__" and info.cls is not None:
+            return info.cls.name in called
+        if info.name in ("forward", "__call__"):
+            return False  # reached through `module(...)`, which the file may never do
+        return info.name in called
+
+    def _run_root(self, info: FunctionInfo, module_heap: dict) -> EntryRun:
+        self.events, self.heap, self.ctx = [], dict(module_heap), Context()
+        self.entry_expansions = 0
+        self.frame = Frame(self.module_env)
+        instance = Ref(Obj("self", "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
+        init = info.cls.method("__init__") if info.cls else None
+        if init is None and info.cls is not None and is_dataclass(info.cls):
+            init = info.cls.method("__post_init__")
+        if instance is not None and init is not None and init is not info:
+            self.call_function(Function(init, self.module_env, instance), (), {}, None, symbolic=True)
+        if instance is not None and info.name in ("forward", "__call__"):  # runs through `module(...)`
+            self.ctx = self.ctx.with_(forward_of=(instance,))
+        self.call_function(Function(info, self.module_env, instance), (), {}, None, symbolic=True)
+        return EntryRun(info.qualname, self.events, instance=instance)
+
+    def _collect(self, body: list[cst.CSTNode], cls: ClassInfo | None) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef):
+                info = FunctionInfo(stmt, cls)
+                self.functions[stmt] = info
+                if cls is not None and not info.decorator_names & {"setter", "deleter"}:
+                    cls.methods[info.name] = info  # a property's setter keeps its getter
+                self._collect(statements(stmt.body), None)
+            elif isinstance(stmt, cst.ClassDef):
+                info_cls = ClassInfo(stmt)
+                self.classes[stmt] = info_cls
+                self._collect(statements(stmt.body), info_cls)
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                for block in _blocks(stmt):
+                    self._collect(statements(block), cls)
+
+    # --- events ------------------------------------------------------------------------------
+
+    def now(self) -> int:
+        """The index of the latest event: what happens now happens after it."""
+        return len(self.events) - 1
+
+    def record(self, kind: str, node: cst.CSTNode, **fields: object) -> Event:
+        event = Event(len(self.events), kind, node, self.frame.stack, self.ctx, **fields)
+        self.events.append(event)
+        return event
+
+    # --- statements --------------------------------------------------------------------------
+
+    def exec_block(self, body: list[cst.CSTNode], exits: list[Continuation] | None = None) -> bool:
+        """Run the statements; True when they always exit. ``exits`` collects the ``if``s that exit
+        early on some paths, for an enclosing ``if`` to carry past its end."""
+        saved = self.ctx
+        try:
+            for stmt in body:
+                outcome = self.exec_stmt(stmt)
+                if outcome is TERMINATED:
+                    return True
+                if isinstance(outcome, Continuation):  # after `if ...: return`, the rest is the other arm
+                    self.ctx = self.ctx.with_(
+                        branches=self.ctx.branches + outcome.arms,
+                        rank_guard=outcome.rank_guard or self.ctx.rank_guard,
+                        not_fsdp2=self.ctx.not_fsdp2 + outcome.not_fsdp2,
+                        dtensor_tested=self.ctx.dtensor_tested + outcome.dtensor_tested,
+                    )
+                    if exits is not None:
+                        exits.append(outcome)
+            return False
+        finally:
+            self.ctx = saved
+
+    def exec_stmt(self, stmt: cst.CSTNode) -> object:
+        self.steps += 1
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in stmt.body:
+                if self.exec_small(small) is TERMINATED:
+                    return TERMINATED
+            return None
+        handler = _STATEMENTS.get(type(stmt))
+        return handler(self, stmt) if handler else None
+
+    def eval(self, node: cst.BaseExpression | None) -> Value:
+        if node is None:
+            return UNKNOWN
+        handler = _EXPRESSIONS.get(type(node))
+        if handler is not None:
+            return handler(self, node)
+        for child in child_nodes(node):  # anything else: still run the calls inside it
+            if isinstance(child, cst.BaseExpression):
+                self.eval(child)
+        return UNKNOWN
+
+    def exec_small(self, node: cst.BaseSmallStatement) -> object:
+        if isinstance(node, cst.Expr):
+            self.eval(node.value)
+        elif isinstance(node, cst.Assign):
+            value = self.eval(node.value)
+            for target in node.targets:
+                self.assign(target.target, value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                self.assign(node.target, self.eval(node.value))
+        elif isinstance(node, cst.AugAssign):
+            self.exec_augassign(node)
+        elif isinstance(node, cst.Return):
+            value = self.eval(node.value) if node.value is not None else Const(None)
+            self.frame.returns.append(value)
+            self.record("return", node, result=value)
+            return TERMINATED
+        elif isinstance(node, cst.Raise):
+            if node.exc is not None:
+                self.eval(node.exc)
+            return TERMINATED
+        elif isinstance(node, (cst.Continue, cst.Break)):
+            return TERMINATED
+        elif isinstance(node, cst.Import):
+            self.exec_import(node)
+        elif isinstance(node, cst.ImportFrom):
+            self.exec_import_from(node)
+        elif isinstance(node, cst.Global):
+            self.frame.global_names.update(item.name.value for item in node.names)
+        elif isinstance(node, cst.Assert):
+            self.eval(node.test)
+        return None
+
+    def exec_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            module = dotted(alias.name)
+            if alias.asname is not None:
+                self.bind(alias.asname.name.value, Symbol(apis.canonical(module)))
+            else:
+                top = module.split(".")[0]
+                self.bind(top, Symbol(top))
+
+    def exec_import_from(self, node: cst.ImportFrom) -> None:
+        module = "." * len(node.relative) + (dotted(node.module) if node.module else "")
+        if isinstance(node.names, cst.ImportStar):
+            self.star_imports.append(apis.canonical(module))
+            return
+        for alias in node.names:
+            name = dotted(alias.name)
+            local = alias.asname.name.value if alias.asname is not None else name
+            self.bind(local, Symbol(apis.canonical(f"{module}.{name}")))
+
+    def exec_function_def(self, node: cst.FunctionDef) -> None:
+        info = self.functions[node]
+        self.decorators[info] = tuple(self.eval(decorator.decorator) for decorator in node.decorators)
+        self.bind(info.name, Function(info, self.frame.env))
+
+    def exec_class_def(self, node: cst.ClassDef) -> None:
+        info = self.classes[node]
+        info.bases = tuple(self.eval(arg.value) for arg in node.bases if arg.keyword is None)
+        namespace = self.class_namespace(info)
+        for stmt in statements(node.body):
+            if isinstance(stmt, cst.FunctionDef):
+                method = self.functions[stmt]
+                self.decorators[method] = tuple(self.eval(d.decorator) for d in stmt.decorators)
+            elif isinstance(stmt, cst.SimpleStatementLine):  # class attributes: `options = StateDictOptions(...)`
+                outer = self.frame.env
+                self.frame.env = Env(outer)
+                try:
+                    for small in stmt.body:
+                        if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                            self.exec_small(small)
+                    for name, value in self.frame.env.vars.items():
+                        self.heap[(id(namespace), (name,))] = value
+                finally:
+                    self.frame.env = outer
+        self.bind(info.name, Class(info))
+
+    def class_namespace(self, info: ClassInfo) -> Obj:
+        """The object that holds a class's attributes (what its body assigns, ``Cls.x = ...``)."""
+        if info not in self.class_objs:
+            self.class_objs[info] = Obj("class", info.name)
+        return self.class_objs[info]
+
+    def class_attribute(self, info: ClassInfo, name: str) -> Value | None:
+        for cls in info.mro():
+            value = self.heap.get((id(self.class_namespace(cls)), (name,)))
+            if value is not None:
+                return value
+        return None
+
+    def exec_for(self, node: cst.For) -> None:
+        element = self.element_of(self.eval(node.iter), lazy=False)
+        self.assign(node.target, element)
+        self.loop_body(node, node.body, node.orelse)
+
+    def loop_body(self, node: cst.CSTNode, body: cst.BaseSuite, orelse: cst.Else | None) -> None:
+        outer = self.ctx
+        self.ctx = outer.with_(loops=outer.loops + (node,))
+        self.exec_block(statements(body))
+        self.ctx = outer
+        if orelse is not None:
+            self.exec_block(statements(orelse.body))
+
+    def exec_with(self, node: cst.With) -> object:
+        outer = self.ctx
+        ctx = outer
+        for item in node.items:
+            value = self.eval(item.item)
+            if item.asname is not None:
+                self.assign(item.asname.name, value)
+            ctx = torch_api.enter(ctx, value)
+        self.ctx = ctx
+        done = self.exec_block(statements(node.body))
+        self.ctx = outer
+        return TERMINATED if done else None
+
+    def exec_try(self, node: cst.Try | cst.TryStar) -> None:
+        self.exec_block(statements(node.body))
+        outer = self.ctx
+        for arm, handler in enumerate(node.handlers, start=1):
+            self.ctx = outer.with_(branches=outer.branches + ((id(node), arm),))
+            if handler.type is not None:
+                self.eval(handler.type)
+            if handler.name is not None:
+                self.assign(handler.name.name, UNKNOWN)
+            self.exec_block(statements(handler.body))
+        self.ctx = outer
+        for block in (node.orelse, node.finalbody):
+            if block is not None:
+                self.exec_block(statements(block.body))
+
+    def exec_match(self, node: cst.Match) -> None:
+        self.eval(node.subject)
+        outer = self.ctx
+        for arm, case in enumerate(node.cases):
+            self.ctx = outer.with_(branches=outer.branches + ((id(node), arm),))
+            self.exec_block(statements(case.body))
+        self.ctx = outer
+
+    def exec_augassign(self, node: cst.AugAssign) -> None:
+        current = self.eval(node.target)
+        value = self.eval(node.value)
+        self.record("inplace", node, receiver=current, args=(value,))
+        for option in options(current):
+            if isinstance(option, Ref) and option.root.kind == "container":
+                option.root.items.extend((None, item) for item in elements(value))
+        if isinstance(node.target, cst.Name) and isinstance(current, Params) and isinstance(value, Params):
+            self.bind(node.target.value, current | value)
+        derived = torch_api.derived_from((current, value), {})
+        if isinstance(node.target, cst.Name) and derived is not None:  # total += g.pow(2).sum()
+            self.bind(node.target.value, derived)
+
+    # --- binding -----------------------------------------------------------------------------
+
+    def bind(self, name: str, value: Value) -> None:
+        env = self.module_env if name in self.frame.global_names else self.frame.env
+        env.vars[name] = value
+
+    def assign(self, target: cst.BaseExpression, value: Value) -> None:
+        if isinstance(target, cst.Name):
+            name_unnamed(value, target.value)
+            self.bind(target.value, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            items = [element.value for element in target.elements]
+            parts = _unpack(value, len(items))
+            for item, part in zip(items, parts, strict=True):
+                self.assign(item.value if isinstance(item, cst.StarredElement) else item, part)
+        elif isinstance(target, cst.Attribute):
+            self.store(self.eval(target.value), target.attr.value, value, target)
+        elif isinstance(target, cst.Subscript):
+            base = self.eval(target.value)
+            key = self.subscript_key(target)
+            for option in options(base):
+                if isinstance(option, Ref) and option.root.kind == "container" and not option.path:
+                    option.root.items.append((key, value))
+            self.store(base, key_element(key), value, target)
+        elif isinstance(target, cst.StarredElement):
+            self.assign(target.value, UNKNOWN)
+
+    def store(self, owner: Value, element: str, value: Value, node: cst.CSTNode) -> None:
+        self.record("store", node, receiver=owner, name=element, args=(value,))
+        for option in options(owner):
+            if isinstance(option, Class):  # `Registry.model = model`
+                self.heap[(id(self.class_namespace(option.info)), (element,))] = value
+        for ref in refs(owner):
+            if is_container(ref):
+                if ref.root.parent is not None:  # `self.models[role] = module`: the module is self.models[role]
+                    adopt(ref.child(element), value)
+                continue
+            slot = canonical(ref).child(element)
+            self.heap[(id(slot.root), slot.path)] = value
+            adopt(slot, value)
+
+
+# --- helpers without interpreter state ---------------------------------------------------------
+
+
+def _blocks(stmt: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
+    if isinstance(stmt, cst.Match):
+        return [case.body for case in stmt.cases]
+    blocks = [stmt.body]
+    if isinstance(stmt, (cst.Try, cst.TryStar)):
+        blocks += [handler.body for handler in stmt.handlers]
+        blocks += [part.body for part in (stmt.orelse, stmt.finalbody) if part is not None]
+    else:
+        orelse = getattr(stmt, "orelse", None)
+        while isinstance(orelse, cst.If):
+            blocks.append(orelse.body)
+            orelse = orelse.orelse
+        if orelse is not None:
+            blocks.append(orelse.body)
+    return blocks
+
+
+def _unpack(value: Value, count: int) -> list[Value]:
+    if isinstance(value, Tuple) and len(value.items) == count:
+        return list(value.items)
+    if isinstance(value, Choice):
+        per_option = [_unpack(option, count) for option in value.options]
+        return [choice([parts[i] for parts in per_option]) for i in range(count)]
+    return [UNKNOWN] * count
+
+
+_STATEMENTS = {
+    cst.FunctionDef: Interpreter.exec_function_def,
+    cst.ClassDef: Interpreter.exec_class_def,
+    cst.If: flow.exec_if,
+    cst.For: Interpreter.exec_for,
+    cst.While: flow.exec_while,
+    cst.With: Interpreter.exec_with,
+    cst.Try: Interpreter.exec_try,
+    cst.TryStar: Interpreter.exec_try,
+    cst.Match: Interpreter.exec_match,
+}
+
+
+_EXPRESSIONS = {
+    cst.Name: Interpreter.eval_name,
+    cst.Attribute: Interpreter.eval_attribute,
+    cst.Call: Interpreter.eval_call,
+    cst.Subscript: Interpreter.eval_subscript,
+    cst.Integer: Interpreter.eval_literal,
+    cst.Float: Interpreter.eval_literal,
+    cst.SimpleString: Interpreter.eval_string,
+    cst.FormattedString: Interpreter.eval_string,
+    cst.ConcatenatedString: Interpreter.eval_string,
+    cst.List: Interpreter.eval_collection,
+    cst.Tuple: Interpreter.eval_collection,
+    cst.Set: Interpreter.eval_collection,
+    cst.Dict: Interpreter.eval_collection,
+    cst.ListComp: Interpreter.eval_comprehension,
+    cst.SetComp: Interpreter.eval_comprehension,
+    cst.DictComp: Interpreter.eval_comprehension,
+    cst.GeneratorExp: Interpreter.eval_comprehension,
+    cst.BinaryOperation: Interpreter.eval_binary,
+    cst.UnaryOperation: Interpreter.eval_unary,
+    cst.BooleanOperation: Interpreter.eval_boolean,
+    cst.Comparison: Interpreter.eval_comparison,
+    cst.IfExp: flow.eval_if_exp,
+    cst.NamedExpr: Interpreter.eval_named,
+    cst.Await: Interpreter.eval_await,
+    cst.Lambda: lambda self, node: Lambda(node, self.frame.env),
+}

@@ -1,0 +1,382 @@
+"""Expressions: the half of :class:`~.core.Interpreter` that evaluates names, attributes,
+subscripts, literals, collections, comprehensions, operators and comparisons, and iterates
+values. Mixed into the interpreter, whose state and calls (:mod:`.calls`) it uses.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import libcst as cst
+
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
+from fsdp2_lint.analysis.interpreter.state import Env
+from fsdp2_lint.analysis.model import (
+    ANY,
+    ANY_DEPTH,
+    UNKNOWN,
+    BoundMethod,
+    Class,
+    Const,
+    Derived,
+    Function,
+    Iter,
+    Loaded,
+    ModuleIter,
+    Obj,
+    Params,
+    RankDep,
+    Ref,
+    StateDict,
+    Super,
+    Symbol,
+    Tuple,
+    Uniform,
+    Value,
+    choice,
+    const,
+    container_items,
+    elements,
+    is_container,
+    key_element,
+    options,
+)
+from fsdp2_lint.analysis.syntax import child_nodes
+
+BUILTIN_NAMES = frozenset(dir(builtins))
+CONSTANT_NAMES = {"True": True, "False": False, "None": None}
+PROPERTIES = frozenset({"property", "cached_property"})  # methods that run when the attribute is read
+
+
+class Expressions:
+    """Evaluates expressions; part of :class:`~.core.Interpreter`."""
+
+    def eval_name(self, node: cst.Name) -> Value:
+        name = node.value
+        if name in CONSTANT_NAMES:
+            return Const(CONSTANT_NAMES[name])
+        value = self.frame.env.lookup(name)
+        if value is None:
+            value = self.unbound(name)
+        return torch_api.rank_by_name(name, value)
+
+    def unbound(self, name: str) -> Value:
+        for module in self.star_imports:
+            if name in apis.STAR_EXPORTS.get(module, ()):
+                return Symbol(f"{module}.{name}")
+        if name in BUILTIN_NAMES:
+            return Symbol(f"builtins.{name}")
+        # Defined where the file cannot show (a star import, exec, a notebook cell): still one
+        # object, so that every mention of the name agrees.
+        if name not in self.free_names:
+            self.free_names[name] = Ref(Obj("param", name))
+        return self.free_names[name]
+
+    def eval_attribute(self, node: cst.Attribute) -> Value:
+        value = self.attribute(self.eval(node.value), node.attr.value, node)
+        if isinstance(value, RankDep) and torch_api.LOW_RANK_OWNER.search(self.module.code_for_node(node.value)):
+            return UNKNOWN
+        return value
+
+    def attribute(self, base: Value, name: str, node: cst.CSTNode) -> Value:
+        results: list[Value] = []
+        for option in options(base):
+            if isinstance(option, Symbol):
+                results.append(Symbol(apis.canonical(f"{option.qname}.{name}")))
+            elif isinstance(option, Ref):
+                results.append(self.ref_attribute(option, name, node))
+            elif isinstance(option, Class):
+                method = option.info.method(name)
+                attribute = None if method else self.class_attribute(option.info, name)
+                results.append(Function(method, self.module_env) if method else attribute or UNKNOWN)
+            elif isinstance(option, Super):
+                results.append(BoundMethod(option, name))
+            else:
+                results.append(torch_api.value_attribute(option, name))
+        value = choice(results)
+        if any(isinstance(option, Ref) for option in options(base)):
+            self.record("attr", node, receiver=base, name=name, result=value)
+        return value
+
+    def ref_attribute(self, ref: Ref, name: str, node: cst.CSTNode) -> Value:
+        wrapped = torch_api.wrapped_module(ref, name)
+        if wrapped is not None:
+            return wrapped
+        stored = self.stored_attribute((ref,), name)
+        if stored is not None:
+            return stored
+        cls = ref.root.cls if not ref.path else None
+        method = cls.method(name) if cls else None
+        if method is not None and method.decorator_names & PROPERTIES:
+            return self.call_function(Function(method, self.module_env, ref), (), {}, node) or UNKNOWN
+        if method is not None:
+            return Function(method, self.module_env, ref)
+        attribute = self.class_attribute(cls, name) if cls else None
+        if attribute is not None:
+            return attribute
+        if name in torch_api.MODULE_METHOD_NAMES or ref.root.kind == "container":
+            return BoundMethod(ref, name)
+        return torch_api.rank_by_name(name, ref.child(name))
+
+    def eval_subscript(self, node: cst.Subscript) -> Value:
+        base = self.eval(node.value)
+        element = node.slice[0].slice if node.slice else None
+        if not isinstance(element, cst.Index):
+            for part in node.slice:
+                self.eval_children(part.slice)
+            return base  # a slice of a container is the same kind of container
+        key_value = self.eval(element.value)
+        key = const(key_value)
+        results = []
+        for option in options(base):
+            if is_container(option):
+                results.append(self.container_item(option, None if key is NotImplemented else key))
+            elif isinstance(option, Ref):
+                results.append(option.child(key_element(None if key is NotImplemented else key)))
+            elif isinstance(option, Tuple) and isinstance(key, int) and -len(option.items) <= key < len(option.items):
+                results.append(option.items[key])
+            else:
+                results.append(torch_api.value_item(option, key))
+        return choice(results)
+
+    def container_item(self, container: Ref, key: object, default: Value | None = None) -> Value:
+        """``container[key]`` (``key`` None when unknown), or ``container.get(key, default)``.
+        Without an item known to be under the key: the items under unknown keys and the default,
+        and for a container that is an attribute (``self.models``, which other methods of the
+        class may fill) the element the key names."""
+        items = container.root.items
+        if key is None:
+            return choice([value for _, value in items] + ([default] if default is not None else []))
+        exact = [value for k, value in items if k == key]
+        if exact:
+            return choice(exact + [value for k, value in items if k is None])
+        found = [value for k, value in items if k is None]
+        if container.root.parent is not None:
+            found.append(container.child(key_element(key)))
+        elif default is not None:
+            found.append(default)
+        return choice(found or [value for _, value in items])
+
+    def subscript_key(self, node: cst.Subscript) -> object:
+        element = node.slice[0].slice if node.slice else None
+        if isinstance(element, cst.Index):
+            key = const(self.eval(element.value))
+            return None if key is NotImplemented else key
+        return None
+
+    def eval_children(self, node: cst.CSTNode) -> None:
+        for child in child_nodes(node):
+            if isinstance(child, cst.BaseExpression):
+                self.eval(child)
+            else:
+                self.eval_children(child)
+
+    def eval_literal(self, node: cst.BaseExpression) -> Value:
+        try:
+            return Const(node.evaluated_value)  # type: ignore[attr-defined]
+        except Exception:  # libcst cannot evaluate every literal (e.g. some escapes)
+            return UNKNOWN
+
+    def eval_string(self, node: cst.BaseExpression) -> Value:
+        parts: list[Value] = []
+        for child in _string_expressions(node):
+            parts.append(self.eval(child))
+        if any(isinstance(part, RankDep) for part in parts):
+            return RankDep("mixed")
+        if isinstance(node, cst.SimpleString):
+            return self.eval_literal(node)
+        return UNKNOWN
+
+    def eval_collection(self, node: cst.List | cst.Set | cst.Tuple | cst.Dict) -> Value:
+        items: list[tuple[object, Value]] = []
+        if isinstance(node, cst.Dict):
+            for element in node.elements:
+                if isinstance(element, cst.DictElement):
+                    key = const(self.eval(element.key))
+                    items.append((None if key is NotImplemented else key, self.eval(element.value)))
+                else:
+                    items.extend((None, item) for item in elements(self.eval(element.value)))
+        else:
+            for element in node.elements:
+                value = self.eval(element.value)
+                if isinstance(element, cst.StarredElement):
+                    items.extend((None, item) for item in elements(value))
+                else:
+                    items.append((None, value))
+        if isinstance(node, cst.Tuple):
+            return Tuple(tuple(value for _, value in items))
+        container = Obj("container", None, node=node)
+        container.items = items
+        return Ref(container)
+
+    def eval_comprehension(self, node: cst.BaseComp) -> Value:
+        outer, outer_ctx = self.frame.env, self.ctx
+        self.frame.env = Env(outer)
+        lazy = isinstance(node, cst.GeneratorExp)
+        for_in: cst.CompFor | None = node.for_in
+        try:
+            while for_in is not None:
+                self.assign(for_in.target, self.element_of(self.eval(for_in.iter), lazy=lazy))
+                for condition in for_in.ifs:
+                    flow.comprehension_condition(self, condition.test)
+                for_in = for_in.inner_for_in
+            if isinstance(node, cst.DictComp):
+                self.eval(node.key)
+                element = self.eval(node.value)
+            else:
+                element = self.eval(node.elt)
+        finally:
+            self.frame.env, self.ctx = outer, outer_ctx
+        if lazy:  # a generator of parameters or of gradient-derived tensors is still one
+            return element if isinstance(element, (Params, Derived)) else UNKNOWN
+        container = Obj("container", None, node=node)
+        container.items = [(None, element)]
+        return Ref(container)
+
+    def eval_binary(self, node: cst.BinaryOperation) -> Value:
+        left, right = self.eval(node.left), self.eval(node.right)
+        if isinstance(left, RankDep) or isinstance(right, RankDep):
+            return RankDep("mixed")
+        if isinstance(left, Params) and isinstance(right, Params):
+            return left | right
+        derived = torch_api.derived_from((left, right), {})
+        if derived is not None:
+            return derived
+        if isinstance(node.operator, cst.Add):
+            left_items, right_items = container_items(left), container_items(right)
+            if (left_items is None) != (right_items is None):  # [model] + list(model.layers)
+                left_items = left_items if left_items is not None else self._iterated(left)
+                right_items = right_items if right_items is not None else self._iterated(right)
+            if left_items is not None and right_items is not None:
+                container = Obj("container", None, node=node)
+                container.items = left_items + right_items
+                return Ref(container)
+        return UNKNOWN
+
+    def _iterated(self, value: Value) -> list[tuple[object, Value]] | None:
+        """The elements of an iterable that is not a literal container, as container items."""
+        if not any(isinstance(option, (ModuleIter, Params)) for option in options(value)):
+            return None
+        return [(None, self.element_of(value, lazy=False))]
+
+    def eval_unary(self, node: cst.UnaryOperation) -> Value:
+        value = self.eval(node.expression)
+        if isinstance(node.operator, cst.Not):
+            if isinstance(value, Uniform) and value.kind != "size":
+                return Uniform("single" if value.kind == "dist" else "dist")
+            return guards.negate_rank(value)
+        if isinstance(node.operator, cst.Minus) and isinstance(const(value), (int, float)):
+            return Const(-const(value))
+        return UNKNOWN
+
+    def eval_boolean(self, node: cst.BooleanOperation) -> Value:
+        conjunction = isinstance(node.operator, cst.And)
+        # In a distributed run `dist.is_initialized() and X` is X, and so is `not ... or X`.
+        neutral = Uniform("dist" if conjunction else "single")
+        sides = [value for value in (self.eval(node.left), self.eval(node.right)) if value != neutral]
+        if len(sides) < 2:
+            return sides[0] if sides else neutral
+        kinds = {guards.rank_kind(side) for side in sides} - {None}
+        if not kinds:
+            return UNKNOWN
+        if isinstance(node.operator, cst.And):
+            return RankDep("zero_subset" if kinds & {"zero", "zero_subset"} else "subset")
+        return UNKNOWN
+
+    def eval_comparison(self, node: cst.Comparison) -> Value:
+        left = self.eval(node.left)
+        result: Value = UNKNOWN
+        for index, target in enumerate(node.comparisons):
+            right = self.eval(target.comparator)
+            if index == 0:
+                operator = target.operator
+                result = guards.compare_world_size(left, operator, right) or guards.compare_rank(left, operator, right)
+                if result is UNKNOWN and len(node.comparisons) == 1:
+                    result = _compare_constants(left, operator, right)
+        return result
+
+    def eval_named(self, node: cst.NamedExpr) -> Value:
+        value = self.eval(node.value)
+        self.assign(node.target, value)
+        return value
+
+    def eval_await(self, node: cst.Await) -> Value:
+        return self.eval(node.expression)
+
+    # --- iteration -----------------------------------------------------------------------------
+
+    def element_of(self, value: Value, lazy: bool) -> Value:
+        """What one iteration over ``value`` binds. Reading parameters through a loop or a list
+        comprehension captures them now; a generator expression stays lazy."""
+        results: list[Value] = []
+        sequential = False
+        for option in options(value):
+            if isinstance(option, Params):
+                param = Params(option.sources) if lazy else Params(option.materialized(self.now()).sources)
+                results.append(Tuple((UNKNOWN, param)) if option.named else param)
+            elif isinstance(option, ModuleIter):
+                wildcard = self.loop_wildcard(ANY_DEPTH if option.self_included else ANY)
+                module = Ref(
+                    option.ref.root, option.ref.path + (wildcard,), option.order if option.self_included else ""
+                )
+                results.append(Tuple((UNKNOWN, module)) if option.named else module)
+            elif is_container(option):
+                sequential = True
+                results.extend(item for _, item in option.root.items)
+                if not option.root.items and option.root.parent is not None:  # filled by another method
+                    results.append(option.child(self.loop_wildcard(ANY)))
+            elif isinstance(option, Ref):
+                results.append(option.child(self.loop_wildcard(ANY)))
+            elif isinstance(option, Tuple):
+                sequential = True
+                results.extend(option.items)
+            elif isinstance(option, Iter):
+                results.append(self._iter_element(option, lazy))
+            else:
+                results.append(UNKNOWN)
+        return choice(results, sequential) if results else UNKNOWN
+
+    def loop_wildcard(self, wildcard: str) -> str:
+        self.loops_seen += 1
+        return f"{wildcard}{self.loops_seen}"
+
+    def _iter_element(self, value: Iter, lazy: bool) -> Value:
+        if value.kind == "enumerate":
+            return Tuple((UNKNOWN, self.element_of(value.parts[0], lazy)))
+        if value.kind == "zip":
+            return Tuple(tuple(self.element_of(part, lazy) for part in value.parts))
+        container = value.parts[0]
+        if isinstance(container, (StateDict, Loaded)):  # its tensors: the state dict's values
+            return container if value.kind == "values" else Tuple((UNKNOWN, container))
+        if is_container(container):
+            pairs = [Tuple((Const(key), item)) for key, item in container.root.items]
+            if not pairs and container.root.parent is not None:  # filled by another method
+                pairs.append(Tuple((UNKNOWN, container.child(self.loop_wildcard(ANY)))))
+            return choice(pairs)
+        return Tuple((UNKNOWN, UNKNOWN))
+
+
+def _string_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.FormattedString):
+        return [part.expression for part in node.parts if isinstance(part, cst.FormattedStringExpression)]
+    if isinstance(node, cst.ConcatenatedString):
+        return _string_expressions(node.left) + _string_expressions(node.right)
+    return []
+
+
+_CONSTANT_COMPARISONS = {
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.Is: lambda a, b: a is b,
+    cst.IsNot: lambda a, b: a is not b,
+}
+
+
+def _compare_constants(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
+    """``2 == 1``, ``"fsdp2" != "fsdp1"``, ``None is None``: known when both sides are literals."""
+    compare = _CONSTANT_COMPARISONS.get(type(operator))
+    a, b = const(left), const(right)
+    if compare is None or not all(isinstance(x, (bool, int, float, str, type(None))) for x in (a, b)):
+        return UNKNOWN
+    return Const(compare(a, b))

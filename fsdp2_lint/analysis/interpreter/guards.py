@@ -1,0 +1,414 @@
+"""Every condition analysis: what an ``if``/``while``/conditional-expression/comprehension test
+establishes in its true and in its false arm. Each analysis is a function of the evaluator and
+the test, returning (true arm, false arm):
+
+- :func:`narrowing`: variables a type test rebinds (a DDP/FSDP1 wrapper, a ``modules()`` loop
+  variable that is not the root), undone after the ``if``;
+- :func:`tensor_narrowing`: state-dict tensors a DTensor test proves plain, kept after the ``if``;
+- :func:`slot_narrowing`: the same wrapper narrowing for attributes, as heap slots;
+- :func:`proved_not_fsdp2`: the modules the test proves are no FSDP2 modules;
+- :func:`dtensor_tested`: the values the test requires to be DTensors;
+- :func:`rank_guards`: the ranks each arm runs on, from the test's rank kind (:func:`rank_kind`,
+  computed by :func:`compare_rank` / :func:`compare_world_size` when the test is evaluated).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from functools import partial
+from typing import TypeVar
+
+import libcst as cst
+
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.interpreter.state import Evaluator, Slot
+from fsdp2_lint.analysis.model import (
+    ANY,
+    ANY_DEPTH,
+    UNKNOWN,
+    Choice,
+    Class,
+    Const,
+    Obj,
+    RankDep,
+    RankGuard,
+    Ref,
+    StateDict,
+    Symbol,
+    Tuple,
+    Uniform,
+    Value,
+    canonical,
+    choice,
+    const,
+    elements,
+    is_any_depth,
+    options,
+    refs,
+    walk_contents,
+)
+from fsdp2_lint.analysis.syntax import child_nodes, dotted
+
+T = TypeVar("T")
+K = TypeVar("K")
+
+
+def narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+    """Variables a condition restricts, for the true and the false arm.
+
+    Two narrowings matter to rules: a loop variable over ``m.modules()`` (which includes
+    ``m`` itself) that is filtered by a condition no longer includes the root, unless the
+    condition is a type check that the root's own class passes; and a model tested for
+    being a DDP/FSDP1 wrapper (``hasattr(model, "no_sync")``, ``isinstance(model, DDP)``)
+    or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in the arm that rules
+    that out, not an FSDP2 module.
+    """
+    wrapper_true, wrapper_false = (_variables(found) for found in _wrapper_narrowing(interp, test))
+    loop_true, loop_false = _loop_narrowing(interp, test)
+    return {**wrapper_true, **loop_true}, {**wrapper_false, **loop_false}
+
+
+def tensor_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+    """State-dict tensors a DTensor test (``isinstance(v, DTensor)``, ``hasattr(v,
+    "full_tensor")``) proves plain, for the true and the false arm: a plain tensor of a
+    sharded state dict (a buffer) holds its full value. Unlike the other narrowings this
+    stays true after the ``if`` until the variable is assigned again."""
+    return _by_arm(test, partial(_tensor_narrowing, interp), _merged, {})
+
+
+def _tensor_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+    name = dtensor_test_subject(interp, test)
+    value = interp.frame.env.lookup(name) if name is not None else None
+    if value is None or not any(isinstance(o, StateDict) for o in options(value)):
+        return {}, {}
+    plain = choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(value)])
+    return {}, {name: plain}
+
+
+def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | None:
+    """``x`` when the test is ``isinstance(x, DTensor)`` or ``hasattr(x, "full_tensor")``."""
+    if not (isinstance(test, cst.Call) and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
+        return None
+    kind, function = test.args[1].value, dotted(test.func)
+    if function == "hasattr":
+        is_dtensor_test = isinstance(kind, cst.SimpleString) and kind.evaluated_value in apis.DTENSOR_ONLY
+    else:
+        is_dtensor_test = function == "isinstance" and any(
+            isinstance(option, Symbol) and option.qname == apis.DTENSOR for option in walk_contents(_peek(interp, kind))
+        )
+    return test.args[0].value.value if is_dtensor_test else None
+
+
+def dtensor_tested(interp: Evaluator, test: cst.BaseExpression) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
+    """The values the test requires to be DTensors, in the true and in the false arm."""
+    return _by_arm(test, partial(_dtensor_tested, interp), operator.add, ())
+
+
+def _dtensor_tested(interp: Evaluator, test: cst.BaseExpression) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
+    name = dtensor_test_subject(interp, test)
+    value = interp.frame.env.lookup(name) if name is not None else None
+    return ((value,), ()) if value is not None else ((), ())
+
+
+def slot_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[Slot, Value], dict[Slot, Value]]:
+    """The same type-guard narrowing for attributes (``hasattr(interp.model, "no_sync")``),
+    as heap slots for the true and the false arm."""
+    true, false = _wrapper_narrowing(interp, test)
+    return _slots(true), _slots(false)
+
+
+def proved_not_fsdp2(interp: Evaluator, test: cst.BaseExpression) -> tuple[tuple[Ref, ...], tuple[Ref, ...]]:
+    """The modules the test proves are no FSDP2 modules, in the true and in the false arm:
+    those the type-guard narrowing rebinds, as they are before it."""
+    found = []
+    for narrowed in _wrapper_narrowing(interp, test):
+        values = (interp.frame.env.lookup(key) if isinstance(key, str) else interp.heap.get(key) for key in narrowed)
+        found.append(tuple(canonical(ref) for value in values if value is not None for ref in refs(value)))
+    return found[0], found[1]
+
+
+def _wrapper_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
+    return _by_arm(test, partial(_wrapper_type_test, interp), _merged, {})
+
+
+def _wrapper_type_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
+    if not (isinstance(test, cst.Call) and len(test.args) >= 2):
+        return {}, {}
+    tested = test.args[0].value
+    name = tested.value if isinstance(tested, cst.Name) else _slot_of(interp, tested)
+    if name is None:
+        return {}, {}
+    function, kind = dotted(test.func), test.args[1].value
+    if function == "hasattr" and isinstance(kind, cst.SimpleString) and kind.evaluated_value in apis.WRAPPER_ONLY:
+        return {name: _unknown_wrapper(dotted(tested))}, {}
+    if function != "isinstance":
+        return {}, {}
+    types = {option.qname for option in walk_contents(_peek(interp, kind)) if isinstance(option, Symbol)}
+    if apis.FSDP_MODULE in types:
+        return {}, {name: UNKNOWN}
+    if types & {apis.DDP, apis.FSDP1}:
+        return {name: _unknown_wrapper(dotted(tested))}, {}
+    return {}, {}
+
+
+def _slot_of(interp: Evaluator, node: cst.BaseExpression) -> Slot | None:
+    """The heap slot of ``name.attr`` when ``name`` holds one known object."""
+    if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
+        return None
+    owner = interp.frame.env.lookup(node.value.value)
+    if not isinstance(owner, Ref) or owner.root.kind == "container":
+        return None
+    slot = canonical(owner).child(node.attr.value)
+    return (id(slot.root), slot.path)
+
+
+def lambda_admits_root(interp: Evaluator, fn: cst.Lambda, module: Ref) -> bool:
+    params = fn.params.params
+    return len(params) == 1 and _type_test_admits_root(interp, fn.body, params[0].name.value, module)
+
+
+def _loop_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+    loop_modules = {  # `m` in `for m in model.modules()` (of one model, or of one of several)
+        name: options(value)
+        for name, value in interp.frame.env.vars.items()
+        if any(_walked(o) for o in options(value)) and not any(_other_module(o) for o in options(value))
+    }
+    if not loop_modules:
+        return {}, {}
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    inner = test.expression if negated else test
+    narrowed: dict[str, Value] = {}
+    for name in names_in(inner) & loop_modules.keys():
+        found = loop_modules[name]
+        if not any(_type_test_admits_root(interp, inner, name, o) for o in found if isinstance(o, Ref)):
+            narrowed[name] = choice([Ref(o.root, o.path[:-1] + (ANY, ANY_DEPTH)) if _walked(o) else o for o in found])
+    return ({}, narrowed) if negated else (narrowed, {})
+
+
+def _type_test_admits_root(interp: Evaluator, test: cst.BaseExpression, name: str, ref: Ref) -> bool:
+    root_cls = ref.root.cls if len(ref.path) == 1 else None
+    comprehension_types = _comprehension_types(test)
+    for call in _calls_in(test):
+        if dotted(call.func) not in ("isinstance", "issubclass") or len(call.args) < 2:
+            continue
+        if dotted(call.args[0].value) != name:
+            continue
+        types = call.args[1].value
+        types = comprehension_types.get(dotted(types), types)
+        for option in walk_contents(_peek(interp, types)):
+            if isinstance(option, Symbol) and option.qname in apis.ROOT_ADMITTING_TYPES:
+                return True
+            if isinstance(option, Class) and root_cls is not None and any(c is option.info for c in root_cls.mro()):
+                return True
+    return False
+
+
+def _peek(interp: Evaluator, node: cst.BaseExpression) -> Value:
+    """Evaluate a side-effect-free name or attribute (a type in an isinstance test)."""
+    if isinstance(node, cst.Name):
+        return interp.frame.env.lookup(node.value) or interp.unbound(node.value)
+    if isinstance(node, cst.Attribute):
+        base = _peek(interp, node.value)
+        if isinstance(base, Symbol):
+            return Symbol(apis.canonical(f"{base.qname}.{node.attr.value}"))
+        return UNKNOWN
+    if isinstance(node, cst.Tuple):
+        return Tuple(tuple(_peek(interp, element.value) for element in node.elements))
+    return UNKNOWN
+
+
+# --- how a test combines conditions -----------------------------------------------------------
+
+
+def _by_arm(
+    test: cst.BaseExpression,
+    condition: Callable[[cst.BaseExpression], tuple[T, T]],
+    join: Callable[[T, T], T],
+    nothing: T,
+) -> tuple[T, T]:
+    """What ``test`` establishes in its true and in its false arm, from what ``condition`` says of
+    each condition a ``not`` / ``and`` / ``or`` combines: both operands of an ``and`` hold in its
+    true arm, both of an ``or`` fail in its false arm."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        true, false = _by_arm(test.expression, condition, join, nothing)
+        return false, true
+    if isinstance(test, cst.BooleanOperation):
+        (left_true, left_false), (right_true, right_false) = (
+            _by_arm(operand, condition, join, nothing) for operand in (test.left, test.right)
+        )
+        if isinstance(test.operator, cst.And):
+            return join(left_true, right_true), nothing
+        return nothing, join(left_false, right_false)
+    return condition(test)
+
+
+def _merged(first: dict[K, Value], second: dict[K, Value]) -> dict[K, Value]:
+    return {**first, **second}
+
+
+def _variables(narrowing: dict[object, Value]) -> dict[str, Value]:
+    return {key: value for key, value in narrowing.items() if isinstance(key, str)}
+
+
+def _slots(narrowing: dict[object, Value]) -> dict[Slot, Value]:
+    return {key: value for key, value in narrowing.items() if isinstance(key, tuple)}
+
+
+def _unknown_wrapper(label: str) -> Ref:
+    """A DDP or FSDP1 wrapper around a module we do not know."""
+    obj = Obj("wrapper", label)
+    obj.wrapped = UNKNOWN
+    return Ref(obj)
+
+
+def _walked(value: Value) -> bool:
+    """A module of a ``modules()`` walk (which may be its root)."""
+    return isinstance(value, Ref) and bool(value.path) and is_any_depth(value.path[-1])
+
+
+def _other_module(value: Value) -> bool:
+    return isinstance(value, Ref) and not _walked(value)
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """The names an expression reads, but the loop variables of its comprehensions."""
+    found = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        elif isinstance(current, cst.CompFor):
+            stack.extend(part for part in child_nodes(current) if part is not current.target)
+        elif not isinstance(current, cst.Lambda):
+            stack.extend(child_nodes(current))
+    return found - set(_comprehension_types(node))
+
+
+def _comprehension_types(node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
+    """``{t: types}`` for each ``for t in types`` of a comprehension in ``node``: what a type test
+    on ``t`` (``any(isinstance(m, t) for t in types)``) tests against."""
+    return {
+        part.target.value: part.iter
+        for part in _nodes_in(node)
+        if isinstance(part, cst.CompFor) and isinstance(part.target, cst.Name)
+    }
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    return [part for part in _nodes_in(node) if isinstance(part, cst.Call)]
+
+
+def _nodes_in(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child_nodes(current))
+
+
+# --- rank tests --------------------------------------------------------------------------------
+
+
+def rank_kind(value: Value) -> str | None:
+    """The rank kind of a value; for alternatives, the kind of the rank-dependent one when the
+    others are constants (``return 0 if not dist.is_initialized() else dist.get_rank()``)."""
+    if isinstance(value, RankDep):
+        return value.kind
+    if isinstance(value, Choice):
+        kinds = {option.kind for option in value.options if isinstance(option, RankDep)}
+        if len(kinds) == 1 and all(isinstance(option, (RankDep, Const)) for option in value.options):
+            return kinds.pop()
+    return None
+
+
+def negate_rank(value: Value) -> Value:
+    kind = rank_kind(value)
+    negated = {"zero": "nonzero", "nonzero": "zero", "rank": "zero", "mixed": "mixed"}.get(kind or "")
+    return RankDep(negated) if negated else UNKNOWN
+
+
+def compare_world_size(left: Value, operator: cst.BaseCompOp, right: Value) -> Uniform | None:
+    """``world_size > 1`` and the like: is the job distributed?"""
+    if right == Uniform("size") and left != Uniform("size"):
+        left, right = right, left
+        operator = _MIRRORED.get(type(operator), operator)
+    number = const(right)
+    if left != Uniform("size") or not isinstance(number, int) or number not in (1, 2):
+        return None
+    distributed = {
+        (cst.GreaterThan, 1): True,
+        (cst.NotEqual, 1): True,
+        (cst.GreaterThanEqual, 2): True,
+        (cst.Equal, 1): False,
+        (cst.LessThanEqual, 1): False,
+        (cst.LessThan, 2): False,
+    }.get((type(operator), number))
+    return None if distributed is None else Uniform("dist" if distributed else "single")
+
+
+def compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
+    if rank_kind(right) == "rank" and rank_kind(left) != "rank":
+        left, right = right, left
+        operator = _MIRRORED.get(type(operator), operator)
+    if rank_kind(left) != "rank":
+        return RankDep("mixed") if rank_kind(left) or rank_kind(right) else UNKNOWN
+    if isinstance(operator, (cst.Is, cst.IsNot)):  # `rank is not None`: was a rank given? (every rank agrees)
+        return UNKNOWN
+    number = const(right)
+    if isinstance(operator, (cst.In, cst.NotIn)):
+        members = [const(item) for item in elements(right)]
+        kind = "zero" if 0 in members and all(m in (0, -1) for m in members) else "mixed"
+        return RankDep(kind if isinstance(operator, cst.In) else negate_rank(RankDep(kind)).kind)  # type: ignore[union-attr]
+    if not isinstance(number, int) or isinstance(number, bool):
+        return RankDep("mixed")
+    distributed = {  # rank -1 stands for "not launched distributed" (RANK unset)
+        (cst.NotEqual, -1): True,
+        (cst.GreaterThan, -1): True,
+        (cst.GreaterThanEqual, 0): True,
+        (cst.Equal, -1): False,
+        (cst.LessThan, 0): False,
+        (cst.LessThanEqual, -1): False,
+    }.get((type(operator), number))
+    if distributed is not None:
+        return Uniform("dist" if distributed else "single")
+    zero_test = {
+        cst.Equal: number == 0,
+        cst.LessThan: number == 1,
+        cst.LessThanEqual: number == 0,
+    }.get(type(operator))
+    nonzero_test = {
+        cst.NotEqual: number == 0,
+        cst.GreaterThan: number == 0,
+        cst.GreaterThanEqual: number == 1,
+    }.get(type(operator))
+    if zero_test:
+        return RankDep("zero")
+    if nonzero_test:
+        return RankDep("nonzero")
+    return RankDep("mixed")
+
+
+_MIRRORED = {
+    cst.LessThan: cst.GreaterThan(),
+    cst.GreaterThan: cst.LessThan(),
+    cst.LessThanEqual: cst.GreaterThanEqual(),
+    cst.GreaterThanEqual: cst.LessThanEqual(),
+}
+
+
+def rank_guards(node: cst.If | cst.IfExp, kind: str | None, depth: int) -> tuple[RankGuard | None, RankGuard | None]:
+    """The ranks that run the true and the false arm of an ``if`` whose test has the given rank kind."""
+    arms = {
+        "zero": ("zero", "nonzero"),
+        "rank": ("nonzero", "zero"),
+        "nonzero": ("nonzero", "zero"),
+        "zero_subset": ("zero", None),
+        "subset": ("subset", None),
+        "mixed": ("subset", "subset"),
+    }.get(kind or "", (None, None))
+    return tuple(  # type: ignore[return-value]
+        RankGuard(node.test, ranks, depth, (id(node), arm)) if ranks else None for arm, ranks in enumerate(arms)
+    )
