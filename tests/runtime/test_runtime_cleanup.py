@@ -31,8 +31,8 @@ CONFIRM_FAULTS = """
 import sys
 from pathlib import Path
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime import confirm_fixtures
-from fsdp2_lint.runtime.fixtures import Fixture
+from fsdp2_lint.runtime.harness import confirm_fixtures
+from fsdp2_lint.runtime.harness.fixtures import Fixture
 
 scripts = [Path(path) for path in sys.argv[1].split(",")]
 fixtures = [Fixture("FSDP005", script, RuntimeSignature("crash")) for script in scripts]

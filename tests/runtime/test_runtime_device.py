@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime.confirm_fixtures import _why_not_runnable
-from fsdp2_lint.runtime.device import CPU, CUDA, DeviceUnavailable, can_reproduce, choose_device
-from fsdp2_lint.runtime.fixtures import Fixture
+from fsdp2_lint.runtime.evidence.device import CPU, CUDA, DeviceUnavailable, can_reproduce, choose_device
+from fsdp2_lint.runtime.harness.confirm_fixtures import _why_not_runnable
+from fsdp2_lint.runtime.harness.fixtures import Fixture
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_gpu_only_fixtures_are_not_runnable_on_cpu():
 
 
 def test_default_jobs_keep_two_runs_going_on_small_cpus_and_two_on_cuda(monkeypatch):
-    from fsdp2_lint.runtime.confirm_fixtures import default_jobs
+    from fsdp2_lint.runtime.harness.confirm_fixtures import default_jobs
 
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     assert default_jobs(2, "cpu") == 2

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from fsdp2_lint.runtime.device import DEVICE_CHOICES, DeviceUnavailable
-from fsdp2_lint.runtime.processes import exit_like
+from fsdp2_lint.runtime.evidence.device import DEVICE_CHOICES, DeviceUnavailable
+from fsdp2_lint.runtime.launch.processes import exit_like
 
 INSTALL_HINT = (
     "fsdp2-lint confirm runs training scripts under torchrun and needs PyTorch, which is not installed.\n"
@@ -110,13 +110,13 @@ def confirm(
     if not torch_available():
         click.echo(INSTALL_HINT, err=True)
         sys.exit(2)
-    from fsdp2_lint.runtime.fixtures import UnknownRule
-    from fsdp2_lint.runtime.pool import HarnessError
+    from fsdp2_lint.runtime.harness.fixtures import UnknownRule
+    from fsdp2_lint.runtime.launch.pool import HarnessError
 
     try:
         with _terminating_signals_unwind(), _run_root(keep_runs) as root:
             if script is not None:
-                from fsdp2_lint.runtime.confirm_script import run_script_check
+                from fsdp2_lint.runtime.harness.confirm_script import run_script_check
 
                 code = run_script_check(
                     script, script_args, codes, device, nproc, timeout or SCRIPT_TIMEOUT_SECONDS, root, output_format
@@ -143,8 +143,8 @@ def _run_fixtures(
     root: Path,
     output_format: str,
 ) -> int:
-    from fsdp2_lint.runtime.confirm_fixtures import confirm_fixtures
-    from fsdp2_lint.runtime.report import as_json, passed, print_table, report_console
+    from fsdp2_lint.runtime.harness.confirm_fixtures import confirm_fixtures
+    from fsdp2_lint.runtime.harness.report import as_json, passed, print_table, report_console
 
     report = confirm_fixtures(codes, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs, launcher, root)
     if output_format == "json":

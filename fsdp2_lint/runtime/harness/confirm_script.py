@@ -19,12 +19,12 @@ from rich.text import Text
 from fsdp2_lint.diagnostics import Diagnostic
 from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import Rule, all_rules
-from fsdp2_lint.runtime.device import can_reproduce
-from fsdp2_lint.runtime.evidence import Evidence, matches, observe
-from fsdp2_lint.runtime.fixtures import UnknownRule
-from fsdp2_lint.runtime.record import RunRecord, RunSpec
-from fsdp2_lint.runtime.report import evidence_json, report_console
-from fsdp2_lint.runtime.torchrun_launcher import TorchrunLauncher
+from fsdp2_lint.runtime.evidence.device import can_reproduce
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec
+from fsdp2_lint.runtime.evidence.registry import Evidence, matches, observe
+from fsdp2_lint.runtime.harness.fixtures import UnknownRule
+from fsdp2_lint.runtime.harness.report import evidence_json, report_console
+from fsdp2_lint.runtime.launch.torchrun import TorchrunLauncher
 
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"  # the run went through the line without the rule's failure
@@ -151,7 +151,7 @@ def run_script_check(
         run = launcher.run(spec)
     errors = run.harness_errors()
     if errors:
-        from fsdp2_lint.runtime.pool import HarnessError
+        from fsdp2_lint.runtime.launch.pool import HarnessError
 
         raise HarnessError("; ".join(sorted(set(errors))))
     static, runtime_only = compare(diagnostics, run, rules)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.record import Event, RunRecord
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.record import Event, RunRecord
 
 MAX_SUMMARY_MESSAGE = 120
 
@@ -390,7 +390,7 @@ def describe_event(event: Event | None) -> str:
 @evidence_kind("hang", lambda signature: "hang (the ranks stop making progress)")
 def detect_hang(run: RunRecord) -> list[Evidence]:
     """Ranks still running when the timeout expired, or when the harness found them stuck (see
-    :mod:`.stall`), with the last event each reached and the line its stack dump was in."""
+    :mod:`fsdp2_lint.runtime.launch.stall`), with the last event each reached and the line its stack dump was in."""
     if not run.timed_out:
         return []
     parts, lines = [], []

@@ -1,5 +1,5 @@
 """Pooled mode, harness side: N rank servers import torch once; each run is a forked child per rank
-(torch-free here; see :mod:`.rank_server` for the other side and the protocol).
+(torch-free here; see :mod:`fsdp2_lint.runtime.rank.server` for the other side and the protocol).
 
 Every run gets its own rendezvous (a fresh ``MASTER_PORT``, its own TCPStore hosted by its rank 0),
 its own run directory and its own process group per rank, so a crash or hang in one run is that
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.device import Device, choose_device
-from fsdp2_lint.runtime.processes import python_module
-from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect, tail_lines
-from fsdp2_lint.runtime.stall import StallWatch
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.device import Device, choose_device
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec, collect, tail_lines
+from fsdp2_lint.runtime.launch.processes import python_module
+from fsdp2_lint.runtime.launch.stall import StallWatch
 
 STARTUP_TIMEOUT_SECONDS = 180.0  # importing torch on a loaded 2-core runner
 PEER_FAILURE_GRACE_SECONDS = 2.0  # time other ranks get to fail on their own before being stopped
@@ -112,7 +112,7 @@ class RankPool:
             log = self.log_dir / f"server-rank{rank}.log"
             with open(log, "wb") as out:
                 process = subprocess.Popen(
-                    [*python_module("fsdp2_lint.runtime.rank_server"),
+                    [*python_module("fsdp2_lint.runtime.rank.server"),
                      "--control-fd", str(theirs.fileno()), "--rank", str(rank)],
                     pass_fds=[theirs.fileno()], stdout=out, stderr=subprocess.STDOUT, env=env,
                 )  # fmt: skip

@@ -5,10 +5,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.evidence import EVIDENCE_KINDS, Evidence, describe_expected, matches, observe
-from fsdp2_lint.runtime.fixtures import Fixture
-from fsdp2_lint.runtime.record import RunRecord
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.record import RunRecord
+from fsdp2_lint.runtime.evidence.registry import EVIDENCE_KINDS, Evidence, describe_expected, matches, observe
+from fsdp2_lint.runtime.harness.fixtures import Fixture
 
 
 class Verdict(enum.Enum):

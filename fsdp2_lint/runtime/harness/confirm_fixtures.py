@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsdp2_lint.runtime.device import Device, can_reproduce, choose_device
-from fsdp2_lint.runtime.fixtures import Fixture, discover
-from fsdp2_lint.runtime.pool import HarnessError, RankPool
-from fsdp2_lint.runtime.record import RunSpec
-from fsdp2_lint.runtime.report import RunSettings
-from fsdp2_lint.runtime.torchrun_launcher import TorchrunLauncher
-from fsdp2_lint.runtime.verdict import FixtureResult, judge, not_runnable
+from fsdp2_lint.runtime.evidence.device import Device, can_reproduce, choose_device
+from fsdp2_lint.runtime.evidence.record import RunSpec
+from fsdp2_lint.runtime.harness.fixtures import Fixture, discover
+from fsdp2_lint.runtime.harness.report import RunSettings
+from fsdp2_lint.runtime.harness.verdict import FixtureResult, judge, not_runnable
+from fsdp2_lint.runtime.launch.pool import HarnessError, RankPool
+from fsdp2_lint.runtime.launch.torchrun import TorchrunLauncher
 
 LAUNCHERS = ("pool", "torchrun")
 

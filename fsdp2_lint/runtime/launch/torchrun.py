@@ -19,11 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.device import CPU, CUDA, Device, choose_device
-from fsdp2_lint.runtime.processes import SAFE_PATH_PRELUDE, python_module
-from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect, read_tail
-from fsdp2_lint.runtime.signals import STACK_GRACE_SECONDS, dump_stacks
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.device import CPU, CUDA, Device, choose_device
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec, collect, read_tail
+from fsdp2_lint.runtime.evidence.signals import STACK_GRACE_SECONDS, dump_stacks
+from fsdp2_lint.runtime.launch.processes import SAFE_PATH_PRELUDE, python_module
 
 TERMINATE_GRACE_SECONDS = 5.0  # torchrun's time to stop its ranks and report, once asked to stop
 # torchrun's failure report: one block per rank that failed before torchrun stopped the others
@@ -38,7 +38,7 @@ class _Abandoned(Exception):
 class TorchrunLauncher:
     def __init__(self, nproc: int, device_request: str, jobs: int = 1) -> None:
         self.nproc = nproc
-        self.device_request = device_request  # resolved by each rank (rank_main), reported in its events
+        self.device_request = device_request  # resolved by each rank (rank.main), reported in its events
         self.jobs = jobs
         self._visible_gpus: int | None = None
         self._launches: set[subprocess.Popen] = set()  # keepers of the launches running now
@@ -109,11 +109,11 @@ class TorchrunLauncher:
         """Every Python here runs without the current directory on sys.path (see :mod:`.processes`);
         the ranks run the script as ``python SCRIPT`` would, in ``cwd``."""
         command = [
-            *python_module("fsdp2_lint.runtime.keeper"), "--parent", str(os.getpid()),
+            *python_module("fsdp2_lint.runtime.launch.keeper"), "--parent", str(os.getpid()),
             "--grace", str(TERMINATE_GRACE_SECONDS), "--",
             *python_module("torch.distributed.run"), "--standalone", f"--nproc_per_node={self.nproc}", "--no-python",
             "--log-dir", str(spec.run_dir.resolve() / "torchrun-logs"),  # not a torchelastic_* left in the TMPDIR
-            *python_module("fsdp2_lint.runtime.rank_main"), "--run-dir", str(spec.run_dir.resolve()),
+            *python_module("fsdp2_lint.runtime.rank.main"), "--run-dir", str(spec.run_dir.resolve()),
             "--device", self.device_request,
             *(["--trace-lines"] if spec.trace_lines else []),
             str(spec.script.resolve()), *spec.argv,
