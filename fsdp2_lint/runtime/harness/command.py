@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from fsdp2_lint.runtime.evidence.device import DEVICE_CHOICES, DeviceUnavailable
+from fsdp2_lint.runtime.launch.launcher import LAUNCHERS, HarnessError
 from fsdp2_lint.runtime.launch.processes import exit_like
 
 INSTALL_HINT = (
@@ -77,7 +78,7 @@ def _run_root(keep: Path | None) -> Iterator[Path]:
                    f"{SCRIPT_TIMEOUT_SECONDS:g} for SCRIPT].")  # fmt: skip
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Fixture runs at a time [default: CPU cores / nproc, at least 2; 2 on CUDA].")  # fmt: skip
-@click.option("--launcher", type=click.Choice(["pool", "torchrun"]), default="pool", show_default=True,
+@click.option("--launcher", type=click.Choice(LAUNCHERS), default="pool", show_default=True,
               help="pool: rank servers import torch once and fork each run; "
                    "torchrun: one torchrun per fixture.")  # fmt: skip
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -111,7 +112,6 @@ def confirm(
         click.echo(INSTALL_HINT, err=True)
         sys.exit(2)
     from fsdp2_lint.runtime.harness.fixtures import UnknownRule
-    from fsdp2_lint.runtime.launch.pool import HarnessError
 
     try:
         with _terminating_signals_unwind(), _run_root(keep_runs) as root:

@@ -24,7 +24,8 @@ from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec
 from fsdp2_lint.runtime.evidence.registry import Evidence, matches, observe
 from fsdp2_lint.runtime.harness.fixtures import UnknownRule
 from fsdp2_lint.runtime.harness.report import evidence_json, report_console
-from fsdp2_lint.runtime.launch.torchrun import TorchrunLauncher
+from fsdp2_lint.runtime.launch.factory import make_launcher
+from fsdp2_lint.runtime.launch.launcher import HarnessError
 
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"  # the run went through the line without the rule's failure
@@ -147,12 +148,10 @@ def run_script_check(
         cwd=Path.cwd(),  # the script runs where the user runs it
         trace_lines=True,
     )
-    with TorchrunLauncher(nproc, device_request) as launcher:
-        run = launcher.run(spec)
+    with make_launcher("torchrun", nproc, device_request, run_root) as launcher:
+        (run,) = launcher.run_all([spec])
     errors = run.harness_errors()
     if errors:
-        from fsdp2_lint.runtime.launch.pool import HarnessError
-
         raise HarnessError("; ".join(sorted(set(errors))))
     static, runtime_only = compare(diagnostics, run, rules)
     failed = any(item.status == CONFIRMED for item in static) or bool(runtime_only) or not run.completed()

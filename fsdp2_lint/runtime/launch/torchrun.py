@@ -23,6 +23,7 @@ from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.device import CPU, CUDA, Device, choose_device
 from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec, collect, read_tail
 from fsdp2_lint.runtime.evidence.signals import STACK_GRACE_SECONDS, dump_stacks
+from fsdp2_lint.runtime.launch.launcher import default_jobs
 from fsdp2_lint.runtime.launch.processes import SAFE_PATH_PRELUDE, python_module
 
 TERMINATE_GRACE_SECONDS = 5.0  # torchrun's time to stop its ranks and report, once asked to stop
@@ -36,10 +37,13 @@ class _Abandoned(Exception):
 
 
 class TorchrunLauncher:
-    def __init__(self, nproc: int, device_request: str, jobs: int = 1) -> None:
+    """A :class:`~fsdp2_lint.runtime.launch.launcher.Launcher`; :meth:`run_all` yields records in the
+    order of the specs."""
+
+    def __init__(self, nproc: int, device_request: str, jobs: int | None = None) -> None:
         self.nproc = nproc
         self.device_request = device_request  # resolved by each rank (rank.main), reported in its events
-        self.jobs = jobs
+        self._requested_jobs = jobs
         self._visible_gpus: int | None = None
         self._launches: set[subprocess.Popen] = set()  # keepers of the launches running now
         self._stopping = False  # run_all was left early: start no more launches
@@ -52,6 +56,14 @@ class TorchrunLauncher:
 
     def __exit__(self, *exc: object) -> None:
         pass
+
+    @property
+    def device(self) -> Device | None:
+        return None  # each rank resolves --device itself
+
+    @property
+    def jobs(self) -> int:
+        return self._requested_jobs or default_jobs(self.nproc, self.device_request)
 
     def visible_gpus(self) -> int:
         """Only needed to rule out fixtures that need GPUs; costs one torch import."""
