@@ -36,7 +36,7 @@ from fsdp2_lint.runtime.harness.fixtures import Fixture
 
 scripts = [Path(path) for path in sys.argv[1].split(",")]
 fixtures = [Fixture("FSDP005", script, RuntimeSignature("crash")) for script in scripts]
-confirm_fixtures.discover = lambda codes, root=None: (fixtures, [])
+confirm_fixtures.discover = lambda rules, root=None: (fixtures, [])
 from fsdp2_lint.cli import main
 
 sys.argv = ["fsdp2-lint", "confirm", *sys.argv[2:]]

@@ -67,15 +67,13 @@ def observe(run: RunRecord) -> list[Evidence]:
 
 
 def matches(evidence: Evidence, signature: RuntimeSignature) -> bool:
-    kind = EVIDENCE_KINDS.get(signature.evidence)
-    return kind is not None and kind.matches(evidence, signature)
+    """Whether the evidence is the failure the signature declares (whose kind is registered: the
+    harness selects no rule whose signature names another)."""
+    return EVIDENCE_KINDS[signature.evidence].matches(evidence, signature)
 
 
 def describe_expected(signature: RuntimeSignature) -> str:
-    kind = EVIDENCE_KINDS.get(signature.evidence)
-    if kind is None:
-        return f"{signature.evidence} (no such evidence kind in this harness)"
-    return kind.describe(signature)
+    return EVIDENCE_KINDS[signature.evidence].describe(signature)
 
 
 def _shorten(text: str) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsdp2_lint.rule import Rule
 from fsdp2_lint.runtime.evidence.device import Device, can_reproduce, choose_device
 from fsdp2_lint.runtime.evidence.record import RunSpec
 from fsdp2_lint.runtime.harness.fixtures import Fixture, discover
@@ -26,7 +27,7 @@ class FixtureReport:
 
 
 def confirm_fixtures(
-    codes: Sequence[str],
+    rules: Sequence[type[Rule]],
     device_request: str,
     nproc: int,
     timeout: float,
@@ -37,7 +38,7 @@ def confirm_fixtures(
     on_result: Callable[[FixtureResult], None] = lambda result: None,
 ) -> FixtureReport:
     started = time.monotonic()
-    fixtures, notes = discover(codes, fixtures_root)
+    fixtures, notes = discover(rules, fixtures_root)
     launcher = make_launcher(launcher_name, nproc, device_request, run_root, jobs)
     results: dict[Fixture, FixtureResult] = {}
     device: Device | None = None
