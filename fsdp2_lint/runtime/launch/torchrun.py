@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -24,7 +23,7 @@ from fsdp2_lint.runtime.evidence.device import CPU, CUDA, Device, choose_device
 from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec, collect, read_tail
 from fsdp2_lint.runtime.evidence.signals import STACK_GRACE_SECONDS, dump_stacks
 from fsdp2_lint.runtime.launch.launcher import default_jobs
-from fsdp2_lint.runtime.launch.processes import SAFE_PATH_PRELUDE, python_module
+from fsdp2_lint.runtime.launch.processes import python_module
 
 TERMINATE_GRACE_SECONDS = 5.0  # torchrun's time to stop its ranks and report, once asked to stop
 # torchrun's failure report: one block per rank that failed before torchrun stopped the others
@@ -69,9 +68,8 @@ class TorchrunLauncher:
         """Only needed to rule out fixtures that need GPUs; costs one torch import."""
         if self._visible_gpus is None:
             answer = subprocess.run(
-                [sys.executable, "-c", SAFE_PATH_PRELUDE + "import torch\nprint(torch.cuda.device_count())"],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
+                python_module("fsdp2_lint.runtime.rank.gpus"), capture_output=True, text=True, check=True
+            )
             self._visible_gpus = int(answer.stdout.strip() or 0)
         return self._visible_gpus
 
