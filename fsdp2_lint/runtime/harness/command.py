@@ -70,6 +70,8 @@ def _run_root(keep: Path | None) -> Iterator[Path]:
 def _selected_rules(
     context: click.Context, parameter: click.Parameter, codes: tuple[str, ...]
 ) -> tuple[type[Rule], ...]:
+    """``--rule`` codes -> the selected rules, checked before anything runs (imported here so that
+    the other commands do not load the evidence registry)."""
     from fsdp2_lint.runtime.harness.selection import UnknownRule, select_rules
 
     try:
