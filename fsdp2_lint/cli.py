@@ -25,7 +25,7 @@ from fsdp2_lint.output import FORMATS, Fixing, console, printable, rule_markdown
 from fsdp2_lint.parallel import LintTask, lint_each
 from fsdp2_lint.rule import Rule, all_rules
 from fsdp2_lint.runner import SettingsResolver, check_path
-from fsdp2_lint.runtime.command import confirm
+from fsdp2_lint.runtime.harness.command import confirm
 
 
 def _codes(values: tuple[str, ...]) -> tuple[str, ...]:

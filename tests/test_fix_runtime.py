@@ -14,11 +14,11 @@ from fixture_marks import fixture_files
 
 from fsdp2_lint.engine import fix_source
 from fsdp2_lint.rule import all_rules
-from fsdp2_lint.runtime.confirm_fixtures import default_jobs
-from fsdp2_lint.runtime.fixtures import Fixture
-from fsdp2_lint.runtime.pool import RankPool
-from fsdp2_lint.runtime.record import RunSpec
-from fsdp2_lint.runtime.verdict import Verdict, judge
+from fsdp2_lint.runtime.evidence.record import RunSpec
+from fsdp2_lint.runtime.harness.fixtures import Fixture
+from fsdp2_lint.runtime.harness.verdict import Verdict, judge
+from fsdp2_lint.runtime.launch.launcher import default_jobs
+from fsdp2_lint.runtime.launch.pool import RankPool
 
 SIGNATURES = {rule.code: rule.signature for rule in all_rules()}
 

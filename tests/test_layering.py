@@ -1,8 +1,9 @@
 """The package's layering: imports run only downward (no module imports one that imports it back,
-directly or through others, at module level or inside a function), the linter outside
-``fsdp2_lint/runtime/`` never imports torch, and reading the configuration (which names FSDP000)
-loads no parser. Inside ``fsdp2_lint/analysis/`` each module belongs to a layer and imports only
-lower ones, no module grows past ``ANALYSIS_MAX_LINES``, and rules never reach into the interpreter."""
+directly or through others, at module level or inside a function), nothing outside
+``fsdp2_lint/runtime/rank/`` (the code that runs inside rank processes) imports torch, and reading
+the configuration (which names FSDP000) loads no parser. Inside ``fsdp2_lint/analysis/`` each module
+belongs to a layer and imports only lower ones, no module grows past ``ANALYSIS_MAX_LINES``, and
+rules never reach into the interpreter."""
 
 from __future__ import annotations
 
@@ -82,14 +83,67 @@ def test_the_cycle_check_sees_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_only_the_runtime_imports_torch():
+RANK_PROCESSES = "fsdp2_lint.runtime.rank"
+# Imports the modules named on the command line, and every rule, with torch blocked; prints, one a
+# line, each that failed, or that tried torch and went on without it.
+IMPORT_WITHOUT_TORCH = """
+import importlib, sys
+
+tried = []
+
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            tried.append(name)
+            raise ImportError(f"torch is blocked: {name}")
+        return None
+
+sys.meta_path.insert(0, NoTorch())
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+        if name == "fsdp2_lint.rule":
+            importlib.import_module(name).all_rules()
+    except ImportError as error:
+        print(f"{name}: {error}")
+    else:
+        if tried:
+            print(f"{name}: tried {tried} and went on without it")
+    tried.clear()
+"""
+
+
+def _outside_the_rank_processes(name: str) -> bool:
+    return name != RANK_PROCESSES and not name.startswith(RANK_PROCESSES + ".")
+
+
+def _failing_without_torch(modules: list[str]) -> list[str]:
+    run = subprocess.run([sys.executable, "-c", IMPORT_WITHOUT_TORCH, *modules], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
+def test_only_the_rank_processes_import_torch():
     importers = sorted(
         name
         for name, path in _modules().items()
-        if not name.startswith("fsdp2_lint.runtime")
+        if _outside_the_rank_processes(name)
         and any(module == "torch" or module.startswith("torch.") for module in _imported(name, path))
     )
     assert importers == []
+
+
+def test_every_module_outside_the_rank_processes_and_every_rule_imports_without_torch():
+    # fsdp2_lint.__main__ runs the CLI when imported; it imports fsdp2_lint.cli, which is here
+    modules = sorted(name for name in _modules() if _outside_the_rank_processes(name) and name != "fsdp2_lint.__main__")
+    assert "fsdp2_lint.runtime.harness.command" in modules and "fsdp2_lint.rule" in modules
+    assert _failing_without_torch(modules) == []
+
+
+def test_the_torch_block_stops_the_rank_processes_code():
+    assert _failing_without_torch(["fsdp2_lint.runtime.rank.probes"]) == [
+        "fsdp2_lint.runtime.rank.probes: torch is blocked: torch"
+    ]
 
 
 def test_configuration_and_diagnostics_need_no_parser():

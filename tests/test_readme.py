@@ -20,7 +20,7 @@ from test_cli import BAD
 from fsdp2_lint import __version__
 from fsdp2_lint.cli import main
 from fsdp2_lint.output import FORMATS, HOMEPAGE
-from fsdp2_lint.runtime.command import confirm
+from fsdp2_lint.runtime.harness.command import confirm
 
 try:
     import tomllib

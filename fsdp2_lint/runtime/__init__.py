@@ -1,14 +1,15 @@
 """Runtime confirmation harness: run training scripts under torchrun with probes and judge the run.
 
-Nothing in this package imports torch at import time except the modules that only ever run inside
-a rank process (:mod:`.probes`, :mod:`.rank`, :mod:`.rank_main`, :mod:`.rank_server`), so the CLI
-and the static linter stay importable without torch.
+Four layers, imports running downward only:
 
-Flow: a launcher (:mod:`.pool` — rank servers that import torch once and fork a child per fixture —
-or :mod:`.torchrun_launcher` — one torchrun per script) runs each script with probes installed
-(:mod:`.probes`); every rank writes structured events to a run directory (:mod:`.events`);
-:mod:`.record` collects them, :mod:`.evidence` turns them into evidence, :mod:`.verdict` judges
-fixtures against their rule's declared runtime signature and :mod:`.report` prints the result.
-:mod:`.processes` keeps every process the harness starts from importing the current directory's
-modules, and from outliving its run (keepers: :mod:`.keeper`, and one per pooled rank).
+- :mod:`.harness` — the parent side of ``fsdp2-lint confirm``: the command, fixture discovery,
+  running fixtures or a script, verdicts, reports.
+- :mod:`.launch` — the launchers (pooled rank servers, or one torchrun per run) behind one
+  interface, stall detection, and the processes that keep every run contained.
+- :mod:`.evidence` — the contract between ranks and harness: event kinds, run records, the
+  evidence registry, the device a run uses.
+- :mod:`.rank` — what runs inside a rank process: entry points, rank server, probes. The launchers
+  start it by module path; nothing else imports it.
+
+Only :mod:`.rank` imports torch, so the CLI and the static linter stay importable without it.
 """

@@ -5,13 +5,13 @@ from collections.abc import Callable
 import pytest
 from runtime_helpers import script_source
 
-from fsdp2_lint.runtime.record import RunRecord, RunSpec
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec
 
 
 @pytest.fixture(scope="session")
 def pool(tmp_path_factory):
     """One rank pool (2 ranks, CPU) for every probe test: torch is imported once."""
-    from fsdp2_lint.runtime.pool import RankPool
+    from fsdp2_lint.runtime.launch.pool import RankPool
 
     with RankPool(2, "cpu", jobs=2, log_dir=tmp_path_factory.mktemp("pool")) as started:
         yield started

@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from fsdp2_lint.runtime.device import CPU
-from fsdp2_lint.runtime.record import RunRecord, RunSpec
+from fsdp2_lint.runtime.evidence.device import CPU
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec
 
 START = {"kind": "start", "pid": 1}
 EXIT = {"kind": "exit", "code": 0}

@@ -31,12 +31,12 @@ CONFIRM_FAULTS = """
 import sys
 from pathlib import Path
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime import confirm_fixtures
-from fsdp2_lint.runtime.fixtures import Fixture
+from fsdp2_lint.runtime.harness import confirm_fixtures
+from fsdp2_lint.runtime.harness.fixtures import Fixture
 
 scripts = [Path(path) for path in sys.argv[1].split(",")]
 fixtures = [Fixture("FSDP005", script, RuntimeSignature("crash")) for script in scripts]
-confirm_fixtures.discover = lambda codes, root=None: (fixtures, [])
+confirm_fixtures.discover = lambda rules, root=None: (fixtures, [])
 from fsdp2_lint.cli import main
 
 sys.argv = ["fsdp2-lint", "confirm", *sys.argv[2:]]

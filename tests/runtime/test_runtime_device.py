@@ -1,4 +1,5 @@
-"""Device selection with mocked GPU counts (no GPU here), and what needs GPUs is not run on CPU."""
+"""Device selection with mocked GPU counts (no GPU here), what needs GPUs is not run on CPU, and how a
+launcher is chosen and sized."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from pathlib import Path
 import pytest
 
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime.confirm_fixtures import _why_not_runnable
-from fsdp2_lint.runtime.device import CPU, CUDA, DeviceUnavailable, can_reproduce, choose_device
-from fsdp2_lint.runtime.fixtures import Fixture
+from fsdp2_lint.runtime.evidence.device import CPU, CUDA, DeviceUnavailable, can_reproduce, choose_device
+from fsdp2_lint.runtime.harness.confirm_fixtures import _why_not_runnable
+from fsdp2_lint.runtime.harness.fixtures import Fixture
+from fsdp2_lint.runtime.launch.factory import make_launcher
+from fsdp2_lint.runtime.launch.launcher import LAUNCHERS, default_jobs
+from fsdp2_lint.runtime.launch.pool import RankPool
+from fsdp2_lint.runtime.launch.torchrun import TorchrunLauncher
 
 
 @pytest.mark.parametrize(
@@ -62,10 +67,24 @@ def test_gpu_only_fixtures_are_not_runnable_on_cpu():
 
 
 def test_default_jobs_keep_two_runs_going_on_small_cpus_and_two_on_cuda(monkeypatch):
-    from fsdp2_lint.runtime.confirm_fixtures import default_jobs
-
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     assert default_jobs(2, "cpu") == 2
     monkeypatch.setattr("os.cpu_count", lambda: 16)
     assert default_jobs(2, "cpu") == 8
     assert default_jobs(2, "cuda") == 2
+
+
+def test_the_factory_makes_the_launcher_each_name_picks_with_jobs_as_asked_or_the_devices_default(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert {name: type(make_launcher(name, 2, "cpu", tmp_path)) for name in LAUNCHERS} == {
+        "pool": RankPool,
+        "torchrun": TorchrunLauncher,
+    }
+    assert [make_launcher(name, 2, "cpu", tmp_path, jobs=3).jobs for name in LAUNCHERS] == [3, 3]
+    assert make_launcher("torchrun", 2, "cpu", tmp_path).jobs == default_jobs(2, "cpu") == 8
+    assert make_launcher("torchrun", 2, "cuda", tmp_path).jobs == 2
+    assert make_launcher("pool", 2, "cpu", tmp_path).device is None  # known once its servers are up
+    with pytest.raises(ValueError, match="unknown launcher 'mpirun'"):
+        make_launcher("mpirun", 2, "cpu", tmp_path)

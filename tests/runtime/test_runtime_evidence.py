@@ -8,10 +8,10 @@ import pytest
 from runtime_helpers import EXIT, START, synthetic_record
 
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime.evidence import EVIDENCE_KINDS, describe_expected, matches, observe
-from fsdp2_lint.runtime.fixtures import Fixture
-from fsdp2_lint.runtime.record import StackSite, parse_stack
-from fsdp2_lint.runtime.verdict import Verdict, judge
+from fsdp2_lint.runtime.evidence.record import StackSite, parse_stack
+from fsdp2_lint.runtime.evidence.registry import EVIDENCE_KINDS, describe_expected, matches, observe
+from fsdp2_lint.runtime.harness.fixtures import Fixture
+from fsdp2_lint.runtime.harness.verdict import Verdict, judge
 
 NO_SYNC = RuntimeSignature("exception", ("AttributeError",), r"has no attribute 'no_sync'")
 PARAMS_UNCHANGED = RuntimeSignature("params_unchanged")

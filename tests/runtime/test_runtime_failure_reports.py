@@ -12,12 +12,12 @@ import pytest
 from runtime_helpers import START, line_of, synthetic_record
 
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime.device import CPU
-from fsdp2_lint.runtime.evidence import observe
-from fsdp2_lint.runtime.fixtures import Fixture
-from fsdp2_lint.runtime.record import RunRecord, RunSpec
-from fsdp2_lint.runtime.torchrun_launcher import TorchrunLauncher
-from fsdp2_lint.runtime.verdict import judge
+from fsdp2_lint.runtime.evidence.device import CPU
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec
+from fsdp2_lint.runtime.evidence.registry import observe
+from fsdp2_lint.runtime.harness.fixtures import Fixture
+from fsdp2_lint.runtime.harness.verdict import judge
+from fsdp2_lint.runtime.launch.torchrun import TorchrunLauncher
 
 FAULTS = Path(__file__).parent / "fault_scripts"
 RANKS = 2

@@ -6,9 +6,9 @@ from __future__ import annotations
 from runtime_helpers import line_of, script_source
 
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.evidence import matches, observe
-from fsdp2_lint.runtime.stall import STALL_SECONDS
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.registry import matches, observe
+from fsdp2_lint.runtime.launch.stall import STALL_SECONDS
 
 
 def kinds(record) -> list[str]:

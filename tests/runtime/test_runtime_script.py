@@ -13,9 +13,9 @@ from runtime_helpers import EXIT, START, line_of, synthetic_record
 from fsdp2_lint.diagnostics import Diagnostic, Severity
 from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import all_rules
-from fsdp2_lint.runtime.confirm_script import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, compare
-from fsdp2_lint.runtime.fixtures import fixtures_root
-from fsdp2_lint.runtime.record import RunSpec
+from fsdp2_lint.runtime.evidence.record import RunSpec
+from fsdp2_lint.runtime.harness.confirm_script import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, compare
+from fsdp2_lint.runtime.harness.fixtures import fixtures_root
 
 EXPECT_MARK = re.compile(r"\s*# expect: FSDP\d{3}(, FSDP\d{3})*")
 

@@ -8,11 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsdp2_lint.rule import RuntimeSignature, all_rules
-
-
-class UnknownRule(Exception):
-    pass
+from fsdp2_lint.rule import Rule, RuntimeSignature, all_rules
 
 
 @dataclass(frozen=True)
@@ -38,23 +34,18 @@ def fixtures_root() -> Path:
     return root
 
 
-def discover(codes: Sequence[str] = (), root: Path | None = None) -> tuple[list[Fixture], list[str]]:
-    """Fixtures of the selected rules (all rules when ``codes`` is empty), in rule and name order,
-    and notes about rules without fixtures and fixture folders without a rule."""
+def discover(rules: Sequence[type[Rule]], root: Path | None = None) -> tuple[list[Fixture], list[str]]:
+    """Fixtures of ``rules`` (see :func:`.selection.select_rules`), in rule and name order, and notes
+    about rules without fixtures and, when every rule is selected, fixture folders without a rule."""
     root = root or fixtures_root()
-    rules = {rule.code: rule for rule in all_rules()}
-    unknown = sorted(set(codes) - set(rules))
-    if unknown:
-        raise UnknownRule(f"unknown rule(s): {', '.join(unknown)}")
-    selected = sorted(codes or rules)
     fixtures, notes = [], []
-    for code in selected:
-        paths = sorted(root.glob(f"{code}/bad_*.py")) + sorted(root.glob(f"{code}/good_*.py"))
+    for rule in rules:
+        paths = sorted(root.glob(f"{rule.code}/bad_*.py")) + sorted(root.glob(f"{rule.code}/good_*.py"))
         if not paths:
-            notes.append(f"{code} has no fixtures")
-        fixtures.extend(Fixture(code, path, rules[code].signature) for path in paths)
-    if not codes:
+            notes.append(f"{rule.code} has no fixtures")
+        fixtures.extend(Fixture(rule.code, path, rule.signature) for path in paths)
+    if set(rules) == set(all_rules()):
         folders = (path.name for path in root.iterdir() if path.is_dir() and path.name.startswith("FSDP"))
-        orphans = sorted(name for name in folders if name not in rules)
+        orphans = sorted(name for name in folders if name not in {rule.code for rule in rules})
         notes.extend(f"{name}: fixtures without a rule (not run)" for name in orphans)
     return fixtures, notes

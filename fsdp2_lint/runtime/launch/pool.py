@@ -1,5 +1,5 @@
 """Pooled mode, harness side: N rank servers import torch once; each run is a forked child per rank
-(torch-free here; see :mod:`.rank_server` for the other side and the protocol).
+(torch-free here; see :mod:`fsdp2_lint.runtime.rank.server` for the other side and the protocol).
 
 Every run gets its own rendezvous (a fresh ``MASTER_PORT``, its own TCPStore hosted by its rank 0),
 its own run directory and its own process group per rank, so a crash or hang in one run is that
@@ -27,21 +27,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.device import Device, choose_device
-from fsdp2_lint.runtime.processes import python_module
-from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect, tail_lines
-from fsdp2_lint.runtime.stall import StallWatch
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.device import Device, choose_device
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec, collect, tail_lines
+from fsdp2_lint.runtime.launch.launcher import HarnessError, default_jobs
+from fsdp2_lint.runtime.launch.processes import python_module
+from fsdp2_lint.runtime.launch.stall import StallWatch
 
 STARTUP_TIMEOUT_SECONDS = 180.0  # importing torch on a loaded 2-core runner
 PEER_FAILURE_GRACE_SECONDS = 2.0  # time other ranks get to fail on their own before being stopped
 MAX_IDLE_RUNS = 8  # runs expected to hang wait idle, so they do not count against --jobs
 STALL_POLL_SECONDS = 0.25  # how often running runs are checked for a stall
 ADDRESS_IN_USE = re.compile(r"EADDRINUSE|[Aa]ddress already in use")
-
-
-class HarnessError(Exception):
-    """The harness itself could not run (no torch in the ranks, no GPUs for --device cuda, ...)."""
 
 
 @dataclass
@@ -79,19 +76,19 @@ class _Run:
 
 
 class RankPool:
-    """Use as a context manager; :meth:`run_all` runs specs and yields records as runs finish."""
+    """A :class:`~fsdp2_lint.runtime.launch.launcher.Launcher`; :meth:`run_all` yields records as runs finish."""
 
-    def __init__(self, nproc: int, device_request: str, log_dir: Path, jobs: int = 1) -> None:
+    def __init__(self, nproc: int, device_request: str, log_dir: Path, jobs: int | None = None) -> None:
         self.nproc = nproc
         self.device_request = device_request
-        self.jobs = jobs
         self.log_dir = log_dir
         self.servers: list[_Server] = []
+        self._requested_jobs = jobs
         self._visible_gpus = 0
-        self.device: Device | None = None
+        self._device: Device | None = None  # known once the servers are up
         self._ports: set[int] = set()
         self._retried: set[RunSpec] = set()  # runs already re-run once after losing the port race
-        self._jobs = 0
+        self._launched = 0
 
     def __enter__(self) -> RankPool:
         try:
@@ -112,7 +109,7 @@ class RankPool:
             log = self.log_dir / f"server-rank{rank}.log"
             with open(log, "wb") as out:
                 process = subprocess.Popen(
-                    [*python_module("fsdp2_lint.runtime.rank_server"),
+                    [*python_module("fsdp2_lint.runtime.rank.server"),
                      "--control-fd", str(theirs.fileno()), "--rank", str(rank)],
                     pass_fds=[theirs.fileno()], stdout=out, stderr=subprocess.STDOUT, env=env,
                 )  # fmt: skip
@@ -123,7 +120,17 @@ class RankPool:
         if errors:
             raise HarnessError("rank servers could not start:\n" + "\n".join(errors))
         self._visible_gpus = hellos[0]["gpus"]
-        self.device = choose_device(self.device_request, self.nproc, self._visible_gpus)
+        self._device = choose_device(self.device_request, self.nproc, self._visible_gpus)
+
+    @property
+    def device(self) -> Device | None:
+        return self._device
+
+    @property
+    def jobs(self) -> int:
+        return self._requested_jobs or default_jobs(
+            self.nproc, self._device.kind if self._device else self.device_request
+        )
 
     def visible_gpus(self) -> int:
         return self._visible_gpus
@@ -190,9 +197,9 @@ class RankPool:
             self._launch(busy.popleft(), running)
 
     def _launch(self, spec: RunSpec, running: dict[str, _Run]) -> None:
-        assert self.device is not None
-        self._jobs += 1
-        job = f"run{self._jobs}"
+        assert self._device is not None
+        self._launched += 1
+        job = f"run{self._launched}"
         port = self._free_port()
         spec.run_dir.mkdir(parents=True, exist_ok=True)
         cwd = spec.cwd or events.output_dir(spec.run_dir)
@@ -208,7 +215,7 @@ class RankPool:
                     "run_dir": str(spec.run_dir.resolve()),
                     "cwd": str(cwd.resolve()),
                     "env": _rank_env(server.rank, self.nproc, port, job),
-                    "device": {"kind": self.device.kind, "backend": self.device.backend},
+                    "device": {"kind": self._device.kind, "backend": self._device.backend},
                     "world_size": self.nproc,
                     "trace_lines": spec.trace_lines,
                 }
@@ -256,11 +263,11 @@ class RankPool:
             self.servers[rank].send({"op": "stop", "job": run.job})
 
     def _record(self, run: _Run, now: float) -> RunRecord:
-        assert self.device is not None
+        assert self._device is not None
         return collect(
             run.spec,
             self.nproc,
-            self.device,
+            self._device,
             now - run.started,
             dict(run.returncodes),
             run.timed_out,

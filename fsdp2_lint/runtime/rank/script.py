@@ -1,6 +1,6 @@
 """Running the user's script on one rank, with probes, recording how it ended (imports torch).
 
-Shared by both launchers: :mod:`.rank_main` (under torchrun) and :mod:`.rank_server` (a forked
+Shared by both launchers: :mod:`.main` (under torchrun) and :mod:`.server` (a forked
 child per run). The script runs as ``__main__`` via runpy, exactly as ``python script.py`` would.
 """
 
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import torch
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.device import Device
-from fsdp2_lint.runtime.events import EventLog
-from fsdp2_lint.runtime.probe_core import CodeLocator
-from fsdp2_lint.runtime.probes import Probes, trace_script_lines
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.device import Device
+from fsdp2_lint.runtime.evidence.events import EventLog
+from fsdp2_lint.runtime.rank.probe_core import CodeLocator
+from fsdp2_lint.runtime.rank.probes import Probes, trace_script_lines
 
 MAX_MESSAGE = 4000
 MAX_TRACEBACK = 8000

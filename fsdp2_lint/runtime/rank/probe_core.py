@@ -19,8 +19,8 @@ import torch
 from torch.distributed.tensor import DTensor
 from torch.utils.weak import WeakIdKeyDictionary
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.events import EventLog
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.events import EventLog
 
 
 class CodeLocator:

@@ -1,7 +1,7 @@
 """Pool server of one rank: imports torch once, then forks one child per run (imports torch).
 
-``python -m fsdp2_lint.runtime.rank_server --control-fd FD --rank R`` is started by
-:class:`fsdp2_lint.runtime.pool.RankPool`, which talks to it in JSON lines over the socket FD:
+``python -m fsdp2_lint.runtime.rank.server --control-fd FD --rank R`` is started by
+:class:`fsdp2_lint.runtime.launch.pool.RankPool`, which talks to it in JSON lines over the socket FD:
 
 - server → harness: ``{"op": "hello", "rank", "gpus", "torch"}`` or ``{"op": "hello", "error"}``;
   ``{"op": "done", "job", "rank", "returncode"}`` when a run's child has exited;
@@ -13,7 +13,7 @@ Fork safety: the server is single-threaded, never initialises a process group or
 no tensor op, so each child starts from a clean torch (the GPU count is taken in a throwaway
 child).
 
-Each run's child is a keeper (see :mod:`.processes`) that forks the rank itself: it passes the
+Each run's child is a keeper (see :mod:`fsdp2_lint.runtime.launch.processes`) that forks the rank itself: it passes the
 harness's stack-dump request on to the rank, kills it on SIGTERM (a stop, the server's end), then
 kills whatever the rank left running, and ends as the rank did. Keeper and rank leave the
 harness's process group. A Ctrl-C or hang-up of the harness's terminal reaches the harness and
@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fsdp2_lint.lifetime import become_subreaper, die_with_parent
-from fsdp2_lint.runtime.device import Device
-from fsdp2_lint.runtime.processes import EX_SOFTWARE, exit_like, kill_orphans
-from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL, STACK_GRACE_SECONDS
+from fsdp2_lint.runtime.evidence.device import Device
+from fsdp2_lint.runtime.evidence.signals import STACK_DUMP_SIGNAL, STACK_GRACE_SECONDS
+from fsdp2_lint.runtime.launch.processes import EX_SOFTWARE, exit_like, kill_orphans
 
 POLL_SECONDS = 0.02
 # Ranks other than 0 wait, ready to run, until rank 0's TCPStore listens on MASTER_PORT: one that
@@ -67,7 +67,7 @@ WARM_IMPORTS = (
     "torch.distributed.checkpoint",
     "torch.distributed.checkpoint.state_dict",
     "torch._dynamo",
-    "fsdp2_lint.runtime.rank",
+    "fsdp2_lint.runtime.rank.script",
 )
 TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGHUP)
 KEEPER_STOP_SIGNALS = (signal.SIGTERM, *TERMINAL_SIGNALS)
@@ -76,7 +76,7 @@ KEEPER_STOP_SIGNALS = (signal.SIGTERM, *TERMINAL_SIGNALS)
 def main(argv: list[str] | None = None) -> int:
     for signum in TERMINAL_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    parser = argparse.ArgumentParser(prog="python -m fsdp2_lint.runtime.rank_server")
+    parser = argparse.ArgumentParser(prog="python -m fsdp2_lint.runtime.rank.server")
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--rank", type=int, required=True)
     options = parser.parse_args(argv)
@@ -279,7 +279,7 @@ def _child(job: dict[str, Any], rank: int, keeper: int) -> NoReturn:
         os.chdir(job["cwd"])
         if rank != 0:
             _wait_for_store(int(job["env"]["MASTER_PORT"]))
-        from fsdp2_lint.runtime.rank import run_script  # imported by the server already
+        from fsdp2_lint.runtime.rank.script import run_script  # imported by the server already
 
         code = run_script(
             Path(job["script"]),

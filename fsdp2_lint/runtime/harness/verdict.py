@@ -5,10 +5,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.evidence import EVIDENCE_KINDS, Evidence, describe_expected, matches, observe
-from fsdp2_lint.runtime.fixtures import Fixture
-from fsdp2_lint.runtime.record import RunRecord
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.record import RunRecord
+from fsdp2_lint.runtime.evidence.registry import Evidence, describe_expected, matches, observe
+from fsdp2_lint.runtime.harness.fixtures import Fixture
 
 
 class Verdict(enum.Enum):
@@ -46,8 +46,6 @@ def judge(fixture: Fixture, run: RunRecord) -> FixtureResult:
         confirmed = any(matches(evidence, fixture.signature) for evidence in observed)
         verdict = Verdict.CONFIRMED if confirmed else Verdict.NOT_CONFIRMED
         note = "" if confirmed or observed else _unfinished_note(run) or "ran to completion without the failure"
-        if fixture.signature.evidence not in EVIDENCE_KINDS:
-            note = f"this harness has no '{fixture.signature.evidence}' evidence kind yet"
     else:
         verdict = Verdict.CLEAN if run.completed() and not observed else Verdict.UNEXPECTED
         note = "" if verdict is Verdict.CLEAN else _unfinished_note(run)

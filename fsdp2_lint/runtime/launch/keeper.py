@@ -1,4 +1,4 @@
-"""``python -m fsdp2_lint.runtime.keeper --parent PID --grace SECONDS -- COMMAND...``: runs COMMAND
+"""``python -m fsdp2_lint.runtime.launch.keeper --parent PID --grace SECONDS -- COMMAND...``: runs COMMAND
 (a torchrun launch) so that nothing it starts outlives it (torch-free).
 
 torchrun starts every rank in a session of its own and the ranks may start processes of their own,
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from fsdp2_lint.lifetime import become_subreaper, die_with_parent
-from fsdp2_lint.runtime.processes import exit_like, kill_orphans
+from fsdp2_lint.runtime.launch.processes import exit_like, kill_orphans
 
 
 class Keeper:
@@ -56,7 +56,7 @@ class Keeper:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    parser = argparse.ArgumentParser(prog="python -m fsdp2_lint.runtime.keeper")
+    parser = argparse.ArgumentParser(prog="python -m fsdp2_lint.runtime.launch.keeper")
     parser.add_argument("--parent", type=int, required=True, help="the harness: its end stops COMMAND")
     parser.add_argument("--grace", type=float, required=True, help="seconds COMMAND gets to stop on SIGTERM")
     parser.add_argument("command", nargs=argparse.REMAINDER)

@@ -1,6 +1,6 @@
-"""Per-launch entry point of one rank, started by torchrun as ``python -m fsdp2_lint.runtime.rank_main
+"""Per-launch entry point of one rank, started by torchrun as ``python -m fsdp2_lint.runtime.rank.main
 --run-dir DIR [--device auto|cpu|cuda] [--trace-lines] SCRIPT [ARGS...]`` without the current
-directory on sys.path (see :func:`.processes.python_module`) (imports torch)."""
+directory on sys.path (see :func:`fsdp2_lint.runtime.launch.processes.python_module`) (imports torch)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import torch
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.device import DEVICE_CHOICES, DeviceUnavailable, choose_device
-from fsdp2_lint.runtime.events import EventLog
-from fsdp2_lint.runtime.rank import run_script
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.device import DEVICE_CHOICES, DeviceUnavailable, choose_device
+from fsdp2_lint.runtime.evidence.events import EventLog
+from fsdp2_lint.runtime.rank.script import run_script
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fsdp2_lint.runtime.rank_main")
+    parser = argparse.ArgumentParser(prog="python -m fsdp2_lint.runtime.rank.main")
     parser.add_argument("--run-dir", type=Path, required=True)
     parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
     parser.add_argument("--trace-lines", action="store_true")

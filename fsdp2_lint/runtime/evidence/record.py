@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.device import Device
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.device import Device
 
 Event = dict[str, Any]
 THREAD_LINE = re.compile(r"^(?:Current thread|Thread) (?P<thread>0x[0-9a-fA-F]+)")

@@ -33,13 +33,13 @@ from torch.distributed.tensor import DTensor
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils.weak import WeakIdKeyDictionary
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.events import EventLog
-from fsdp2_lint.runtime.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
-from fsdp2_lint.runtime.probe_core import ProbeCore
-from fsdp2_lint.runtime.signals import STACK_DUMP_SIGNAL
-from fsdp2_lint.runtime.tensors import count_tensors, local_tensor, same_bits
-from fsdp2_lint.runtime.value_probes import GradNormProbe, LoadProbe
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.events import EventLog
+from fsdp2_lint.runtime.evidence.signals import STACK_DUMP_SIGNAL
+from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
+from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
+from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
 
 # Steps of each optimizer whose effect on the model's parameters is measured. Each probed step
 # clones the local shards once, so later steps are left alone.

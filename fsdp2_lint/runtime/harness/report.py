@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fsdp2_lint.runtime.evidence import Evidence
-from fsdp2_lint.runtime.verdict import FixtureResult, Verdict
+from fsdp2_lint.runtime.evidence.registry import Evidence
+from fsdp2_lint.runtime.harness.verdict import FixtureResult, Verdict
 
 VERDICT_STYLES = {
     Verdict.CONFIRMED: "green",

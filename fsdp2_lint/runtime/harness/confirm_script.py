@@ -18,13 +18,13 @@ from rich.text import Text
 
 from fsdp2_lint.diagnostics import Diagnostic
 from fsdp2_lint.engine import lint_file
-from fsdp2_lint.rule import Rule, all_rules
-from fsdp2_lint.runtime.device import can_reproduce
-from fsdp2_lint.runtime.evidence import Evidence, matches, observe
-from fsdp2_lint.runtime.fixtures import UnknownRule
-from fsdp2_lint.runtime.record import RunRecord, RunSpec
-from fsdp2_lint.runtime.report import evidence_json, report_console
-from fsdp2_lint.runtime.torchrun_launcher import TorchrunLauncher
+from fsdp2_lint.rule import Rule
+from fsdp2_lint.runtime.evidence.device import can_reproduce
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec
+from fsdp2_lint.runtime.evidence.registry import Evidence, matches, observe
+from fsdp2_lint.runtime.harness.report import evidence_json, report_console
+from fsdp2_lint.runtime.launch.factory import make_launcher
+from fsdp2_lint.runtime.launch.launcher import HarnessError
 
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"  # the run went through the line without the rule's failure
@@ -130,14 +130,13 @@ def _unconfirmed_status(finding: _Finding, run: RunRecord, confirming: dict[int,
 def run_script_check(
     script: Path,
     script_args: Sequence[str],
-    codes: Sequence[str],
+    rules: Sequence[type[Rule]],
     device_request: str,
     nproc: int,
     timeout: float,
     run_root: Path,
     output_format: str,
 ) -> int:
-    rules = _select(codes)
     diagnostics = lint_file(script, rules, display_path=os.path.relpath(script))
     spec = RunSpec(
         script=script,
@@ -147,12 +146,10 @@ def run_script_check(
         cwd=Path.cwd(),  # the script runs where the user runs it
         trace_lines=True,
     )
-    with TorchrunLauncher(nproc, device_request) as launcher:
-        run = launcher.run(spec)
+    with make_launcher("torchrun", nproc, device_request, run_root) as launcher:
+        (run,) = launcher.run_all([spec])
     errors = run.harness_errors()
     if errors:
-        from fsdp2_lint.runtime.pool import HarnessError
-
         raise HarnessError("; ".join(sorted(set(errors))))
     static, runtime_only = compare(diagnostics, run, rules)
     failed = any(item.status == CONFIRMED for item in static) or bool(runtime_only) or not run.completed()
@@ -161,14 +158,6 @@ def run_script_check(
     else:
         _print(report_console(), script, run, static, runtime_only, failed)
     return 1 if failed else 0
-
-
-def _select(codes: Sequence[str]) -> list[type[Rule]]:
-    rules = list(all_rules())
-    unknown = sorted(set(codes) - {rule.code for rule in rules})
-    if unknown:
-        raise UnknownRule(f"unknown rule(s): {', '.join(unknown)}")
-    return [rule for rule in rules if not codes or rule.code in codes]
 
 
 def _outcome(run: RunRecord) -> str:

@@ -21,9 +21,9 @@ import torch.distributed.fsdp as fsdp
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP1
 from torch.distributed.tensor import DTensor
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.probe_core import ProbeCore
-from fsdp2_lint.runtime.tensors import count_tensors
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.tensors import count_tensors
 
 STATE_DICTS_PER_MODULE = 4  # state_dict() calls recorded per configured module
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.record import Event, RunRecord
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.record import Event, RunRecord
 
 MAX_SUMMARY_MESSAGE = 120
 
@@ -67,15 +67,13 @@ def observe(run: RunRecord) -> list[Evidence]:
 
 
 def matches(evidence: Evidence, signature: RuntimeSignature) -> bool:
-    kind = EVIDENCE_KINDS.get(signature.evidence)
-    return kind is not None and kind.matches(evidence, signature)
+    """Whether the evidence is the failure the signature declares (whose kind is registered: the
+    harness selects no rule whose signature names another)."""
+    return EVIDENCE_KINDS[signature.evidence].matches(evidence, signature)
 
 
 def describe_expected(signature: RuntimeSignature) -> str:
-    kind = EVIDENCE_KINDS.get(signature.evidence)
-    if kind is None:
-        return f"{signature.evidence} (no such evidence kind in this harness)"
-    return kind.describe(signature)
+    return EVIDENCE_KINDS[signature.evidence].describe(signature)
 
 
 def _shorten(text: str) -> str:
@@ -390,7 +388,7 @@ def describe_event(event: Event | None) -> str:
 @evidence_kind("hang", lambda signature: "hang (the ranks stop making progress)")
 def detect_hang(run: RunRecord) -> list[Evidence]:
     """Ranks still running when the timeout expired, or when the harness found them stuck (see
-    :mod:`.stall`), with the last event each reached and the line its stack dump was in."""
+    :mod:`fsdp2_lint.runtime.launch.stall`), with the last event each reached and the line its stack dump was in."""
     if not run.timed_out:
         return []
     parts, lines = [], []

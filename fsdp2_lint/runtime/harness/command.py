@@ -12,8 +12,10 @@ from pathlib import Path
 
 import click
 
-from fsdp2_lint.runtime.device import DEVICE_CHOICES, DeviceUnavailable
-from fsdp2_lint.runtime.processes import exit_like
+from fsdp2_lint.rule import Rule
+from fsdp2_lint.runtime.evidence.device import DEVICE_CHOICES, DeviceUnavailable
+from fsdp2_lint.runtime.launch.launcher import LAUNCHERS, HarnessError
+from fsdp2_lint.runtime.launch.processes import exit_like
 
 INSTALL_HINT = (
     "fsdp2-lint confirm runs training scripts under torchrun and needs PyTorch, which is not installed.\n"
@@ -65,10 +67,24 @@ def _run_root(keep: Path | None) -> Iterator[Path]:
         yield Path(root)
 
 
+def _selected_rules(
+    context: click.Context, parameter: click.Parameter, codes: tuple[str, ...]
+) -> tuple[type[Rule], ...]:
+    """``--rule`` codes -> the selected rules, checked before anything runs (imported here so that
+    the other commands do not load the evidence registry)."""
+    from fsdp2_lint.runtime.harness.selection import UnknownRule, select_rules
+
+    try:
+        return select_rules(codes)
+    except UnknownRule as error:
+        raise click.BadParameter(str(error), context, parameter) from None
+
+
 @click.command(name="confirm")
 @click.argument("script", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--rule", "codes", multiple=True, metavar="CODE", help="Only this rule (repeatable).")
+@click.option("--rule", "rules", multiple=True, metavar="CODE", callback=_selected_rules,
+              help="Only this rule (repeatable).")  # fmt: skip
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto", show_default=True,
               help="auto: CUDA + NCCL when every rank can have its own GPU, else CPU + gloo.")  # fmt: skip
 @click.option("--nproc", type=click.IntRange(min=1), default=2, show_default=True, help="Ranks per run.")
@@ -77,7 +93,7 @@ def _run_root(keep: Path | None) -> Iterator[Path]:
                    f"{SCRIPT_TIMEOUT_SECONDS:g} for SCRIPT].")  # fmt: skip
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Fixture runs at a time [default: CPU cores / nproc, at least 2; 2 on CUDA].")  # fmt: skip
-@click.option("--launcher", type=click.Choice(["pool", "torchrun"]), default="pool", show_default=True,
+@click.option("--launcher", type=click.Choice(LAUNCHERS), default="pool", show_default=True,
               help="pool: rank servers import torch once and fork each run; "
                    "torchrun: one torchrun per fixture.")  # fmt: skip
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -86,7 +102,7 @@ def _run_root(keep: Path | None) -> Iterator[Path]:
 def confirm(
     script: Path | None,
     script_args: tuple[str, ...],
-    codes: tuple[str, ...],
+    rules: tuple[type[Rule], ...],
     device: str,
     nproc: int,
     timeout: float | None,
@@ -110,20 +126,17 @@ def confirm(
     if not torch_available():
         click.echo(INSTALL_HINT, err=True)
         sys.exit(2)
-    from fsdp2_lint.runtime.fixtures import UnknownRule
-    from fsdp2_lint.runtime.pool import HarnessError
-
     try:
         with _terminating_signals_unwind(), _run_root(keep_runs) as root:
             if script is not None:
-                from fsdp2_lint.runtime.confirm_script import run_script_check
+                from fsdp2_lint.runtime.harness.confirm_script import run_script_check
 
                 code = run_script_check(
-                    script, script_args, codes, device, nproc, timeout or SCRIPT_TIMEOUT_SECONDS, root, output_format
+                    script, script_args, rules, device, nproc, timeout or SCRIPT_TIMEOUT_SECONDS, root, output_format
                 )
             else:
-                code = _run_fixtures(codes, device, nproc, timeout, jobs, launcher, root, output_format)
-    except (HarnessError, DeviceUnavailable, UnknownRule) as error:
+                code = _run_fixtures(rules, device, nproc, timeout, jobs, launcher, root, output_format)
+    except (HarnessError, DeviceUnavailable) as error:
         click.echo(f"fsdp2-lint confirm: {error}", err=True)
         sys.exit(2)
     except _Terminated as stop:
@@ -134,7 +147,7 @@ def confirm(
 
 
 def _run_fixtures(
-    codes: tuple[str, ...],
+    rules: tuple[type[Rule], ...],
     device: str,
     nproc: int,
     timeout: float | None,
@@ -143,10 +156,10 @@ def _run_fixtures(
     root: Path,
     output_format: str,
 ) -> int:
-    from fsdp2_lint.runtime.confirm_fixtures import confirm_fixtures
-    from fsdp2_lint.runtime.report import as_json, passed, print_table, report_console
+    from fsdp2_lint.runtime.harness.confirm_fixtures import confirm_fixtures
+    from fsdp2_lint.runtime.harness.report import as_json, passed, print_table, report_console
 
-    report = confirm_fixtures(codes, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs, launcher, root)
+    report = confirm_fixtures(rules, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs, launcher, root)
     if output_format == "json":
         click.echo(as_json(report.settings, report.results, report.notes, report.wall_seconds))
     else:

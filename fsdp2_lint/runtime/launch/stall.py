@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.record import parse_stack
-from fsdp2_lint.runtime.signals import dump_stacks
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.record import parse_stack
+from fsdp2_lint.runtime.evidence.signals import dump_stacks
 
 STALL_SECONDS = 5.0  # no event and no CPU for this long, on every unfinished rank
 # Share of one core under which a rank is not computing: a rank blocked in a gloo collective uses

@@ -21,9 +21,9 @@ import torch.nn.utils.clip_grad as clip_grad
 from torch.distributed.tensor import DTensor
 from torch.utils.weak import WeakIdKeyDictionary
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.probe_core import ProbeCore
-from fsdp2_lint.runtime.tensors import chunk_fingerprints, fingerprint, shard_layout
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.tensors import chunk_fingerprints, fingerprint, shard_layout
 
 MAX_FINGERPRINTED = 32  # parameters fingerprinted per fully_shard call
 NORMS_PER_LINE = 4  # norm calls recorded per line of user code (both ranks record the same ones)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -19,11 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
-from fsdp2_lint.runtime import events
-from fsdp2_lint.runtime.device import CPU, CUDA, Device, choose_device
-from fsdp2_lint.runtime.processes import SAFE_PATH_PRELUDE, python_module
-from fsdp2_lint.runtime.record import RunRecord, RunSpec, collect, read_tail
-from fsdp2_lint.runtime.signals import STACK_GRACE_SECONDS, dump_stacks
+from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.evidence.device import CPU, CUDA, Device, choose_device
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec, collect, read_tail
+from fsdp2_lint.runtime.evidence.signals import STACK_GRACE_SECONDS, dump_stacks
+from fsdp2_lint.runtime.launch.launcher import default_jobs
+from fsdp2_lint.runtime.launch.processes import python_module
 
 TERMINATE_GRACE_SECONDS = 5.0  # torchrun's time to stop its ranks and report, once asked to stop
 # torchrun's failure report: one block per rank that failed before torchrun stopped the others
@@ -36,10 +36,13 @@ class _Abandoned(Exception):
 
 
 class TorchrunLauncher:
-    def __init__(self, nproc: int, device_request: str, jobs: int = 1) -> None:
+    """A :class:`~fsdp2_lint.runtime.launch.launcher.Launcher`; :meth:`run_all` yields records in the
+    order of the specs."""
+
+    def __init__(self, nproc: int, device_request: str, jobs: int | None = None) -> None:
         self.nproc = nproc
-        self.device_request = device_request  # resolved by each rank (rank_main), reported in its events
-        self.jobs = jobs
+        self.device_request = device_request  # resolved by each rank (rank.main), reported in its events
+        self._requested_jobs = jobs
         self._visible_gpus: int | None = None
         self._launches: set[subprocess.Popen] = set()  # keepers of the launches running now
         self._stopping = False  # run_all was left early: start no more launches
@@ -53,13 +56,20 @@ class TorchrunLauncher:
     def __exit__(self, *exc: object) -> None:
         pass
 
+    @property
+    def device(self) -> Device | None:
+        return None  # each rank resolves --device itself
+
+    @property
+    def jobs(self) -> int:
+        return self._requested_jobs or default_jobs(self.nproc, self.device_request)
+
     def visible_gpus(self) -> int:
         """Only needed to rule out fixtures that need GPUs; costs one torch import."""
         if self._visible_gpus is None:
             answer = subprocess.run(
-                [sys.executable, "-c", SAFE_PATH_PRELUDE + "import torch\nprint(torch.cuda.device_count())"],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
+                python_module("fsdp2_lint.runtime.rank.gpus"), capture_output=True, text=True, check=True
+            )
             self._visible_gpus = int(answer.stdout.strip() or 0)
         return self._visible_gpus
 
@@ -109,11 +119,11 @@ class TorchrunLauncher:
         """Every Python here runs without the current directory on sys.path (see :mod:`.processes`);
         the ranks run the script as ``python SCRIPT`` would, in ``cwd``."""
         command = [
-            *python_module("fsdp2_lint.runtime.keeper"), "--parent", str(os.getpid()),
+            *python_module("fsdp2_lint.runtime.launch.keeper"), "--parent", str(os.getpid()),
             "--grace", str(TERMINATE_GRACE_SECONDS), "--",
             *python_module("torch.distributed.run"), "--standalone", f"--nproc_per_node={self.nproc}", "--no-python",
             "--log-dir", str(spec.run_dir.resolve() / "torchrun-logs"),  # not a torchelastic_* left in the TMPDIR
-            *python_module("fsdp2_lint.runtime.rank_main"), "--run-dir", str(spec.run_dir.resolve()),
+            *python_module("fsdp2_lint.runtime.rank.main"), "--run-dir", str(spec.run_dir.resolve()),
             "--device", self.device_request,
             *(["--trace-lines"] if spec.trace_lines else []),
             str(spec.script.resolve()), *spec.argv,

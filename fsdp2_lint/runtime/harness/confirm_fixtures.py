@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsdp2_lint.runtime.device import Device, can_reproduce, choose_device
-from fsdp2_lint.runtime.fixtures import Fixture, discover
-from fsdp2_lint.runtime.pool import HarnessError, RankPool
-from fsdp2_lint.runtime.record import RunSpec
-from fsdp2_lint.runtime.report import RunSettings
-from fsdp2_lint.runtime.torchrun_launcher import TorchrunLauncher
-from fsdp2_lint.runtime.verdict import FixtureResult, judge, not_runnable
-
-LAUNCHERS = ("pool", "torchrun")
+from fsdp2_lint.rule import Rule
+from fsdp2_lint.runtime.evidence.device import Device, can_reproduce, choose_device
+from fsdp2_lint.runtime.evidence.record import RunSpec
+from fsdp2_lint.runtime.harness.fixtures import Fixture, discover
+from fsdp2_lint.runtime.harness.report import RunSettings
+from fsdp2_lint.runtime.harness.verdict import FixtureResult, judge, not_runnable
+from fsdp2_lint.runtime.launch.factory import make_launcher
+from fsdp2_lint.runtime.launch.launcher import HarnessError, Launcher
 
 
 @dataclass(frozen=True)
@@ -29,7 +27,7 @@ class FixtureReport:
 
 
 def confirm_fixtures(
-    codes: Sequence[str],
+    rules: Sequence[type[Rule]],
     device_request: str,
     nproc: int,
     timeout: float,
@@ -40,17 +38,12 @@ def confirm_fixtures(
     on_result: Callable[[FixtureResult], None] = lambda result: None,
 ) -> FixtureReport:
     started = time.monotonic()
-    fixtures, notes = discover(codes, fixtures_root)
-    launcher = (
-        RankPool(nproc, device_request, run_root)
-        if launcher_name == "pool"
-        else TorchrunLauncher(nproc, device_request)
-    )
+    fixtures, notes = discover(rules, fixtures_root)
+    launcher = make_launcher(launcher_name, nproc, device_request, run_root, jobs)
     results: dict[Fixture, FixtureResult] = {}
     device: Device | None = None
     with launcher:
-        device = getattr(launcher, "device", None)  # the pool knows it once its servers are up
-        launcher.jobs = jobs or default_jobs(nproc, device.kind if device else device_request)
+        device = launcher.device
         runnable = []
         for fixture in fixtures:
             reason = _why_not_runnable(fixture, launcher, device_request, nproc)
@@ -74,15 +67,6 @@ def confirm_fixtures(
     return FixtureReport(settings, ordered, notes, time.monotonic() - started)
 
 
-def default_jobs(nproc: int, device_kind: str) -> int:
-    """Runs at a time. CPU: one rank per core but at least 2 — a fixture run mostly waits
-    (rendezvous, collectives), so two at a time are faster even on 2 cores (measured: 35 s instead
-    of 48 s for 41 fixtures). CUDA: 2, since rank r of every concurrent run shares GPU r."""
-    if device_kind == "cuda":
-        return 2
-    return max(2, (os.cpu_count() or 1) // nproc)
-
-
 def _spec(fixture: Fixture, run_root: Path, timeout: float) -> RunSpec:
     run_dir = run_root / f"{fixture.rule}-{re.sub(r'[^A-Za-z0-9_.-]', '_', fixture.name)}"
     return RunSpec(
@@ -93,7 +77,7 @@ def _spec(fixture: Fixture, run_root: Path, timeout: float) -> RunSpec:
     )
 
 
-def _why_not_runnable(fixture: Fixture, launcher, device_request: str, nproc: int) -> str:
+def _why_not_runnable(fixture: Fixture, launcher: Launcher, device_request: str, nproc: int) -> str:
     min_gpus = fixture.signature.min_gpus
     if min_gpus <= 0:
         return ""
