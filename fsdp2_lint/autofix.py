@@ -12,8 +12,8 @@ from typing import TextIO
 
 from fsdp2_lint.config import Settings
 from fsdp2_lint.engine import FixResult
-from fsdp2_lint.fixes import unified_diff
-from fsdp2_lint.inplace import NotWritten, remove_stale_temporaries, write_fixed
+from fsdp2_lint.fixing.atomic_write import NotWritten, remove_stale_temporaries, write_fixed
+from fsdp2_lint.fixing.lines import unified_diff
 from fsdp2_lint.runner import check_path, fix_path
 from fsdp2_lint.sources import read_source
 

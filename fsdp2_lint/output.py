@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.text import Text
 
 from fsdp2_lint import __version__
-from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, Severity
+from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Applicability, Diagnostic, Severity
 from fsdp2_lint.rule import Rule, all_rules
 
 FORMATS = ("text", "concise", "json", "json-lines", "github", "gitlab", "junit", "sarif")
@@ -62,7 +62,7 @@ class Fixing:
     applied: int | None = None
 
     def applicable(self, diagnostic: Diagnostic) -> bool:
-        return diagnostic.fix is not None and (self.unsafe or diagnostic.fix.applicability == "safe")
+        return diagnostic.fix is not None and (self.unsafe or diagnostic.fix.applicability is Applicability.SAFE)
 
 
 def write_report(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from fsdp2_lint.facts import FileFacts
+    from fsdp2_lint.fixing.rewrite import Rewrite
 
 CODE_PATTERN = re.compile(r"^FSDP\d{3}$")
 
@@ -48,35 +49,6 @@ class RuntimeSignature:
 
 
 @dataclass(frozen=True)
-class Replace:
-    """Replace the syntax node ``old`` with ``new``: a node, ``cst.FlattenSentinel`` of several
-    statements, or ``cst.RemoveFromParent()`` (libcst round-trips everything else)."""
-
-    old: cst.CSTNode
-    new: cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
-
-
-@dataclass(frozen=True)
-class NeededImport:
-    """``from module import name``, or ``import module`` when ``name`` is None."""
-
-    module: str
-    name: str | None
-
-
-@dataclass(frozen=True)
-class RuleFix:
-    """A mechanical repair. ``safe`` fixes keep the program's meaning and are applied by
-    ``--fix``; unsafe ones change behaviour a reviewer should see (``--unsafe-fixes``).
-    ``imports``: what the replacements need (see :func:`fsdp2_lint.fixes.reference`)."""
-
-    description: str
-    changes: tuple[Replace, ...]
-    safe: bool = True
-    imports: tuple[NeededImport, ...] = ()
-
-
-@dataclass(frozen=True)
 class Finding:
     """A violation found by a rule: the node to report and, optionally, what differs from the
     rule's defaults (a rule with two cases may report one as a warning) and a fix."""
@@ -85,7 +57,7 @@ class Finding:
     message: str | None = None
     hint: str | None = None
     severity: Severity | None = None
-    fix: RuleFix | None = None
+    fix: Rewrite | None = None
 
 
 class Rule:

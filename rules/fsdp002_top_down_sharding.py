@@ -4,9 +4,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes
+from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, canonical, report_node, strict_ancestor
-from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import Choice, Event, Ref, is_any_depth
 
 
@@ -88,22 +90,22 @@ for module in model.modules():
                         yield Finding(late.node, why)
 
 
-def _shard_ancestor_last(facts: FileFacts, early: Event, late: Event) -> RuleFix | None:
+def _shard_ancestor_last(facts: FileFacts, early: Event, late: Event) -> Rewrite | None:
     """Move the statement that shards the ancestor to just after the one that shards its
     descendants, when both are in one block and nothing in between uses what the moved statement
     binds (`model = fully_shard(model)` binds the same module again, which does not count).
     Unsafe: the statements in between now run before the ancestor is sharded."""
-    move = fixes.move_after(facts, report_node(early, late), report_node(late, early))
+    move = builders.move_after(facts, report_node(early, late), report_node(late, early))
     if move is None:
         return None
     rebound = _rebound_to_itself(move.statement, early.node)
-    if (fixes.bound_names(move.statement) - rebound) & fixes.mentioned_names(move.passed):
+    if (builders.bound_names(move.statement) - rebound) & builders.mentioned_names(move.passed):
         return None
-    return RuleFix(
+    return Rewrite(
         "shard bottom-up: move the ancestor's `fully_shard` after its submodules' (check the code in between "
         "does not need the ancestor sharded)",
-        move.changes,
-        safe=False,
+        move.replacements,
+        applicability=Applicability.UNSAFE,
     )
 
 
@@ -113,8 +115,8 @@ def _rebound_to_itself(statement: cst.BaseStatement, shard: cst.CSTNode) -> set[
     if not isinstance(small, cst.Assign) or len(small.targets) != 1 or small.value is not shard:
         return set()
     target, args = small.targets[0].target, shard.args  # type: ignore[attr-defined]
-    if args and args[0].keyword is None and fixes.code_of(args[0].value) == fixes.code_of(target):
-        return {fixes.code_of(target)}
+    if args and args[0].keyword is None and builders.code_of(args[0].value) == builders.code_of(target):
+        return {builders.code_of(target)}
     return set()
 
 

@@ -6,7 +6,8 @@ import libcst as cst
 
 from fsdp2_lint import names
 from fsdp2_lint.facts import FileFacts, Trace, canonical
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import Const, Event, may_be_same, may_contain, refs
 
 
@@ -96,11 +97,11 @@ hidden = step(batch)  # expect: FSDP003
                         break
 
 
-def _call_module_instead(node: cst.Call) -> RuleFix | None:
+def _call_module_instead(node: cst.Call) -> Rewrite | None:
     """``X.forward(args)`` -> ``X(args)``: the same call, through the hooks."""
     if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "forward"):
         return None  # `step = X.forward; step(x)`: no mechanical rewrite of the alias
-    return RuleFix("call the module instead of `.forward`", (Replace(node, node.with_changes(func=node.func.value)),))
+    return Rewrite("call the module instead of `.forward`", {node: node.with_changes(func=node.func.value)})
 
 
 def _is_self_call(node: cst.CSTNode) -> bool:

@@ -5,8 +5,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.facts import FileFacts, canonical, may_be_wrapper
-from fsdp2_lint.fixes import code_of
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.fixing.builders import code_of
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import refs
 
 
@@ -89,7 +90,7 @@ sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP
                         break
 
 
-def _sync_off_inside(facts: FileFacts, call: cst.CSTNode) -> RuleFix | None:
+def _sync_off_inside(facts: FileFacts, call: cst.CSTNode) -> Rewrite | None:
     """``with X.no_sync(): body`` -> ``X.set_requires_gradient_sync(False)`` / ``try: body`` /
     ``finally: X.set_requires_gradient_sync(True)``: exactly FSDP1's semantics, sync off only
     inside the block. The body is kept as it is, comments and formatting included."""
@@ -109,6 +110,4 @@ def _sync_off_inside(facts: FileFacts, call: cst.CSTNode) -> RuleFix | None:
     guarded = cst.Try(body=body, finalbody=cst.Finally(body=cst.IndentedBlock([enable])))
     first = disable.with_changes(leading_lines=statement.leading_lines, trailing_whitespace=header)
     replacement = cst.FlattenSentinel([first, guarded])
-    return RuleFix(
-        "use set_requires_gradient_sync(False) ... (True) around the block", (Replace(statement, replacement),)
-    )
+    return Rewrite("use set_requires_gradient_sync(False) ... (True) around the block", {statement: replacement})

@@ -4,9 +4,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes, names
+from fsdp2_lint import names
+from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import Const, Event, Symbol, Value, options
 
 # FSDP1 keyword -> what to write with fully_shard instead.
@@ -136,7 +139,7 @@ def _problems(shard: Event) -> list[str]:
     return problems
 
 
-def _fsdp2_arguments(shard: Event) -> RuleFix | None:
+def _fsdp2_arguments(shard: Event) -> Rewrite | None:
     """Rewrite the call's FSDP1 arguments when each has a mechanical FSDP2 form: a strategy as
     `reshard_after_forward`, a positional mesh as `mesh=`, and the keywords FSDP2 does without
     dropped. Unsafe when dropping one changes behaviour (the description says how)."""
@@ -181,10 +184,10 @@ def _fsdp2_arguments(shard: Event) -> RuleFix | None:
             args.append(arg)
     if not notes and not unsafe_notes:
         return None
-    return RuleFix(
+    return Rewrite(
         "FSDP2 arguments: " + "; ".join(notes + unsafe_notes),
-        (Replace(call, call.with_changes(args=fixes.without_arguments(call, args))),),
-        safe=not unsafe_notes,
+        {call: call.with_changes(args=builders.without_arguments(call, args))},
+        applicability=Applicability.UNSAFE if unsafe_notes else Applicability.SAFE,
     )
 
 

@@ -4,9 +4,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes, names
+from fsdp2_lint import names
+from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, Trace
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import Const, Obj, refs
 
 # FSDP2 argument -> (FSDP1 class given to it, the FSDP2 class to use)
@@ -92,7 +95,7 @@ OFFLOADING_STARTS = (
 SHARED_PRECISION_FIELDS = ("param_dtype", "reduce_dtype")
 
 
-def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None:
+def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> Rewrite | None:
     """``CPUOffload(offload_params=True)`` -> ``CPUOffloadPolicy()`` (unsafe: it starts offloading, which
     the ignored FSDP1 object never did); ``MixedPrecision(param_dtype=a,
     reduce_dtype=b)`` -> ``MixedPrecisionPolicy(param_dtype=a, reduce_dtype=b)``. Only for a policy
@@ -112,11 +115,11 @@ def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None
         new_class, args, change = "MixedPrecisionPolicy", list(call.args), ""
     else:
         return None
-    expression, needed = fixes.reference(facts.module, f"{names.FSDP}.{new_class}")
-    return RuleFix(
+    expression, needed = builders.reference(facts.module, f"{names.FSDP}.{new_class}")
+    return Rewrite(
         f"use FSDP2's `{new_class}`{change}",
-        (Replace(call, call.with_changes(func=expression, args=args)),),
-        safe=not change,
+        {call: call.with_changes(func=expression, args=args)},
+        applicability=Applicability.UNSAFE if change else Applicability.SAFE,
         imports=(needed,) if needed else (),
     )
 

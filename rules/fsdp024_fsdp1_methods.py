@@ -4,9 +4,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes, names
+from fsdp2_lint import names
 from fsdp2_lint.facts import FileFacts, Trace, canonical, fsdp2_model, may_be_wrapper
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.values import Event, Ref, Value, may_be_same, refs
 
 # FSDP1-only attributes and methods of a wrapped module, and what FSDP2 offers instead.
@@ -161,24 +163,24 @@ state = FSDP.scatter_full_optim_state_dict(full_state, model)  # expect: FSDP024
 UNWRAPPED = ("module", "_fsdp_wrapped_module")
 
 
-def _the_module_itself(node: cst.CSTNode) -> RuleFix | None:
+def _the_module_itself(node: cst.CSTNode) -> Rewrite | None:
     """``X.module`` -> ``X``: `fully_shard` does not wrap the module."""
     if not isinstance(node, cst.Attribute):
         return None
-    return RuleFix("use the module itself: `fully_shard` does not wrap it", (Replace(node, node.value),))
+    return Rewrite("use the module itself: `fully_shard` does not wrap it", {node: node.value})
 
 
-def _clip_parameters(facts: FileFacts, node: cst.CSTNode) -> RuleFix | None:
+def _clip_parameters(facts: FileFacts, node: cst.CSTNode) -> Rewrite | None:
     """``X.clip_grad_norm_(a, ...)`` -> ``torch.nn.utils.clip_grad_norm_(X.parameters(), a, ...)``:
     the same norm over the same parameters, computed across ranks on the DTensor gradients."""
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args):
         return None
-    clip, needed = fixes.reference(facts.module, "torch.nn.utils.clip_grad_norm_")
+    clip, needed = builders.reference(facts.module, "torch.nn.utils.clip_grad_norm_")
     parameters = cst.Call(cst.Attribute(node.func.value, cst.Name("parameters")))
     first = cst.Arg(parameters, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return RuleFix(
+    return Rewrite(
         "use `torch.nn.utils.clip_grad_norm_` over the module's parameters",
-        (Replace(node, node.with_changes(func=clip, args=[first, *node.args])),),
+        {node: node.with_changes(func=clip, args=[first, *node.args])},
         imports=(needed,) if needed else (),
     )
 

@@ -15,10 +15,10 @@ import pytest
 from fixture_marks import ROOT, fixture_files
 from test_rule_styles import CASES as STYLE_CASES
 
-from fsdp2_lint.diagnostics import Diagnostic
+from fsdp2_lint.diagnostics import Applicability, Diagnostic
 from fsdp2_lint.engine import fix_source, lint_source
-from fsdp2_lint.fixes import source_lines
 from fsdp2_lint.rule import all_rules
+from fsdp2_lint.syntax import source_lines
 
 RULES = {rule.code: rule for rule in all_rules()}
 CASES = (
@@ -68,9 +68,9 @@ def test_fixes_parse_resolve_their_diagnostics_and_are_idempotent(source, rules)
     again = fix_source(result.source, "train.py", rules, unsafe=True)
     assert (again.source, again.fixed) == (result.source, ())
     safe_only = fix_source(source, "train.py", rules, unsafe=False)
-    assert all(d.fix.applicability == "safe" for d in safe_only.fixed)
+    assert all(d.fix.applicability is Applicability.SAFE for d in safe_only.fixed)
     assert Counter(d.code for d in safe_only.remaining) == Counter(
-        d.code for d in before if d.fix is None or d.fix.applicability == "unsafe"
+        d.code for d in before if d.fix is None or d.fix.applicability is Applicability.UNSAFE
     )
 
 
@@ -91,7 +91,7 @@ def test_every_fixable_rule_offers_its_fix_on_an_example_or_fixture():
         source, rules = case.values
         for d in lint_source(source, "train.py", rules):
             if d.fix is not None:
-                offered.setdefault(d.code, set()).add(d.fix.applicability)
+                offered.setdefault(d.code, set()).add(d.fix.applicability.value)
     assert offered == FIXABLE
 
 
@@ -297,7 +297,7 @@ def test_fsdp022_rewrites_strategies_and_mesh_and_drops_what_fsdp2_does_without(
         )
         """)
     result = fix_source(source.encode(), "train.py")
-    assert [d.fix.applicability for d in result.fixed] == ["safe", "safe"]
+    assert [d.fix.applicability for d in result.fixed] == [Applicability.SAFE, Applicability.SAFE]
     assert result.source.decode() == case("""\
         from torch.distributed.fsdp import ShardingStrategy
 
@@ -315,7 +315,7 @@ def test_fsdp022_rewrites_strategies_and_mesh_and_drops_what_fsdp2_does_without(
 def test_fsdp022_dropping_what_changes_behaviour_is_unsafe_and_says_why():
     source = case("fully_shard(model, mesh=mesh, sync_module_states=True, device_id=rank)\n")
     (diagnostic,) = lint_source(source.encode(), "train.py")
-    assert diagnostic.fix.applicability == "unsafe"
+    assert diagnostic.fix.applicability is Applicability.UNSAFE
     assert "does not broadcast rank 0's weights" in diagnostic.fix.description
     assert "current* device" in diagnostic.fix.description
     assert fixed_text(source, unsafe=False) == source
@@ -325,7 +325,7 @@ def test_fsdp022_dropping_what_changes_behaviour_is_unsafe_and_says_why():
 def test_fsdp022_renames_fsdp1s_device_mesh_keyword_to_mesh():
     source = case("fully_shard(model, device_mesh=mesh, reshard_after_forward=True)\n")
     (diagnostic,) = lint_source(source.encode(), "train.py")
-    assert "`device_mesh`" in diagnostic.message and diagnostic.fix.applicability == "safe"
+    assert "`device_mesh`" in diagnostic.message and diagnostic.fix.applicability is Applicability.SAFE
     assert fixed_text(source, unsafe=False) == case("fully_shard(model, mesh=mesh, reshard_after_forward=True)\n")
     both = case("fully_shard(model, mesh=mesh, device_mesh=mesh)\n")
     assert [d.fix for d in lint_source(both.encode(), "train.py")] == [None]  # which one was meant?
@@ -358,8 +358,8 @@ mixed = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
 fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mixed)
 """
     precision, offload = lint_source(source.encode(), "train.py")
-    assert precision.fix.applicability == "safe"  # it failed at the first forward before
-    assert offload.fix.applicability == "unsafe" and "offloading starts" in offload.fix.description
+    assert precision.fix.applicability is Applicability.SAFE  # it failed at the first forward before
+    assert offload.fix.applicability is Applicability.UNSAFE and "offloading starts" in offload.fix.description
     expected = """\
 import torch
 from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy, MixedPrecision, MixedPrecisionPolicy, fully_shard
