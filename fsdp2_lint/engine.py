@@ -1,6 +1,6 @@
-"""Lint one file: the single code path behind the CLI, the LSP server and the pre-commit hook.
+"""Lint one file's bytes (:mod:`fsdp2_lint.pipeline` is everything above one file), and fix them.
 
-Per file: the prefilter (each selected rule's required tokens) decides whether the file can
+The prefilter (each selected rule's required tokens) decides whether the file can
 violate anything at all; if so, and if it is no larger than ``max_file_size`` and nests no deeper
 than libcst's parser handles (:mod:`fsdp2_lint.nesting`), it is parsed once, interpreted once into
 facts, and every applicable rule reads those facts. Findings in code a test expects to raise (`with
@@ -9,7 +9,8 @@ reported as an internal error of that rule and never hides the other rules' find
 
 What it returns (:class:`~fsdp2_lint.diagnostics.Diagnostic`, FSDP000 for a file it cannot read or
 parse) is defined in :mod:`fsdp2_lint.diagnostics`; the size limit's default in
-:mod:`fsdp2_lint.sources`.
+:mod:`fsdp2_lint.sources`. :func:`fix_source` applies the rules' rewrites round after round
+(:mod:`fsdp2_lint.fixing`).
 """
 
 from __future__ import annotations
@@ -65,8 +66,13 @@ def lint_file(
     try:
         data = read_source(path)
     except OSError as error:
-        return [file_error(shown, f"cannot read file: {reason(error)}", hint=_READ_HINT)]
+        return [read_error(shown, error)]
     return lint_source(data, shown, rules, max_file_size)
+
+
+def read_error(path: str, error: OSError) -> Diagnostic:
+    """FSDP000 for a file that cannot be read."""
+    return file_error(path, f"cannot read file: {reason(error)}", hint=_READ_HINT)
 
 
 def lint_source(

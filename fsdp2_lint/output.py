@@ -171,6 +171,23 @@ def _count(count: int, singular: str, plural: str | None = None) -> str:
     return f"{count} {singular if count == 1 else plural or singular + 's'}"
 
 
+def write_fix_summary(fixed_by_file: Sequence[tuple[str, Sequence[Diagnostic]]], stream: TextIO, would: bool) -> None:
+    """``--show-fixes``: per file (its displayed name and the diagnostics whose fixes were applied),
+    how many diagnostics of each rule were fixed (Ruff's layout)."""
+    fixed = [(display, diagnostics) for display, diagnostics in fixed_by_file if diagnostics]
+    total = sum(len(diagnostics) for _, diagnostics in fixed)
+    if not total:
+        stream.write("No problems would be fixed.\n" if would else "No problems fixed.\n")
+        return
+    noun = "problem" if total == 1 else "problems"
+    stream.write(f"{'Would fix' if would else 'Fixed'} {total} {noun}:\n")
+    for display, diagnostics in fixed:
+        stream.write(f"- {display}:\n")
+        counts = Counter((d.code, d.name) for d in diagnostics)
+        for (code, name), count in sorted(counts.items()):
+            stream.write(f"    {count} × {code} ({name})\n")
+
+
 def write_statistics(
     diagnostics: Sequence[Diagnostic],
     output_format: str,
