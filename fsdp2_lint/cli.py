@@ -24,7 +24,6 @@ from fsdp2_lint.output import (
     Fixing,
     console,
     printable,
-    rule_markdown,
     write_fix_summary,
     write_report,
     write_statistics,
@@ -38,7 +37,8 @@ from fsdp2_lint.pipeline import (
     remove_killed_runs_temporaries,
     unlintable,
 )
-from fsdp2_lint.rule import Rule, all_rules
+from fsdp2_lint.rule import all_rules
+from fsdp2_lint.rule_docs import rule_json, rule_markdown, rules_table
 from fsdp2_lint.runtime.command import confirm
 
 
@@ -299,7 +299,7 @@ def list_rules(output_format: str) -> None:
     """List every rule (`markdown` prints README's rule table)."""
     rules = all_rules()
     if output_format == "json":
-        data = [_rule_json(rule) for rule in rules]
+        data = [rule_json(rule) for rule in rules]
         click.echo(json.dumps(data, indent=2))
         return
     if output_format == "markdown":
@@ -309,25 +309,6 @@ def list_rules(output_format: str) -> None:
     for rule in rules:
         table.add_row(rule.code, rule.name, rule.severity.value, rule.summary)
     console(sys.stdout).print(table)
-
-
-def rules_table(rules: tuple[type[Rule], ...]) -> str:
-    rows = ["| code | name | severity | what it catches | what happens at runtime |", "|---|---|---|---|---|"]
-    for rule in rules:
-        cells = (rule.code, f"`{rule.name}`", rule.severity.value, rule.summary, rule.failure)
-        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(rows)
-
-
-def _rule_json(rule: type[Rule]) -> dict[str, object]:
-    return {
-        "code": rule.code,
-        "name": rule.name,
-        "severity": rule.severity.value,
-        "summary": rule.summary,
-        "hint": rule.hint,
-        "runtime_evidence": rule.signature.evidence,
-    }
 
 
 @main.command(name="rule")

@@ -29,6 +29,7 @@ from rich.text import Text
 from fsdp2_lint import __version__
 from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Applicability, Diagnostic, Severity
 from fsdp2_lint.rule import Rule, all_rules
+from fsdp2_lint.rule_docs import rule_markdown
 
 FORMATS = ("text", "concise", "json", "json-lines", "github", "gitlab", "junit", "sarif")
 STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow"}
@@ -383,21 +384,6 @@ def repository_path(path: str, root: Path) -> str:
         return absolute.relative_to(root).as_posix()
     except ValueError:
         return absolute.as_posix()
-
-
-def rule_markdown(rule: type[Rule]) -> str:
-    """A rule's documentation: its docs, a bad and a good example from its tests, and the fix."""
-    parts = [f"# {rule.code} {rule.name} ({rule.severity.value})", rule.summary, rule.docs.strip()]
-    if rule.invalid:
-        parts.append("## Example\n```python\n" + rule.invalid[0].strip() + "\n```")
-    if rule.valid:
-        parts.append("## Use instead\n```python\n" + rule.valid[0].strip() + "\n```")
-    parts.append(f"## Fix\n{rule.hint}")
-    evidence = f"`{rule.signature.evidence}`"
-    if rule.signature.exception:
-        evidence += f": {' or '.join(rule.signature.exception)} matching `{rule.signature.message}`"
-    parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}. {rule.signature.note}".rstrip())
-    return "\n\n".join(parts) + "\n"
 
 
 _DATA_WRITERS: dict[str, Callable[[Sequence[Diagnostic], TextIO], None]] = {

@@ -1,8 +1,9 @@
 """What a rule is: one class in one module of ``fsdp2_lint.rules`` (the repository's ``rules/``).
 
-A rule declares its identity and documentation next to its check (Fixit/Ruff style), the byte
-tokens a file must contain for the rule to possibly fire (the prefilter), and the runtime
-signature the confirmation harness must observe when a bad fixture of the rule is run.
+A rule declares its identity and documentation next to its check (Fixit/Ruff style), the fix it
+can offer and how safe that is (:class:`FixOffer`), the byte tokens a file must contain for the
+rule to possibly fire (the prefilter), and the runtime signature the confirmation harness must
+observe when a bad fixture of the rule is run.
 The check reads the facts computed once per file (:class:`fsdp2_lint.facts.FileFacts`) and
 yields findings; it never re-walks the syntax tree. A rule's severity is a
 :class:`fsdp2_lint.diagnostics.Severity`; libcst is named here only in type annotations.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
-from fsdp2_lint.diagnostics import Severity
+from fsdp2_lint.diagnostics import Applicability, Severity
 from fsdp2_lint.prefilter import Tokens, Word
 
 if TYPE_CHECKING:
@@ -49,6 +50,17 @@ class RuntimeSignature:
 
 
 @dataclass(frozen=True)
+class FixOffer:
+    """The fix a rule can attach to its findings: what it does (``summary``: README's fix table),
+    the ``applicabilities`` its fixes can have, and why they are safe, or what makes one unsafe
+    (``safety``: the "Fix safety" section of the rule's documentation)."""
+
+    summary: str
+    applicabilities: tuple[Applicability, ...]
+    safety: str
+
+
+@dataclass(frozen=True)
 class Finding:
     """A violation found by a rule: the node to report and, optionally, what differs from the
     rule's defaults (a rule with two cases may report one as a warning) and a fix."""
@@ -70,6 +82,8 @@ class Rule:
     failure: ClassVar[str]  # one line: what happens at runtime (README's rule table)
     severity: ClassVar[Severity] = Severity.ERROR
     docs: ClassVar[str]  # markdown: what it flags, why it breaks (the observed failure)
+    # The fix its findings can carry; None: it never offers one. Tests check the rule keeps to it.
+    fix_offer: ClassVar[FixOffer | None] = None
     # Fixit-style examples: they are run as tests and printed by `fsdp2-lint rule CODE`.
     # Each invalid example marks its expected diagnostics with `# expect: CODE` on the line.
     valid: ClassVar[tuple[str, ...]] = ()

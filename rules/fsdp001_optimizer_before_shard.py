@@ -8,7 +8,7 @@ from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, Trace, canonical, report_node
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.values import Event, Obj, may_overlap, refs
 
 
@@ -18,6 +18,18 @@ class OptimizerBeforeShard(Rule):
     summary = "optimizer built from parameters captured before `fully_shard`: it steps the old, non-DTensor tensors"
     hint = "build the optimizer after the last `fully_shard` call, from the module's (DTensor) `parameters()`"
     failure = "silent: `step()` changes 0 of N parameters, the loss never improves"
+    fix_offer = FixOffer(
+        summary=(
+            "moves the optimizer's construction to just after the last `fully_shard` of its module, when "
+            "both are in one block, it reads the parameters itself and nothing it jumps over uses what it"
+            " binds"
+        ),
+        applicabilities=(Applicability.UNSAFE,),
+        safety=(
+            "the optimizer's construction moves past the statements between it and the last "
+            "`fully_shard`: check that none of them needs the optimizer."
+        ),
+    )
     docs = """
 ## What it does
 Flags an optimizer constructed from a module's parameters before that module, or any module

@@ -8,7 +8,7 @@ from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, canonical, report_node, strict_ancestor
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.values import Choice, Event, Ref, is_any_depth
 
 
@@ -18,6 +18,17 @@ class TopDownSharding(Rule):
     summary = "`fully_shard` on a submodule after its ancestor was sharded: FSDP2 must be applied bottom-up"
     hint = "shard the submodules first (e.g. every transformer block), then the root"
     failure = "`TypeError: Invariant encountered` / `RuntimeError: Cannot concatenate overlapping meshes` at the second `fully_shard`"
+    fix_offer = FixOffer(
+        summary=(
+            "moves the ancestor's `fully_shard` after the statement that shards its submodules (same "
+            "block; `model = fully_shard(model)` may be moved)"
+        ),
+        applicabilities=(Applicability.UNSAFE,),
+        safety=(
+            "the ancestor's `fully_shard` moves past the statements that shard its submodules: check that"
+            " the code in between does not need the ancestor sharded."
+        ),
+    )
     docs = """
 ## What it does
 Flags a `fully_shard` call on a module whose ancestor was already passed to `fully_shard`:

@@ -5,9 +5,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import names
+from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, Trace, canonical
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.values import Const, Event, may_be_same, may_contain, refs
 
 
@@ -17,6 +18,11 @@ class DirectForward(Rule):
     summary = "`.forward(...)` on a sharded module skips FSDP's hooks: its parameters are never all-gathered"
     hint = 'call the module itself, `model(x)`, or `register_fsdp_forward_method(model, "forward")` after sharding'
     failure = "`RuntimeError: ... got mixed torch.Tensor and DTensor` (or, after `unshard()`, no parameter updates)"
+    fix_offer = FixOffer(
+        summary="`X.forward(args)` → `X(args)`",
+        applicabilities=(Applicability.SAFE,),
+        safety="calling the module runs the hooks that `.forward` skipped, and nothing else changes.",
+    )
     docs = """
 ## What it does
 Flags `X.forward(...)` (also `f = X.forward; f(...)`) where `X` is a module that was passed to

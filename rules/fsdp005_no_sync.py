@@ -4,10 +4,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, canonical, may_be_wrapper
 from fsdp2_lint.fixing.builders import code_of
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.values import refs
 
 
@@ -20,6 +21,17 @@ class NoSync(Rule):
         "`model.set_requires_gradient_sync(True)` before the last one (try/finally)"
     )
     failure = "`AttributeError: ... has no attribute 'no_sync'`"
+    fix_offer = FixOffer(
+        summary=(
+            "`with X.no_sync(): body` → `X.set_requires_gradient_sync(False)`, `try: body`, `finally: "
+            "X.set_requires_gradient_sync(True)`"
+        ),
+        applicabilities=(Applicability.SAFE,),
+        safety=(
+            "gradient synchronisation is turned off and back on around the same block, back on even when "
+            "the block raises."
+        ),
+    )
     docs = """
 ## What it does
 Flags `with m.no_sync():`, `m.no_sync()` and `getattr(m, "no_sync", ...)` where `m` is sharded

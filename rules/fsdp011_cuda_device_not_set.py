@@ -3,10 +3,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint import names
+from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, Trace
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.values import Const, Event, Symbol, options, refs, walk_contents
 
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
@@ -28,6 +29,15 @@ class CudaDeviceNotSet(Rule):
     summary = "CUDA/NCCL script shards without selecting each rank's GPU: every rank lands on cuda:0"
     hint = 'call `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` before `init_process_group`'
     failure = 'every rank uses GPU 0: out of memory, NCCL "Duplicate GPU detected", or a hang'
+    fix_offer = FixOffer(
+        summary=(
+            'inserts `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` before `init_process_group` '
+            "(under `if torch.cuda.is_available():` when the backend is not always NCCL), adding `import "
+            "os`; none when the script starts its own processes"
+        ),
+        applicabilities=(Applicability.SAFE,),
+        safety="each rank selects the GPU torchrun assigned it before anything is placed on a device.",
+    )
     docs = """
 ## What it does
 Flags a script that sets up its own process group (`init_process_group`, `init_device_mesh`),

@@ -4,10 +4,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, Trace, canonical
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.syntax import dotted
 from fsdp2_lint.values import Derived, Event, Params, may_overlap, walk_contents
 
@@ -54,6 +55,17 @@ class StaleOrLocalGradNorm(Rule):
         "returns the global norm; a hand-written norm must all-reduce the squared local sums"
     )
     failure = "silent: the norm is 0 (stale list: nothing is clipped) or this rank's local value, not the global one"
+    fix_offer = FixOffer(
+        summary=(
+            "`clip_grad_norm_(params, ...)`, `params = list(m.parameters())` captured before sharding → "
+            "`clip_grad_norm_(m.parameters(), ...)`"
+        ),
+        applicabilities=(Applicability.SAFE,),
+        safety=(
+            "the norm is computed over the same module's parameters: the current, sharded ones that the "
+            "optimizer updates."
+        ),
+    )
     docs = """
 ## What it does
 Flags gradient clipping or a gradient norm that does not see the sharded gradients:

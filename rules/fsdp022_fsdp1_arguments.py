@@ -9,7 +9,7 @@ from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.values import Const, Event, Symbol, Value, options
 
 # FSDP1 keyword -> what to write with fully_shard instead.
@@ -60,6 +60,22 @@ class Fsdp1Arguments(Rule):
         "`offload_policy=CPUOffloadPolicy()`, and a bottom-up loop instead of `auto_wrap_policy`"
     )
     failure = "`TypeError: fully_shard() got an unexpected keyword argument ...` (or a ValueError) at the call"
+    fix_offer = FixOffer(
+        summary=(
+            "`sharding_strategy=ShardingStrategy.FULL_SHARD` / `SHARD_GRAD_OP` (or either given as "
+            "`reshard_after_forward`) → `reshard_after_forward=True` / `False`; a positional mesh → "
+            "`mesh=`; drops `limit_all_gathers`, `use_orig_params=True`, `sync_module_states=False`. "
+            "Dropping `device_id`, `use_orig_params=False` or `sync_module_states=True` makes the fix "
+            "unsafe. No fix when another FSDP1 argument (`auto_wrap_policy`, `cpu_offload`, `**kwargs`, "
+            "...) has no mechanical form"
+        ),
+        applicabilities=(Applicability.SAFE, Applicability.UNSAFE),
+        safety=(
+            "renaming an FSDP1 argument to its FSDP2 form, or dropping one that FSDP2 does by default, is"
+            " safe; dropping `device_id`, `use_orig_params=False` or `sync_module_states=True` changes "
+            "what the run does, so that fix is unsafe and its description says what changes."
+        ),
+    )
     docs = """
 ## What it does
 Flags `fully_shard(...)` calls that use FSDP1 (`FullyShardedDataParallel`) arguments:

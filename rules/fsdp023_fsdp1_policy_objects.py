@@ -9,7 +9,7 @@ from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, Trace
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.values import Const, Obj, refs
 
 # FSDP2 argument -> (FSDP1 class given to it, the FSDP2 class to use)
@@ -27,6 +27,21 @@ class Fsdp1PolicyObjects(Rule):
     failure = (
         "`CPUOffload` is silently ignored (no offloading); `MixedPrecision` fails at the first forward "
         "(`AttributeError: ... no attribute 'output_dtype'`, or a dtype mismatch)"
+    )
+    fix_offer = FixOffer(
+        summary=(
+            "`MixedPrecision(param_dtype=a, reduce_dtype=b)` → `MixedPrecisionPolicy(param_dtype=a, "
+            "reduce_dtype=b)` (safe; none with FSDP1-only fields such as `buffer_dtype`); "
+            "`CPUOffload(offload_params=True)` → `CPUOffloadPolicy()` (unsafe: offloading starts, into "
+            "pinned memory that needs an accelerator); none for a policy object an FSDP1 wrapper also "
+            "uses"
+        ),
+        applicabilities=(Applicability.SAFE, Applicability.UNSAFE),
+        safety=(
+            "`MixedPrecision` -> `MixedPrecisionPolicy` keeps the same dtypes (safe); "
+            "`CPUOffload(offload_params=True)` -> `CPUOffloadPolicy()` starts offloading, into pinned "
+            "memory that needs an accelerator (unsafe)."
+        ),
     )
     docs = """
 ## What it does

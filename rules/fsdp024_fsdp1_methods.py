@@ -5,10 +5,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint import names
+from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.facts import FileFacts, Trace, canonical, fsdp2_model, may_be_wrapper
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.values import Event, Ref, Value, may_be_same, refs
 
 # FSDP1-only attributes and methods of a wrapped module, and what FSDP2 offers instead.
@@ -50,6 +51,13 @@ class Fsdp1Methods(Rule):
     failure = (
         "`AttributeError: 'FSDPModel' object has no attribute 'module'` (or `clip_grad_norm_`, ...) at the access; "
         "`IndexError: list index out of range` from `FSDP.full_optim_state_dict` and the other full/sharded ones"
+    )
+    fix_offer = FixOffer(
+        summary=(
+            "`X.clip_grad_norm_(a, ...)` → `torch.nn.utils.clip_grad_norm_(X.parameters(), a, ...)`; `X.module` → `X`"
+        ),
+        applicabilities=(Applicability.SAFE,),
+        safety="the replacement computes the same thing over the module's own, sharded, parameters.",
     )
     docs = """
 ## What it does

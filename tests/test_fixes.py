@@ -6,7 +6,6 @@ offer none; line endings, BOM and encoding declarations round-trip byte for byte
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections import Counter
 
@@ -18,6 +17,7 @@ from test_rule_styles import CASES as STYLE_CASES
 from fsdp2_lint.diagnostics import Applicability, Diagnostic
 from fsdp2_lint.engine import fix_source, lint_source
 from fsdp2_lint.rule import all_rules
+from fsdp2_lint.rule_docs import fix_table
 from fsdp2_lint.syntax import source_lines
 
 RULES = {rule.code: rule for rule in all_rules()}
@@ -38,18 +38,15 @@ CASES = (
         if "# expect:" in source
     ]
 )
-# Rules that must offer a fix on at least one of their examples or bad fixtures, and its kinds.
-FIXABLE = {
-    "FSDP001": {"unsafe"},
-    "FSDP002": {"unsafe"},
-    "FSDP003": {"safe"},
-    "FSDP005": {"safe"},
-    "FSDP011": {"safe"},
-    "FSDP015": {"safe"},
-    "FSDP022": {"safe"},
-    "FSDP023": {"safe", "unsafe"},  # CPUOffloadPolicy starts offloading
-    "FSDP024": {"safe"},
-}
+# Fixes no example, fixture or style case shows: FSDP022's unsafe one drops `device_id`.
+CASES += [
+    pytest.param(
+        b"import torch\nfrom torch.distributed.fsdp import fully_shard\n\n"
+        b"model = torch.nn.Linear(2, 2)\nfully_shard(model, device_id=torch.cuda.current_device())\n",
+        [RULES["FSDP022"]],
+        id="FSDP022-drops-device_id",
+    )
+]
 
 
 def fixed_text(source: str, unsafe: bool = True, rules=None) -> str:
@@ -85,22 +82,23 @@ def test_a_diagnostics_edits_make_the_same_file_as_the_cli_fix(source, rules):
         assert _apply_edits(suppressed, again) == expected.source.decode()
 
 
-def test_every_fixable_rule_offers_its_fix_on_an_example_or_fixture():
-    offered: dict[str, set[str]] = {}
+def test_each_rule_offers_the_fixes_it_declares_and_no_other():
+    """A rule's ``fix_offer`` is what its findings carry: over the cases, a rule that declares one
+    offers a fix of each applicability it declares, and a rule that declares none offers no fix."""
+    offered: dict[str, set[Applicability]] = {}
     for case in CASES:
         source, rules = case.values
         for d in lint_source(source, "train.py", rules):
             if d.fix is not None:
-                offered.setdefault(d.code, set()).add(d.fix.applicability.value)
-    assert offered == FIXABLE
+                offered.setdefault(d.code, set()).add(d.fix.applicability)
+    declared = {rule.code: set(rule.fix_offer.applicabilities) for rule in all_rules() if rule.fix_offer}
+    assert offered == declared
 
 
-def test_readmes_fix_table_lists_the_fixable_rules_and_their_kinds():
+def test_readmes_fix_table_is_generated_from_the_rules():
     section = (ROOT / "README.md").read_text().split("\n## Fixes\n", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| (FSDP\d{3}) \|.*\| ([a-z /]+) \|$", section, flags=re.MULTILINE)
-    documented = {code: set(kinds.split(" / ")) for code, kinds in rows}
-    assert documented.keys() == FIXABLE.keys()
-    assert all(FIXABLE[code] <= kinds for code, kinds in documented.items())  # FSDP022's unsafe drops too
+    table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
+    assert table == fix_table(all_rules())
 
 
 def _with_noqa(source: str, diagnostics: list[Diagnostic]) -> str:
