@@ -107,18 +107,11 @@ def lint_files(
     pending: list[tuple[int, int]] = []  # (size, task index)
     for index, task in enumerate(tasks):
         data = _read(task)
-        if isinstance(data, list):
-            results[index] = data
-        elif not applicable_rules(task.rules, data):
-            continue
-        elif task.max_file_size and len(data) > task.max_file_size:  # before the cache: its key has no limit
-            results[index] = lint_source(data, task.display, task.rules, task.max_file_size)
-        elif (
-            cached := cache.load(cache.key(data, task.display, task.rules)) if cache is not None else None
-        ) is not None:
-            results[index] = cached
-        else:
+        answer = data if isinstance(data, list) else _without_parsing(task, data, cache)
+        if answer is None:
             pending.append((len(data), index))
+        else:
+            results[index] = answer
     jobs = default_jobs() if jobs is None else max(1, jobs)
     workers = min(jobs, len(pending)) if len(pending) >= PARALLEL_THRESHOLD else 1
     order = [index for _, index in sorted(pending, key=lambda item: -item[0])]  # the largest first: no long tail
@@ -135,6 +128,16 @@ def unlintable(found: Unlintable, settings: Settings, display: str) -> list[Diag
 def _reported(report_parse_errors: bool, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """The diagnostics a file's settings report: all, or all but FSDP000."""
     return [d for d in diagnostics if report_parse_errors or d.code != PARSE_ERROR]
+
+
+def _without_parsing(task: LintTask, data: bytes, cache: Cache | None) -> list[Diagnostic] | None:
+    """What this process answers without parsing: nothing for a file no selected rule can fire on,
+    FSDP000 for an oversized one, a cached result; None when the file must be analysed."""
+    if not applicable_rules(task.rules, data):
+        return []
+    if task.max_file_size and len(data) > task.max_file_size:  # before the cache: its key has no limit
+        return lint_source(data, task.display, task.rules, task.max_file_size)
+    return cache.load(cache.key(data, task.display, task.rules)) if cache is not None else None
 
 
 def _read(task: LintTask) -> bytes | list[Diagnostic]:
