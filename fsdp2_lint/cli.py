@@ -15,16 +15,30 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from fsdp2_lint import __version__
-from fsdp2_lint.autofix import FileFix, fix_file, fix_source_of, remove_killed_runs_temporaries, write_fix_summary
 from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.config import ConfigError, Selection
-from fsdp2_lint.diagnostics import Diagnostic, file_error
+from fsdp2_lint.diagnostics import Diagnostic
 from fsdp2_lint.discovery import Unlintable, discover
-from fsdp2_lint.engine import FixResult, raise_recursion_limit
-from fsdp2_lint.output import FORMATS, Fixing, console, printable, rule_markdown, write_report, write_statistics
-from fsdp2_lint.parallel import LintTask, lint_each
-from fsdp2_lint.rule import Rule, all_rules
-from fsdp2_lint.runner import SettingsResolver, check_path
+from fsdp2_lint.output import (
+    FORMATS,
+    Fixing,
+    console,
+    printable,
+    write_fix_summary,
+    write_report,
+    write_statistics,
+)
+from fsdp2_lint.pipeline import (
+    FileFix,
+    LintTask,
+    SettingsResolver,
+    fix_file,
+    lint_files,
+    remove_killed_runs_temporaries,
+    unlintable,
+)
+from fsdp2_lint.rule import all_rules
+from fsdp2_lint.rule_docs import rule_json, rule_markdown, rules_table
 from fsdp2_lint.runtime.harness.command import confirm
 
 
@@ -96,7 +110,6 @@ def check(
     Exit status: 0 when clean, 1 when anything is reported (after --fix: anything left; with
     --diff: a change to show), 2 on usage or configuration errors.
     """
-    raise_recursion_limit()
     selection = Selection(_codes(select) or None, _codes(ignore), _codes(extend_select))
     resolver = SettingsResolver(selection, config, isolated, max_file_size)
     reads_stdin = paths == (Path("-"),) or (stdin_filename is not None and not paths)
@@ -135,7 +148,7 @@ def _check_paths(
     found = _files(targets, resolver, force_exclude)
     files = [item for item in found if isinstance(item, Path)]
     linted = iter(
-        lint_each([LintTask.of(path, resolver.for_path(path), _display(path)) for path in files], jobs, cache)
+        lint_files([LintTask.of(path, resolver.for_path(path), _display(path)) for path in files], jobs, cache)
     )
     return [d for item in found for d in (next(linted) if isinstance(item, Path) else item)]
 
@@ -155,9 +168,7 @@ def _files(targets: list[Path], resolver: SettingsResolver, force_exclude: bool)
 
 def _unlintable_diagnostic(found: Unlintable, resolver: SettingsResolver) -> list[Diagnostic]:
     """FSDP000 for a path that cannot be linted, unless its settings leave FSDP000 out."""
-    if not resolver.for_path(found.path, found.is_dir).reports_parse_errors(found.path):
-        return []
-    return [file_error(_display(found.path), found.reason, hint=found.hint)]
+    return unlintable(found, resolver.for_path(found.path, found.is_dir), _display(found.path))
 
 
 @dataclass(frozen=True)
@@ -187,8 +198,8 @@ def _fix_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: b
 def _fix_found(item: Path | list[Diagnostic], resolver: SettingsResolver, mode: _FixMode) -> FileFix:
     """Fix a file found, or stand for a path that cannot be linted with its FSDP000."""
     if isinstance(item, Path):
-        return fix_file(item, resolver.for_path(item), _display(item), mode.unsafe, write=not mode.diff)
-    return FileFix(item[0].path, b"", FixResult(b"", (), tuple(item)))
+        return fix_file(LintTask.of(item, resolver.for_path(item), _display(item)), mode.unsafe, write=not mode.diff)
+    return FileFix.unfixable(item[0].path, item)
 
 
 def _fix_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool, mode: _FixMode) -> int:
@@ -199,7 +210,7 @@ def _fix_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool, mode
         if not mode.diff:
             sys.stdout.buffer.write(source)
         return 0
-    file = fix_source_of(name, settings, _display(name), source, mode.unsafe)
+    file = fix_file(LintTask.of(name, settings, _display(name), source), mode.unsafe, write=False)
     if mode.diff:
         return _report_diff([file], mode)
     sys.stdout.buffer.write(file.result.source)
@@ -214,7 +225,7 @@ def _report_diff(files: list[FileFix], mode: _FixMode) -> int:
     for file in changed:
         sys.stdout.write(file.diff())
     if mode.show_fixes:
-        write_fix_summary(files, sys.stderr, would=True)
+        write_fix_summary(_fixed_by_file(files), sys.stderr, would=True)
     elif not mode.quiet:
         count = sum(len(file.result.fixed) for file in changed)
         message = f"Would fix {count} problem{'' if count == 1 else 's'}." if count else "No fixes to apply."
@@ -230,7 +241,13 @@ def _report_fixed(files: list[FileFix], mode: _FixMode, stream: TextIO) -> None:
     else:
         write_report(remaining, mode.output_format, stream, summary=not mode.quiet, fixing=fixing)
     if mode.show_fixes:
-        write_fix_summary(files, stream if mode.output_format in ("text", "concise") else sys.stderr, would=False)
+        write_fix_summary(
+            _fixed_by_file(files), stream if mode.output_format in ("text", "concise") else sys.stderr, would=False
+        )
+
+
+def _fixed_by_file(files: list[FileFix]) -> list[tuple[str, tuple[Diagnostic, ...]]]:
+    return [(file.display, file.result.fixed) for file in files]
 
 
 def _cache(no_cache: bool, cache_dir: Path | None, resolver: SettingsResolver) -> Cache | None:
@@ -245,7 +262,8 @@ def _check_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool) ->
     source = sys.stdin.buffer.read()
     if force_exclude and _excluded(name, resolver):
         return []
-    return check_path(name, settings, _display(name), source=source)
+    (diagnostics,) = lint_files([LintTask.of(name, settings, _display(name), source)])
+    return diagnostics
 
 
 def _excluded(target: Path, resolver: SettingsResolver) -> bool:
@@ -281,7 +299,7 @@ def list_rules(output_format: str) -> None:
     """List every rule (`markdown` prints README's rule table)."""
     rules = all_rules()
     if output_format == "json":
-        data = [_rule_json(rule) for rule in rules]
+        data = [rule_json(rule) for rule in rules]
         click.echo(json.dumps(data, indent=2))
         return
     if output_format == "markdown":
@@ -291,25 +309,6 @@ def list_rules(output_format: str) -> None:
     for rule in rules:
         table.add_row(rule.code, rule.name, rule.severity.value, rule.summary)
     console(sys.stdout).print(table)
-
-
-def rules_table(rules: tuple[type[Rule], ...]) -> str:
-    rows = ["| code | name | severity | what it catches | what happens at runtime |", "|---|---|---|---|---|"]
-    for rule in rules:
-        cells = (rule.code, f"`{rule.name}`", rule.severity.value, rule.summary, rule.failure)
-        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(rows)
-
-
-def _rule_json(rule: type[Rule]) -> dict[str, object]:
-    return {
-        "code": rule.code,
-        "name": rule.name,
-        "severity": rule.severity.value,
-        "summary": rule.summary,
-        "hint": rule.hint,
-        "runtime_evidence": rule.signature.evidence,
-    }
 
 
 @main.command(name="rule")

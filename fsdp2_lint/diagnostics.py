@@ -1,5 +1,5 @@
-"""What the linter reports: :class:`Diagnostic` (with its :class:`Fix` of :class:`Edit` s), its
-:class:`Severity`, and FSDP000 as one record: :data:`PARSE_ERROR`, :data:`PARSE_ERROR_NAME` and
+"""What the linter reports: :class:`Diagnostic` (with its :class:`Fix` of :class:`Edit` s and its
+:class:`Applicability`), its :class:`Severity`, and FSDP000 as one record: :data:`PARSE_ERROR`, :data:`PARSE_ERROR_NAME` and
 :func:`file_error`, the diagnostic for a file that cannot be read or parsed.
 
 No libcst: the configuration, the output formats, the cache and the LSP features read these types
@@ -20,6 +20,14 @@ class Severity(enum.Enum):
     WARNING = "warning"  # likely breakage, or memory/performance
 
 
+class Applicability(enum.Enum):
+    """Whether ``--fix`` applies a fix: safe ones keep the program's meaning apart from the bug they
+    remove; unsafe ones change behaviour a reviewer should see (applied with ``--unsafe-fixes``)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
 @dataclass(frozen=True)
 class Edit:
     """Replace the text from (line, column) to (end_line, end_column) with ``content``
@@ -34,8 +42,10 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
+    """A diagnostic's fix as text edits of the file: what applying it alone changes."""
+
     description: str
-    applicability: str  # "safe" or "unsafe"
+    applicability: Applicability
     edits: tuple[Edit, ...]
 
 
@@ -59,6 +69,8 @@ class Diagnostic:
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data["severity"] = self.severity.value
+        if self.fix is not None:
+            data["fix"]["applicability"] = self.fix.applicability.value
         del data["source_line"]
         return data
 

@@ -1,6 +1,6 @@
-"""Lint one file: the single code path behind the CLI, the LSP server and the pre-commit hook.
+"""Lint one file's bytes (:mod:`fsdp2_lint.pipeline` is everything above one file), and fix them.
 
-Per file: the prefilter (each selected rule's required tokens) decides whether the file can
+The prefilter (each selected rule's required tokens) decides whether the file can
 violate anything at all; if so, and if it is no larger than ``max_file_size`` and nests no deeper
 than libcst's parser handles (:mod:`fsdp2_lint.nesting`), it is parsed once, interpreted once into
 facts, and every applicable rule reads those facts. Findings in code a test expects to raise (`with
@@ -9,7 +9,8 @@ reported as an internal error of that rule and never hides the other rules' find
 
 What it returns (:class:`~fsdp2_lint.diagnostics.Diagnostic`, FSDP000 for a file it cannot read or
 parse) is defined in :mod:`fsdp2_lint.diagnostics`; the size limit's default in
-:mod:`fsdp2_lint.sources`.
+:mod:`fsdp2_lint.sources`. :func:`fix_source` applies the rules' rewrites round after round
+(:mod:`fsdp2_lint.fixing`).
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ from pathlib import Path
 
 import libcst as cst
 
-from fsdp2_lint import fixes
 from fsdp2_lint.analysis.facts import FileFacts, interpret
-from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, Edit, Fix, file_error
-from fsdp2_lint.edits import fix_edits
+from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, file_error
+from fsdp2_lint.fixing.apply import apply_rewrites
+from fsdp2_lint.fixing.lines import fixed_bytes
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.fixing.text_edits import text_edits
 from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.prefilter import applicable_rules
-from fsdp2_lint.rule import Finding, Rule, RuleFix, all_rules
+from fsdp2_lint.rule import Finding, Rule, all_rules
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source, reason
 
 _NOQA = re.compile(
@@ -62,8 +65,13 @@ def lint_file(
     try:
         data = read_source(path)
     except OSError as error:
-        return [file_error(shown, f"cannot read file: {reason(error)}", hint=_READ_HINT)]
+        return [read_error(shown, error)]
     return lint_source(data, shown, rules, max_file_size)
+
+
+def read_error(path: str, error: OSError) -> Diagnostic:
+    """FSDP000 for a file that cannot be read."""
+    return file_error(path, f"cannot read file: {reason(error)}", hint=_READ_HINT)
 
 
 def lint_source(
@@ -84,10 +92,10 @@ def reaches_parser(data: bytes, rules: Sequence[type[Rule]] | None, max_file_siz
 
 @dataclass
 class _Linted:
-    """One lint of a file's bytes: the diagnostics, each with the rule's fix it came with, and the
+    """One lint of a file's bytes: the diagnostics, each with the rule's rewrite it came with, and the
     facts they were computed from (None when the file was not analysed)."""
 
-    findings: list[tuple[Diagnostic, RuleFix | None]]
+    findings: list[tuple[Diagnostic, Rewrite | None]]
     facts: FileFacts | None = None
     broken: bool = False  # the file could not be parsed or analysed
 
@@ -122,7 +130,7 @@ def _lint(data: bytes, path: str, rules: Sequence[type[Rule]] | None, max_file_s
     except Exception as error:  # a bug of ours must not cost the user the other files
         message = f"internal error while analysing the file: {type(error).__name__}: {error}"
         return _Linted([(file_error(path, message, hint=INTERNAL_HINT), None)], broken=True)
-    findings: list[tuple[Diagnostic, RuleFix | None]] = []
+    findings: list[tuple[Diagnostic, Rewrite | None]] = []
     for rule in applicable:
         findings.extend(_run_rule(rule, facts, lines))
     kept = (pair for pair in findings if not _suppressed(pair[0], lines))
@@ -134,10 +142,10 @@ def _decode(data: bytes, module: cst.Module) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[tuple[Diagnostic, RuleFix | None]]:
+def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[tuple[Diagnostic, Rewrite | None]]:
     instance = _RULE_INSTANCES.get(rule) or _RULE_INSTANCES.setdefault(rule, rule())
     seen: set[int] = set()
-    found: list[tuple[Diagnostic, RuleFix | None]] = []
+    found: list[tuple[Diagnostic, Rewrite | None]] = []
     try:
         for finding in instance.check(facts):
             if id(finding.node) not in seen and not facts.expects_exception(finding.node):
@@ -169,10 +177,9 @@ def _diagnostic(rule: type[Rule], finding: Finding, facts: FileFacts, lines: lis
     )
 
 
-def _fix(fix: RuleFix, facts: FileFacts) -> Fix:
-    """The fix as whole-line edits of the file (what applying it alone changes)."""
-    edits = tuple(Edit(edit.start, 1, edit.end, 1, edit.text) for edit in fix_edits(facts, fix))
-    return Fix(fix.description, "safe" if fix.safe else "unsafe", edits)
+def _fix(rewrite: Rewrite, facts: FileFacts) -> Fix:
+    """The rewrite as whole-line edits of the file (what applying it alone changes)."""
+    return Fix(rewrite.description, rewrite.applicability, tuple(text_edits(facts, rewrite)))
 
 
 @dataclass(frozen=True)
@@ -209,8 +216,8 @@ def fix_source(
         chosen = _compatible_fixes(linted.findings, linted.facts, unsafe)
         if not chosen:
             break
-        fixed_module = fixes.apply(linted.facts.module, [fix for _, fix in chosen], linted.facts.parents)
-        candidate = fixes.fixed_bytes(data, linted.facts.module, fixed_module)
+        fixed_module = apply_rewrites(linted.facts.module, [rewrite for _, rewrite in chosen], linted.facts.parents)
+        candidate = fixed_bytes(data, linted.facts.module, fixed_module)
         after = _lint(candidate, path, rules, max_file_size)
         if candidate == data or after.broken or (after.facts is None and not _parses(candidate)):
             break
@@ -220,19 +227,19 @@ def fix_source(
 
 
 def _compatible_fixes(
-    findings: list[tuple[Diagnostic, RuleFix | None]], facts: FileFacts, unsafe: bool
-) -> list[tuple[Diagnostic, RuleFix]]:
-    """The fixes to apply in one round: in file order, each one unless it replaces code that an
+    findings: list[tuple[Diagnostic, Rewrite | None]], facts: FileFacts, unsafe: bool
+) -> list[tuple[Diagnostic, Rewrite]]:
+    """The rewrites to apply in one round: in file order, each one unless it replaces code that an
     earlier one replaces too (it is applied in a later round, on the re-parsed file, if still due)."""
-    chosen: list[tuple[Diagnostic, RuleFix]] = []
+    chosen: list[tuple[Diagnostic, Rewrite]] = []
     taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
-    for diagnostic, fix in findings:
-        if fix is None or not (fix.safe or unsafe):
+    for diagnostic, rewrite in findings:
+        if rewrite is None or not (rewrite.applicability is Applicability.SAFE or unsafe):
             continue
-        spans = [_span(facts, change.old) for change in fix.changes]
+        spans = [_span(facts, old) for old in rewrite.replacements]
         if any(start < end_taken and start_taken < end for start, end in spans for start_taken, end_taken in taken):
             continue
-        chosen.append((diagnostic, fix))
+        chosen.append((diagnostic, rewrite))
         taken.extend(spans)
     return chosen
 

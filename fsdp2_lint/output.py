@@ -27,8 +27,9 @@ from rich.console import Console
 from rich.text import Text
 
 from fsdp2_lint import __version__
-from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic, Severity
+from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Applicability, Diagnostic, Severity
 from fsdp2_lint.rule import Rule, all_rules
+from fsdp2_lint.rule_docs import rule_markdown
 
 FORMATS = ("text", "concise", "json", "json-lines", "github", "gitlab", "junit", "sarif")
 STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow"}
@@ -62,7 +63,7 @@ class Fixing:
     applied: int | None = None
 
     def applicable(self, diagnostic: Diagnostic) -> bool:
-        return diagnostic.fix is not None and (self.unsafe or diagnostic.fix.applicability == "safe")
+        return diagnostic.fix is not None and (self.unsafe or diagnostic.fix.applicability is Applicability.SAFE)
 
 
 def write_report(
@@ -169,6 +170,23 @@ def _fixes_available(diagnostics: Sequence[Diagnostic], fixing: Fixing) -> str:
 
 def _count(count: int, singular: str, plural: str | None = None) -> str:
     return f"{count} {singular if count == 1 else plural or singular + 's'}"
+
+
+def write_fix_summary(fixed_by_file: Sequence[tuple[str, Sequence[Diagnostic]]], stream: TextIO, would: bool) -> None:
+    """``--show-fixes``: per file (its displayed name and the diagnostics whose fixes were applied),
+    how many diagnostics of each rule were fixed (Ruff's layout)."""
+    fixed = [(display, diagnostics) for display, diagnostics in fixed_by_file if diagnostics]
+    total = sum(len(diagnostics) for _, diagnostics in fixed)
+    if not total:
+        stream.write("No problems would be fixed.\n" if would else "No problems fixed.\n")
+        return
+    noun = "problem" if total == 1 else "problems"
+    stream.write(f"{'Would fix' if would else 'Fixed'} {total} {noun}:\n")
+    for display, diagnostics in fixed:
+        stream.write(f"- {display}:\n")
+        counts = Counter((d.code, d.name) for d in diagnostics)
+        for (code, name), count in sorted(counts.items()):
+            stream.write(f"    {count} × {code} ({name})\n")
 
 
 def write_statistics(
@@ -366,21 +384,6 @@ def repository_path(path: str, root: Path) -> str:
         return absolute.relative_to(root).as_posix()
     except ValueError:
         return absolute.as_posix()
-
-
-def rule_markdown(rule: type[Rule]) -> str:
-    """A rule's documentation: its docs, a bad and a good example from its tests, and the fix."""
-    parts = [f"# {rule.code} {rule.name} ({rule.severity.value})", rule.summary, rule.docs.strip()]
-    if rule.invalid:
-        parts.append("## Example\n```python\n" + rule.invalid[0].strip() + "\n```")
-    if rule.valid:
-        parts.append("## Use instead\n```python\n" + rule.valid[0].strip() + "\n```")
-    parts.append(f"## Fix\n{rule.hint}")
-    evidence = f"`{rule.signature.evidence}`"
-    if rule.signature.exception:
-        evidence += f": {' or '.join(rule.signature.exception)} matching `{rule.signature.message}`"
-    parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}. {rule.signature.note}".rstrip())
-    return "\n\n".join(parts) + "\n"
 
 
 _DATA_WRITERS: dict[str, Callable[[Sequence[Diagnostic], TextIO], None]] = {

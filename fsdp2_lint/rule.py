@@ -1,9 +1,10 @@
 """What a rule is: one class in one module of ``fsdp2_lint.rules`` (the repository's ``rules/``).
 
-A rule declares its identity and documentation next to its check (Fixit/Ruff style), the byte
-tokens a file must contain for the rule to possibly fire (the prefilter), and the runtime
-signature the confirmation harness must observe when a bad fixture of the rule is run.
-The check reads the facts computed once per file (:class:`fsdp2_lint.facts.FileFacts`) and
+A rule declares its identity and documentation next to its check (Fixit/Ruff style), the fix it
+can offer and how safe that is (:class:`FixOffer`), the byte tokens a file must contain for the
+rule to possibly fire (the prefilter), and the runtime signature the confirmation harness must
+observe when a bad fixture of the rule is run.
+The check reads the facts computed once per file (:class:`fsdp2_lint.analysis.facts.FileFacts`) and
 yields findings; it never re-walks the syntax tree. A rule's severity is a
 :class:`fsdp2_lint.diagnostics.Severity`; libcst is named here only in type annotations.
 """
@@ -18,13 +19,14 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
-from fsdp2_lint.diagnostics import Severity
+from fsdp2_lint.diagnostics import Applicability, Severity
 from fsdp2_lint.prefilter import Tokens, Word
 
 if TYPE_CHECKING:
     import libcst as cst
 
     from fsdp2_lint.analysis.facts import FileFacts
+    from fsdp2_lint.fixing.rewrite import Rewrite
 
 CODE_PATTERN = re.compile(r"^FSDP\d{3}$")
 
@@ -48,32 +50,14 @@ class RuntimeSignature:
 
 
 @dataclass(frozen=True)
-class Replace:
-    """Replace the syntax node ``old`` with ``new``: a node, ``cst.FlattenSentinel`` of several
-    statements, or ``cst.RemoveFromParent()`` (libcst round-trips everything else)."""
+class FixOffer:
+    """The fix a rule can attach to its findings: what it does (``summary``: README's fix table),
+    the ``applicabilities`` its fixes can have, and why they are safe, or what makes one unsafe
+    (``safety``: the "Fix safety" section of the rule's documentation)."""
 
-    old: cst.CSTNode
-    new: cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
-
-
-@dataclass(frozen=True)
-class NeededImport:
-    """``from module import name``, or ``import module`` when ``name`` is None."""
-
-    module: str
-    name: str | None
-
-
-@dataclass(frozen=True)
-class RuleFix:
-    """A mechanical repair. ``safe`` fixes keep the program's meaning and are applied by
-    ``--fix``; unsafe ones change behaviour a reviewer should see (``--unsafe-fixes``).
-    ``imports``: what the replacements need (see :func:`fsdp2_lint.fixes.reference`)."""
-
-    description: str
-    changes: tuple[Replace, ...]
-    safe: bool = True
-    imports: tuple[NeededImport, ...] = ()
+    summary: str
+    applicabilities: tuple[Applicability, ...]
+    safety: str
 
 
 @dataclass(frozen=True)
@@ -85,7 +69,7 @@ class Finding:
     message: str | None = None
     hint: str | None = None
     severity: Severity | None = None
-    fix: RuleFix | None = None
+    fix: Rewrite | None = None
 
 
 class Rule:
@@ -98,6 +82,8 @@ class Rule:
     failure: ClassVar[str]  # one line: what happens at runtime (README's rule table)
     severity: ClassVar[Severity] = Severity.ERROR
     docs: ClassVar[str]  # markdown: what it flags, why it breaks (the observed failure)
+    # The fix its findings can carry; None: it never offers one. Tests check the rule keeps to it.
+    fix_offer: ClassVar[FixOffer | None] = None
     # Fixit-style examples: they are run as tests and printed by `fsdp2-lint rule CODE`.
     # Each invalid example marks its expected diagnostics with `# expect: CODE` on the line.
     valid: ClassVar[tuple[str, ...]] = ()

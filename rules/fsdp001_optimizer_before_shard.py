@@ -4,11 +4,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes
+from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, Obj, canonical, may_overlap, refs, report_node
+from fsdp2_lint.analysis.model import Event, Obj, may_overlap, refs, report_node
 from fsdp2_lint.analysis.trace import Trace
-from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 
 class OptimizerBeforeShard(Rule):
@@ -17,6 +20,18 @@ class OptimizerBeforeShard(Rule):
     summary = "optimizer built from parameters captured before `fully_shard`: it steps the old, non-DTensor tensors"
     hint = "build the optimizer after the last `fully_shard` call, from the module's (DTensor) `parameters()`"
     failure = "silent: `step()` changes 0 of N parameters, the loss never improves"
+    fix_offer = FixOffer(
+        summary=(
+            "moves the optimizer's construction to just after the last `fully_shard` of its module, when "
+            "both are in one block, it reads the parameters itself and nothing it jumps over uses what it"
+            " binds"
+        ),
+        applicabilities=(Applicability.UNSAFE,),
+        safety=(
+            "the optimizer's construction moves past the statements between it and the last "
+            "`fully_shard`: check that none of them needs the optimizer."
+        ),
+    )
     docs = """
 ## What it does
 Flags an optimizer constructed from a module's parameters before that module, or any module
@@ -121,7 +136,7 @@ def main():
         return None
 
 
-def _build_after_sharding(facts: FileFacts, trace: Trace, optimizer: Event, shard: Event) -> RuleFix | None:
+def _build_after_sharding(facts: FileFacts, trace: Trace, optimizer: Event, shard: Event) -> Rewrite | None:
     """Move the assignment that builds the optimizer to just after the statement holding the last
     `fully_shard` of its parameters' modules, when both are in one block, the statement reads the
     parameters itself (not a list captured earlier) and nothing it jumps over uses what it binds.
@@ -137,20 +152,20 @@ def _build_after_sharding(facts: FileFacts, trace: Trace, optimizer: Event, shar
         key=lambda event: event.index,
         default=shard,
     )
-    move = fixes.move_after(facts, report_node(optimizer, shard), report_node(last, optimizer))
+    move = builders.move_after(facts, report_node(optimizer, shard), report_node(last, optimizer))
     if move is None or not _assigns_once(move.statement):
         return None
     block = facts.statement_of(move.statement)[1]  # type: ignore[index]
     for source in sources:
         captured = trace.events[source.captured_at if source.captured_at is not None else optimizer.index]
-        if not any(fixes.statement_in(facts, frame, block) is move.statement for frame in captured.frames()):
+        if not any(builders.statement_in(facts, frame, block) is move.statement for frame in captured.frames()):
             return None  # built from parameters captured by an earlier statement: moving does not help
-    if fixes.bound_names(move.statement) & fixes.mentioned_names(move.passed):
+    if builders.bound_names(move.statement) & builders.mentioned_names(move.passed):
         return None
-    return RuleFix(
+    return Rewrite(
         "build the optimizer after the last `fully_shard` (check that the statements it now follows do not need it)",
-        move.changes,
-        safe=False,
+        move.replacements,
+        applicability=Applicability.UNSAFE,
     )
 
 
@@ -159,7 +174,7 @@ def _assigns_once(statement: cst.BaseStatement) -> bool:
     return (
         isinstance(statement, cst.SimpleStatementLine)
         and isinstance(statement.body[0], (cst.Assign, cst.AnnAssign))
-        and bool(fixes.bound_names(statement))
+        and bool(builders.bound_names(statement))
     )
 
 

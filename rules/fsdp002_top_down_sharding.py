@@ -4,10 +4,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes
+from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Choice, Event, Ref, canonical, is_any_depth, report_node, strict_ancestor
-from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.analysis.model import Choice, Event, Ref, is_any_depth, report_node, strict_ancestor
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 
 class TopDownSharding(Rule):
@@ -16,6 +19,17 @@ class TopDownSharding(Rule):
     summary = "`fully_shard` on a submodule after its ancestor was sharded: FSDP2 must be applied bottom-up"
     hint = "shard the submodules first (e.g. every transformer block), then the root"
     failure = "`TypeError: Invariant encountered` / `RuntimeError: Cannot concatenate overlapping meshes` at the second `fully_shard`"
+    fix_offer = FixOffer(
+        summary=(
+            "moves the ancestor's `fully_shard` after the statement that shards its submodules (same "
+            "block; `model = fully_shard(model)` may be moved)"
+        ),
+        applicabilities=(Applicability.UNSAFE,),
+        safety=(
+            "the ancestor's `fully_shard` moves past the statements that shard its submodules: check that"
+            " the code in between does not need the ancestor sharded."
+        ),
+    )
     docs = """
 ## What it does
 Flags a `fully_shard` call on a module whose ancestor was already passed to `fully_shard`:
@@ -88,22 +102,22 @@ for module in model.modules():
                         yield Finding(late.node, why)
 
 
-def _shard_ancestor_last(facts: FileFacts, early: Event, late: Event) -> RuleFix | None:
+def _shard_ancestor_last(facts: FileFacts, early: Event, late: Event) -> Rewrite | None:
     """Move the statement that shards the ancestor to just after the one that shards its
     descendants, when both are in one block and nothing in between uses what the moved statement
     binds (`model = fully_shard(model)` binds the same module again, which does not count).
     Unsafe: the statements in between now run before the ancestor is sharded."""
-    move = fixes.move_after(facts, report_node(early, late), report_node(late, early))
+    move = builders.move_after(facts, report_node(early, late), report_node(late, early))
     if move is None:
         return None
     rebound = _rebound_to_itself(move.statement, early.node)
-    if (fixes.bound_names(move.statement) - rebound) & fixes.mentioned_names(move.passed):
+    if (builders.bound_names(move.statement) - rebound) & builders.mentioned_names(move.passed):
         return None
-    return RuleFix(
+    return Rewrite(
         "shard bottom-up: move the ancestor's `fully_shard` after its submodules' (check the code in between "
         "does not need the ancestor sharded)",
-        move.changes,
-        safe=False,
+        move.replacements,
+        applicability=Applicability.UNSAFE,
     )
 
 
@@ -113,8 +127,8 @@ def _rebound_to_itself(statement: cst.BaseStatement, shard: cst.CSTNode) -> set[
     if not isinstance(small, cst.Assign) or len(small.targets) != 1 or small.value is not shard:
         return set()
     target, args = small.targets[0].target, shard.args  # type: ignore[attr-defined]
-    if args and args[0].keyword is None and fixes.code_of(args[0].value) == fixes.code_of(target):
-        return {fixes.code_of(target)}
+    if args and args[0].keyword is None and builders.code_of(args[0].value) == builders.code_of(target):
+        return {builders.code_of(target)}
     return set()
 
 

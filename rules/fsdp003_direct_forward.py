@@ -5,10 +5,13 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Const, Event, canonical, may_be_same, may_contain, refs
+from fsdp2_lint.analysis.model import Const, Event, may_be_same, may_contain, refs
 from fsdp2_lint.analysis.trace import Trace
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 
 class DirectForward(Rule):
@@ -17,6 +20,11 @@ class DirectForward(Rule):
     summary = "`.forward(...)` on a sharded module skips FSDP's hooks: its parameters are never all-gathered"
     hint = 'call the module itself, `model(x)`, or `register_fsdp_forward_method(model, "forward")` after sharding'
     failure = "`RuntimeError: ... got mixed torch.Tensor and DTensor` (or, after `unshard()`, no parameter updates)"
+    fix_offer = FixOffer(
+        summary="`X.forward(args)` → `X(args)`",
+        applicabilities=(Applicability.SAFE,),
+        safety="calling the module runs the hooks that `.forward` skipped, and nothing else changes.",
+    )
     docs = """
 ## What it does
 Flags `X.forward(...)` (also `f = X.forward; f(...)`) where `X` is a module that was passed to
@@ -97,11 +105,11 @@ hidden = step(batch)  # expect: FSDP003
                         break
 
 
-def _call_module_instead(node: cst.Call) -> RuleFix | None:
+def _call_module_instead(node: cst.Call) -> Rewrite | None:
     """``X.forward(args)`` -> ``X(args)``: the same call, through the hooks."""
     if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "forward"):
         return None  # `step = X.forward; step(x)`: no mechanical rewrite of the alias
-    return RuleFix("call the module instead of `.forward`", (Replace(node, node.with_changes(func=node.func.value)),))
+    return Rewrite("call the module instead of `.forward`", {node: node.with_changes(func=node.func.value)})
 
 
 def _is_self_call(node: cst.CSTNode) -> bool:

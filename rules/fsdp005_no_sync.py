@@ -4,10 +4,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import canonical, may_be_wrapper, refs
-from fsdp2_lint.fixes import code_of
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.analysis.model import may_be_wrapper, refs
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing.builders import code_of
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 
 class NoSync(Rule):
@@ -19,6 +22,17 @@ class NoSync(Rule):
         "`model.set_requires_gradient_sync(True)` before the last one (try/finally)"
     )
     failure = "`AttributeError: ... has no attribute 'no_sync'`"
+    fix_offer = FixOffer(
+        summary=(
+            "`with X.no_sync(): body` → `X.set_requires_gradient_sync(False)`, `try: body`, `finally: "
+            "X.set_requires_gradient_sync(True)`"
+        ),
+        applicabilities=(Applicability.SAFE,),
+        safety=(
+            "gradient synchronisation is turned off and back on around the same block, back on even when "
+            "the block raises."
+        ),
+    )
     docs = """
 ## What it does
 Flags `with m.no_sync():`, `m.no_sync()` and `getattr(m, "no_sync", ...)` where `m` is sharded
@@ -89,7 +103,7 @@ sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP
                         break
 
 
-def _sync_off_inside(facts: FileFacts, call: cst.CSTNode) -> RuleFix | None:
+def _sync_off_inside(facts: FileFacts, call: cst.CSTNode) -> Rewrite | None:
     """``with X.no_sync(): body`` -> ``X.set_requires_gradient_sync(False)`` / ``try: body`` /
     ``finally: X.set_requires_gradient_sync(True)``: exactly FSDP1's semantics, sync off only
     inside the block. The body is kept as it is, comments and formatting included."""
@@ -109,6 +123,4 @@ def _sync_off_inside(facts: FileFacts, call: cst.CSTNode) -> RuleFix | None:
     guarded = cst.Try(body=body, finalbody=cst.Finally(body=cst.IndentedBlock([enable])))
     first = disable.with_changes(leading_lines=statement.leading_lines, trailing_whitespace=header)
     replacement = cst.FlattenSentinel([first, guarded])
-    return RuleFix(
-        "use set_requires_gradient_sync(False) ... (True) around the block", (Replace(statement, replacement),)
-    )
+    return Rewrite("use set_requires_gradient_sync(False) ... (True) around the block", {statement: replacement})

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint import fixes
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Const, Event, Symbol, options, refs, walk_contents
 from fsdp2_lint.analysis.trace import Trace
-from fsdp2_lint.rule import Finding, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
@@ -28,6 +30,15 @@ class CudaDeviceNotSet(Rule):
     summary = "CUDA/NCCL script shards without selecting each rank's GPU: every rank lands on cuda:0"
     hint = 'call `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` before `init_process_group`'
     failure = 'every rank uses GPU 0: out of memory, NCCL "Duplicate GPU detected", or a hang'
+    fix_offer = FixOffer(
+        summary=(
+            'inserts `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` before `init_process_group` '
+            "(under `if torch.cuda.is_available():` when the backend is not always NCCL), adding `import "
+            "os`; none when the script starts its own processes"
+        ),
+        applicabilities=(Applicability.SAFE,),
+        safety="each rank selects the GPU torchrun assigned it before anything is placed on a device.",
+    )
     docs = """
 ## What it does
 Flags a script that sets up its own process group (`init_process_group`, `init_device_mesh`),
@@ -100,27 +111,27 @@ fully_shard(model.cuda())
                 yield Finding((inits[0] if inits else shards[0]).node, fix=_set_device_first(facts, creates[0]))
 
 
-def _set_device_first(facts: FileFacts, creation: Event) -> RuleFix | None:
+def _set_device_first(facts: FileFacts, creation: Event) -> Rewrite | None:
     """Insert ``torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))`` before the statement that
     creates the process group (or the mesh): torchrun sets LOCAL_RANK for every rank. Guarded by
     ``torch.cuda.is_available()`` unless the script always uses CUDA, so a CPU run still works. No
     fix for scripts that start their own processes, where LOCAL_RANK may not be set."""
     if any(event.kind == "call" and (event.qname or "").startswith(SPAWNING) for _, event in facts.events()):
         return None
-    set_device, set_device_import = fixes.reference(facts.module, "torch.cuda.set_device")
-    os_module, os_import = fixes.reference(facts.module, "os")
-    code = f'{fixes.code_of(set_device)}(int({fixes.code_of(os_module)}.environ["LOCAL_RANK"]))\n'
+    set_device, set_device_import = builders.reference(facts.module, "torch.cuda.set_device")
+    os_module, os_import = builders.reference(facts.module, "os")
+    code = f'{builders.code_of(set_device)}(int({builders.code_of(os_module)}.environ["LOCAL_RANK"]))\n'
     needed = [set_device_import, os_import]
     if not _always_cuda(creation):
-        is_available, is_available_import = fixes.reference(facts.module, "torch.cuda.is_available")
-        code = f"if {fixes.code_of(is_available)}():\n    {code}"
+        is_available, is_available_import = builders.reference(facts.module, "torch.cuda.is_available")
+        code = f"if {builders.code_of(is_available)}():\n    {code}"
         needed.append(is_available_import)
-    insertion = fixes.insert_before(facts, creation.node, code)
+    insertion = builders.insert_before(facts, creation.node, code)
     if insertion is None:
         return None
-    return RuleFix(
+    return Rewrite(
         "select the rank's GPU from LOCAL_RANK (set by torchrun) before creating the process group",
-        (insertion,),
+        insertion,
         imports=tuple(needed_import for needed_import in needed if needed_import is not None),
     )
 

@@ -4,12 +4,15 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes
+from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Derived, Event, Params, canonical, may_overlap, walk_contents
+from fsdp2_lint.analysis.model import Derived, Event, Params, may_overlap, walk_contents
 from fsdp2_lint.analysis.syntax import dotted
 from fsdp2_lint.analysis.trace import Trace
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 CLIPPING = frozenset(
     {
@@ -54,6 +57,17 @@ class StaleOrLocalGradNorm(Rule):
         "returns the global norm; a hand-written norm must all-reduce the squared local sums"
     )
     failure = "silent: the norm is 0 (stale list: nothing is clipped) or this rank's local value, not the global one"
+    fix_offer = FixOffer(
+        summary=(
+            "`clip_grad_norm_(params, ...)`, `params = list(m.parameters())` captured before sharding → "
+            "`clip_grad_norm_(m.parameters(), ...)`"
+        ),
+        applicabilities=(Applicability.SAFE,),
+        safety=(
+            "the norm is computed over the same module's parameters: the current, sharded ones that the "
+            "optimizer updates."
+        ),
+    )
     docs = """
 ## What it does
 Flags gradient clipping or a gradient norm that does not see the sharded gradients:
@@ -123,7 +137,7 @@ grad_norm = torch.sqrt(sum(p.grad.to_local().pow(2).sum() for p in model.paramet
             yield from _local_norms(facts, trace)
 
 
-def _current_parameters(facts: FileFacts, trace: Trace, clip: Event) -> RuleFix | None:
+def _current_parameters(facts: FileFacts, trace: Trace, clip: Event) -> Rewrite | None:
     """``clip_grad_norm_(params, ...)`` where ``params = list(E.parameters())`` was captured before
     sharding -> ``clip_grad_norm_(E.parameters(), ...)``: the same module's parameters, read when
     clipping. Only when ``E`` names the same module at the clip: ``self.<...>`` in two methods of
@@ -151,9 +165,9 @@ def _current_parameters(facts: FileFacts, trace: Trace, clip: Event) -> RuleFix 
     if argument is None or argument.star:
         return None
     current = cst.Call(cst.Attribute(module, cst.Name("parameters")))
-    return RuleFix(
+    return Rewrite(
         "clip the module's current (sharded) parameters",
-        (Replace(argument.value, current),),
+        {argument.value: current},
     )
 
 
@@ -169,7 +183,7 @@ def _same_module_at(facts: FileFacts, module: cst.BaseExpression, capture: cst.C
     scope = facts.enclosing(capture, cst.FunctionDef) or facts.module
     if scope is not (facts.enclosing(clip, cst.FunctionDef) or facts.module):
         return False
-    bound = [node for node in fixes.bindings(scope, root) if not _wraps_itself(node, root)]
+    bound = [node for node in builders.bindings(scope, root) if not _wraps_itself(node, root)]
     return len(bound) <= 1 and all(_start(facts, node) < _start(facts, capture) for node in bound)
 
 

@@ -4,11 +4,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Const, Event, Symbol, Value, options
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 # FSDP1 keyword -> what to write with fully_shard instead.
 REPLACEMENTS = {
@@ -58,6 +60,22 @@ class Fsdp1Arguments(Rule):
         "`offload_policy=CPUOffloadPolicy()`, and a bottom-up loop instead of `auto_wrap_policy`"
     )
     failure = "`TypeError: fully_shard() got an unexpected keyword argument ...` (or a ValueError) at the call"
+    fix_offer = FixOffer(
+        summary=(
+            "`sharding_strategy=ShardingStrategy.FULL_SHARD` / `SHARD_GRAD_OP` (or either given as "
+            "`reshard_after_forward`) → `reshard_after_forward=True` / `False`; a positional mesh → "
+            "`mesh=`; drops `limit_all_gathers`, `use_orig_params=True`, `sync_module_states=False`. "
+            "Dropping `device_id`, `use_orig_params=False` or `sync_module_states=True` makes the fix "
+            "unsafe. No fix when another FSDP1 argument (`auto_wrap_policy`, `cpu_offload`, `**kwargs`, "
+            "...) has no mechanical form"
+        ),
+        applicabilities=(Applicability.SAFE, Applicability.UNSAFE),
+        safety=(
+            "renaming an FSDP1 argument to its FSDP2 form, or dropping one that FSDP2 does by default, is"
+            " safe; dropping `device_id`, `use_orig_params=False` or `sync_module_states=True` changes "
+            "what the run does, so that fix is unsafe and its description says what changes."
+        ),
+    )
     docs = """
 ## What it does
 Flags `fully_shard(...)` calls that use FSDP1 (`FullyShardedDataParallel`) arguments:
@@ -137,7 +155,7 @@ def _problems(shard: Event) -> list[str]:
     return problems
 
 
-def _fsdp2_arguments(shard: Event) -> RuleFix | None:
+def _fsdp2_arguments(shard: Event) -> Rewrite | None:
     """Rewrite the call's FSDP1 arguments when each has a mechanical FSDP2 form: a strategy as
     `reshard_after_forward`, a positional mesh as `mesh=`, and the keywords FSDP2 does without
     dropped. Unsafe when dropping one changes behaviour (the description says how)."""
@@ -182,10 +200,10 @@ def _fsdp2_arguments(shard: Event) -> RuleFix | None:
             args.append(arg)
     if not notes and not unsafe_notes:
         return None
-    return RuleFix(
+    return Rewrite(
         "FSDP2 arguments: " + "; ".join(notes + unsafe_notes),
-        (Replace(call, call.with_changes(args=fixes.without_arguments(call, args))),),
-        safe=not unsafe_notes,
+        {call: call.with_changes(args=builders.without_arguments(call, args))},
+        applicability=Applicability.UNSAFE if unsafe_notes else Applicability.SAFE,
     )
 
 

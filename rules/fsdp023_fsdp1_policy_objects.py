@@ -4,12 +4,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Const, Obj, refs
 from fsdp2_lint.analysis.trace import Trace
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 # FSDP2 argument -> (FSDP1 class given to it, the FSDP2 class to use)
 POLICIES = {
@@ -26,6 +28,21 @@ class Fsdp1PolicyObjects(Rule):
     failure = (
         "`CPUOffload` is silently ignored (no offloading); `MixedPrecision` fails at the first forward "
         "(`AttributeError: ... no attribute 'output_dtype'`, or a dtype mismatch)"
+    )
+    fix_offer = FixOffer(
+        summary=(
+            "`MixedPrecision(param_dtype=a, reduce_dtype=b)` → `MixedPrecisionPolicy(param_dtype=a, "
+            "reduce_dtype=b)` (safe; none with FSDP1-only fields such as `buffer_dtype`); "
+            "`CPUOffload(offload_params=True)` → `CPUOffloadPolicy()` (unsafe: offloading starts, into "
+            "pinned memory that needs an accelerator); none for a policy object an FSDP1 wrapper also "
+            "uses"
+        ),
+        applicabilities=(Applicability.SAFE, Applicability.UNSAFE),
+        safety=(
+            "`MixedPrecision` -> `MixedPrecisionPolicy` keeps the same dtypes (safe); "
+            "`CPUOffload(offload_params=True)` -> `CPUOffloadPolicy()` starts offloading, into pinned "
+            "memory that needs an accelerator (unsafe)."
+        ),
     )
     docs = """
 ## What it does
@@ -94,7 +111,7 @@ OFFLOADING_STARTS = (
 SHARED_PRECISION_FIELDS = ("param_dtype", "reduce_dtype")
 
 
-def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None:
+def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> Rewrite | None:
     """``CPUOffload(offload_params=True)`` -> ``CPUOffloadPolicy()`` (unsafe: it starts offloading, which
     the ignored FSDP1 object never did); ``MixedPrecision(param_dtype=a,
     reduce_dtype=b)`` -> ``MixedPrecisionPolicy(param_dtype=a, reduce_dtype=b)``. Only for a policy
@@ -114,11 +131,11 @@ def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> RuleFix | None
         new_class, args, change = "MixedPrecisionPolicy", list(call.args), ""
     else:
         return None
-    expression, needed = fixes.reference(facts.module, f"{apis.FSDP}.{new_class}")
-    return RuleFix(
+    expression, needed = builders.reference(facts.module, f"{apis.FSDP}.{new_class}")
+    return Rewrite(
         f"use FSDP2's `{new_class}`{change}",
-        (Replace(call, call.with_changes(func=expression, args=args)),),
-        safe=not change,
+        {call: call.with_changes(func=expression, args=args)},
+        applicability=Applicability.UNSAFE if change else Applicability.SAFE,
         imports=(needed,) if needed else (),
     )
 

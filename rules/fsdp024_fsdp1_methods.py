@@ -4,12 +4,15 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint import fixes
 from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
+from fsdp2_lint.analysis.model import Event, Ref, Value, may_be_same, may_be_wrapper, refs
 from fsdp2_lint.analysis.trace import Trace, fsdp2_model
-from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 # FSDP1-only attributes and methods of a wrapped module, and what FSDP2 offers instead.
 MODULE_ATTRIBUTES = {
@@ -50,6 +53,13 @@ class Fsdp1Methods(Rule):
     failure = (
         "`AttributeError: 'FSDPModel' object has no attribute 'module'` (or `clip_grad_norm_`, ...) at the access; "
         "`IndexError: list index out of range` from `FSDP.full_optim_state_dict` and the other full/sharded ones"
+    )
+    fix_offer = FixOffer(
+        summary=(
+            "`X.clip_grad_norm_(a, ...)` → `torch.nn.utils.clip_grad_norm_(X.parameters(), a, ...)`; `X.module` → `X`"
+        ),
+        applicabilities=(Applicability.SAFE,),
+        safety="the replacement computes the same thing over the module's own, sharded, parameters.",
     )
     docs = """
 ## What it does
@@ -163,24 +173,24 @@ state = FSDP.scatter_full_optim_state_dict(full_state, model)  # expect: FSDP024
 UNWRAPPED = ("module", "_fsdp_wrapped_module")
 
 
-def _the_module_itself(node: cst.CSTNode) -> RuleFix | None:
+def _the_module_itself(node: cst.CSTNode) -> Rewrite | None:
     """``X.module`` -> ``X``: `fully_shard` does not wrap the module."""
     if not isinstance(node, cst.Attribute):
         return None
-    return RuleFix("use the module itself: `fully_shard` does not wrap it", (Replace(node, node.value),))
+    return Rewrite("use the module itself: `fully_shard` does not wrap it", {node: node.value})
 
 
-def _clip_parameters(facts: FileFacts, node: cst.CSTNode) -> RuleFix | None:
+def _clip_parameters(facts: FileFacts, node: cst.CSTNode) -> Rewrite | None:
     """``X.clip_grad_norm_(a, ...)`` -> ``torch.nn.utils.clip_grad_norm_(X.parameters(), a, ...)``:
     the same norm over the same parameters, computed across ranks on the DTensor gradients."""
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args):
         return None
-    clip, needed = fixes.reference(facts.module, "torch.nn.utils.clip_grad_norm_")
+    clip, needed = builders.reference(facts.module, "torch.nn.utils.clip_grad_norm_")
     parameters = cst.Call(cst.Attribute(node.func.value, cst.Name("parameters")))
     first = cst.Arg(parameters, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return RuleFix(
+    return Rewrite(
         "use `torch.nn.utils.clip_grad_norm_` over the module's parameters",
-        (Replace(node, node.with_changes(func=clip, args=[first, *node.args])),),
+        {node: node.with_changes(func=clip, args=[first, *node.args])},
         imports=(needed,) if needed else (),
     )
 

@@ -251,6 +251,17 @@ def test_rules_and_rule_explain(project):
     assert run("rule", "FSDP999")[0] == 2
 
 
+def test_rules_show_the_fix_they_declare(project):
+    """`rules --output-format json` and `rule CODE` give each rule's declared fix and its safety."""
+    rules = {rule["code"]: rule for rule in json.loads(run("rules", "--output-format", "json")[1])}
+    assert rules["FSDP022"]["fix"]["applicabilities"] == ["safe", "unsafe"]
+    assert rules["FSDP001"]["fix"]["safety"].startswith("Unsafe: only `--fix --unsafe-fixes` applies it.")
+    assert rules["FSDP004"]["fix"] is None
+    code, output = run("rule", "FSDP001")
+    assert "Fix safety" in output and "Unsafe: only --fix --unsafe-fixes applies it." in output
+    assert "No fix is offered" in run("rule", "FSDP004")[1]
+
+
 def test_installed_entry_point_runs(project):
     write(project / "bad.py", BAD)
     script = Path(sysconfig.get_path("scripts")) / "fsdp2-lint"

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from test_cli import BAD, write
 
-from fsdp2_lint import autofix
+from fsdp2_lint import pipeline
 from fsdp2_lint.cli import main
 
 # FSDP003 (a safe fix) and FSDP001 (an unsafe one: the optimizer moves after the last shard).
@@ -175,14 +175,14 @@ def test_writes_keep_permissions_follow_symlinks_and_leave_no_temporary_files(pr
 def test_a_file_changed_on_disk_while_fixing_is_not_overwritten(project, monkeypatch):
     path = write(project / "train.py", SOURCE)
     edited = SOURCE + "print('saved by the editor meanwhile')\n"
-    real_fix_path = autofix.fix_path
+    real_fix = pipeline._fix_guarded
 
     def edit_meanwhile(*args, **kwargs):
-        result = real_fix_path(*args, **kwargs)
+        result = real_fix(*args, **kwargs)
         path.write_text(edited)
         return result
 
-    monkeypatch.setattr(autofix, "fix_path", edit_meanwhile)
+    monkeypatch.setattr(pipeline, "_fix_guarded", edit_meanwhile)
     result = check("--fix", "train.py")
     assert path.read_text() == edited
     assert result.exit_code == 1

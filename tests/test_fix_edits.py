@@ -6,8 +6,10 @@ import libcst as cst
 import pytest
 
 from fsdp2_lint.analysis.facts import FileFacts, interpret
-from fsdp2_lint.edits import fix_edits
-from fsdp2_lint.fixes import apply, source_lines
+from fsdp2_lint.analysis.syntax import source_lines
+from fsdp2_lint.fixing.apply import apply_rewrites
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.fixing.text_edits import text_edits
 from fsdp2_lint.rule import all_rules
 
 HEADER = "# a training script\nimport torch\nfrom torch.distributed.fsdp import fully_shard\n\n"
@@ -35,8 +37,8 @@ def fixes_of(source: str) -> tuple[FileFacts, list]:
 
 def applied(source: str, edits) -> str:
     lines = source_lines(source)
-    for edit in sorted(edits, key=lambda e: e.start, reverse=True):
-        lines[edit.start - 1 : edit.end - 1] = source_lines(edit.text)
+    for edit in sorted(edits, key=lambda e: e.line, reverse=True):
+        lines[edit.line - 1 : edit.end_line - 1] = source_lines(edit.content)
     return "".join(lines)
 
 
@@ -51,14 +53,14 @@ def test_edits_rebuild_only_the_changed_statements_and_match_the_whole_fix(sourc
     for fix in fixes:
         with monkeypatch.context() as patch:
             patch.setattr(cst.Module, "code", property(whole_module_code))
-            edits = fix_edits(facts, fix)
-        assert applied(source, edits) == apply(facts.module, [fix]).code
-        assert all(edit.end - edit.start <= 4 for edit in edits)  # a few lines each, not the file
+            edits = text_edits(facts, fix)
+        assert applied(source, edits) == apply_rewrites(facts.module, [fix]).code
+        assert all(edit.end_line - edit.line <= 4 for edit in edits)  # a few lines each, not the file
 
 
 def test_a_change_to_the_files_header_falls_back_to_comparing_whole_files():
     source = HEADER + "fully_shard(model)\nmodel.forward(x)\n"
     facts, (fix,) = fixes_of(source)
     comment = facts.module.header[0]
-    header_fix = type(fix)("drop the comment", (type(fix.changes[0])(comment, cst.RemoveFromParent()),))
-    assert applied(source, fix_edits(facts, header_fix)) == source.replace("# a training script\n", "")
+    header_fix = Rewrite("drop the comment", {comment: cst.RemoveFromParent()})
+    assert applied(source, text_edits(facts, header_fix)) == source.replace("# a training script\n", "")

@@ -7,7 +7,6 @@ byte."""
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections import Counter
 
@@ -16,10 +15,11 @@ import pytest
 from fixture_marks import ROOT, fixture_files
 from style_cases import CASES as STYLE_CASES
 
-from fsdp2_lint.diagnostics import Diagnostic
+from fsdp2_lint.analysis.syntax import source_lines
+from fsdp2_lint.diagnostics import Applicability, Diagnostic
 from fsdp2_lint.engine import fix_source, lint_source
-from fsdp2_lint.fixes import source_lines
 from fsdp2_lint.rule import all_rules
+from fsdp2_lint.rule_docs import fix_table
 
 RULES = {rule.code: rule for rule in all_rules()}
 CASES = (
@@ -39,18 +39,15 @@ CASES = (
         if "# expect:" in source
     ]
 )
-# Rules that must offer a fix on at least one of their examples or bad fixtures, and its kinds.
-FIXABLE = {
-    "FSDP001": {"unsafe"},
-    "FSDP002": {"unsafe"},
-    "FSDP003": {"safe"},
-    "FSDP005": {"safe"},
-    "FSDP011": {"safe"},
-    "FSDP015": {"safe"},
-    "FSDP022": {"safe"},
-    "FSDP023": {"safe", "unsafe"},  # CPUOffloadPolicy starts offloading
-    "FSDP024": {"safe"},
-}
+# Fixes no example, fixture or style case shows: FSDP022's unsafe one drops `device_id`.
+CASES += [
+    pytest.param(
+        b"import torch\nfrom torch.distributed.fsdp import fully_shard\n\n"
+        b"model = torch.nn.Linear(2, 2)\nfully_shard(model, device_id=torch.cuda.current_device())\n",
+        [RULES["FSDP022"]],
+        id="FSDP022-drops-device_id",
+    )
+]
 
 
 def fixed_text(source: str, unsafe: bool = True, rules=None) -> str:
@@ -69,9 +66,9 @@ def test_fixes_parse_resolve_their_diagnostics_and_are_idempotent(source, rules)
     again = fix_source(result.source, "train.py", rules, unsafe=True)
     assert (again.source, again.fixed) == (result.source, ())
     safe_only = fix_source(source, "train.py", rules, unsafe=False)
-    assert all(d.fix.applicability == "safe" for d in safe_only.fixed)
+    assert all(d.fix.applicability is Applicability.SAFE for d in safe_only.fixed)
     assert Counter(d.code for d in safe_only.remaining) == Counter(
-        d.code for d in before if d.fix is None or d.fix.applicability == "unsafe"
+        d.code for d in before if d.fix is None or d.fix.applicability is Applicability.UNSAFE
     )
 
 
@@ -86,22 +83,23 @@ def test_a_diagnostics_edits_make_the_same_file_as_the_cli_fix(source, rules):
         assert _apply_edits(suppressed, again) == expected.source.decode()
 
 
-def test_every_fixable_rule_offers_its_fix_on_an_example_or_fixture():
-    offered: dict[str, set[str]] = {}
+def test_each_rule_offers_the_fixes_it_declares_and_no_other():
+    """A rule's ``fix_offer`` is what its findings carry: over the cases, a rule that declares one
+    offers a fix of each applicability it declares, and a rule that declares none offers no fix."""
+    offered: dict[str, set[Applicability]] = {}
     for case in CASES:
         source, rules = case.values
         for d in lint_source(source, "train.py", rules):
             if d.fix is not None:
                 offered.setdefault(d.code, set()).add(d.fix.applicability)
-    assert offered == FIXABLE
+    declared = {rule.code: set(rule.fix_offer.applicabilities) for rule in all_rules() if rule.fix_offer}
+    assert offered == declared
 
 
-def test_readmes_fix_table_lists_the_fixable_rules_and_their_kinds():
+def test_readmes_fix_table_is_generated_from_the_rules():
     section = (ROOT / "README.md").read_text().split("\n## Fixes\n", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| (FSDP\d{3}) \|.*\| ([a-z /]+) \|$", section, flags=re.MULTILINE)
-    documented = {code: set(kinds.split(" / ")) for code, kinds in rows}
-    assert documented.keys() == FIXABLE.keys()
-    assert all(FIXABLE[code] <= kinds for code, kinds in documented.items())  # FSDP022's unsafe drops too
+    table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
+    assert table == fix_table(all_rules())
 
 
 def _with_noqa(source: str, diagnostics: list[Diagnostic]) -> str:
@@ -298,7 +296,7 @@ def test_fsdp022_rewrites_strategies_and_mesh_and_drops_what_fsdp2_does_without(
         )
         """)
     result = fix_source(source.encode(), "train.py")
-    assert [d.fix.applicability for d in result.fixed] == ["safe", "safe"]
+    assert [d.fix.applicability for d in result.fixed] == [Applicability.SAFE, Applicability.SAFE]
     assert result.source.decode() == case("""\
         from torch.distributed.fsdp import ShardingStrategy
 
@@ -316,7 +314,7 @@ def test_fsdp022_rewrites_strategies_and_mesh_and_drops_what_fsdp2_does_without(
 def test_fsdp022_dropping_what_changes_behaviour_is_unsafe_and_says_why():
     source = case("fully_shard(model, mesh=mesh, sync_module_states=True, device_id=rank)\n")
     (diagnostic,) = lint_source(source.encode(), "train.py")
-    assert diagnostic.fix.applicability == "unsafe"
+    assert diagnostic.fix.applicability is Applicability.UNSAFE
     assert "does not broadcast rank 0's weights" in diagnostic.fix.description
     assert "current* device" in diagnostic.fix.description
     assert fixed_text(source, unsafe=False) == source
@@ -326,7 +324,7 @@ def test_fsdp022_dropping_what_changes_behaviour_is_unsafe_and_says_why():
 def test_fsdp022_renames_fsdp1s_device_mesh_keyword_to_mesh():
     source = case("fully_shard(model, device_mesh=mesh, reshard_after_forward=True)\n")
     (diagnostic,) = lint_source(source.encode(), "train.py")
-    assert "`device_mesh`" in diagnostic.message and diagnostic.fix.applicability == "safe"
+    assert "`device_mesh`" in diagnostic.message and diagnostic.fix.applicability is Applicability.SAFE
     assert fixed_text(source, unsafe=False) == case("fully_shard(model, mesh=mesh, reshard_after_forward=True)\n")
     both = case("fully_shard(model, mesh=mesh, device_mesh=mesh)\n")
     assert [d.fix for d in lint_source(both.encode(), "train.py")] == [None]  # which one was meant?
@@ -359,8 +357,8 @@ mixed = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
 fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mixed)
 """
     precision, offload = lint_source(source.encode(), "train.py")
-    assert precision.fix.applicability == "safe"  # it failed at the first forward before
-    assert offload.fix.applicability == "unsafe" and "offloading starts" in offload.fix.description
+    assert precision.fix.applicability is Applicability.SAFE  # it failed at the first forward before
+    assert offload.fix.applicability is Applicability.UNSAFE and "offloading starts" in offload.fix.description
     expected = """\
 import torch
 from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy, MixedPrecision, MixedPrecisionPolicy, fully_shard

@@ -214,3 +214,22 @@ def test_analysis_modules_stay_small():
         if name.startswith("fsdp2_lint.analysis")
     }
     assert {name: lines for name, lines in sizes.items() if lines > ANALYSIS_MAX_LINES} == {}
+
+
+def test_fixing_is_a_library_beneath_the_engine():
+    """Rules and the engine use ``fsdp2_lint.fixing``; it uses neither, nor anything above them."""
+    graph = _graph()
+    above = {"fsdp2_lint.engine", "fsdp2_lint.pipeline", "fsdp2_lint.rule", "fsdp2_lint.isolation", "fsdp2_lint.cli"}
+    fixing = [name for name in graph if name.startswith("fsdp2_lint.fixing")]
+    assert fixing and {name: graph[name] & above for name in fixing} == dict.fromkeys(fixing, set())
+
+
+def test_the_engine_lints_one_file_and_the_pipeline_does_the_rest():
+    """Settings, the cache and worker processes are the pipeline's; the command line and the
+    language server lint only through it."""
+    graph = _graph()
+    assert graph["fsdp2_lint.engine"] & {"fsdp2_lint.config", "fsdp2_lint.cache", "fsdp2_lint.isolation"} == set()
+    callers = ["fsdp2_lint.cli", *(name for name in graph if name.startswith("fsdp2_lint.lsp"))]
+    lint_path = {"fsdp2_lint.engine", "fsdp2_lint.isolation"}
+    assert {name: graph[name] & lint_path for name in callers} == dict.fromkeys(callers, set())
+    assert "fsdp2_lint.pipeline" in graph["fsdp2_lint.cli"] & graph["fsdp2_lint.lsp.worker"]

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 from fixture_marks import FIXTURES
 
-from fsdp2_lint import parallel
+from fsdp2_lint import pipeline
 from fsdp2_lint.cli import main
-from fsdp2_lint.parallel import PARALLEL_THRESHOLD, LintTask, lint_each
+from fsdp2_lint.pipeline import PARALLEL_THRESHOLD, LintTask, lint_files
 from fsdp2_lint.rule import all_rules
 
 
@@ -21,13 +21,13 @@ from fsdp2_lint.rule import all_rules
 def pools(monkeypatch):
     """The worker counts of the process pools the linter starts."""
     started: list[int] = []
-    real = parallel.run_isolated
+    real = pipeline.run_isolated
 
     def recording(work, items, workers, limit):
         started.append(workers)
         return real(work, items, workers, limit)
 
-    monkeypatch.setattr(parallel, "run_isolated", recording)
+    monkeypatch.setattr(pipeline, "run_isolated", recording)
     return started
 
 
@@ -60,10 +60,10 @@ def test_parallel_output_is_the_serial_output(tree, pools):
 def test_small_inputs_are_analysed_in_process(tmp_path, pools):
     files = sorted(FIXTURES.glob("FSDP00[1-3]/bad_*.py"))[: PARALLEL_THRESHOLD - 1]
     tasks = [LintTask(path, path.name, all_rules()) for path in files]
-    assert sum(lint_each(tasks, jobs=4), []) and pools == []
+    assert sum(lint_files(tasks, jobs=4), []) and pools == []
     many = [LintTask(path, path.name, all_rules()) for path in sorted(FIXTURES.glob("FSDP*/bad_*.py"))]
     assert len(many) >= PARALLEL_THRESHOLD
-    assert lint_each(many, jobs=2) == lint_each(many, jobs=1) and pools == [2]
+    assert lint_files(many, jobs=2) == lint_files(many, jobs=1) and pools == [2]
 
 
 def _live_modules() -> int:
@@ -82,6 +82,6 @@ def test_no_syntax_tree_outlives_its_file(monkeypatch):
     monkeypatch.setattr(libcst, "parse_module", counting)
     before = _live_modules()
     paths = sorted(FIXTURES.glob("FSDP00[1-5]/*.py"))
-    diagnostics = sum(lint_each([LintTask(path, path.name, all_rules()) for path in paths], jobs=1), [])
+    diagnostics = sum(lint_files([LintTask(path, path.name, all_rules()) for path in paths], jobs=1), [])
     assert diagnostics and parsed[0] > 30
     assert _live_modules() == before

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fsdp2_lint.autofix import fix_file
 from fsdp2_lint.config import Selection
 from fsdp2_lint.engine import lint_file
-from fsdp2_lint.parallel import LintTask, lint_each
-from fsdp2_lint.runner import SettingsResolver, check_path
+from fsdp2_lint.pipeline import LintTask, SettingsResolver, fix_file, lint_files
 
 FIFO_REASON = "cannot read file: a named pipe (FIFO), not a regular file"
 HANG_GUARD_S = 20
@@ -27,9 +25,10 @@ def _settings(path: Path):
 
 READERS: dict[str, Callable[[Path], list]] = {
     "engine.lint_file": lambda path: lint_file(path),
-    "parallel.lint_each": lambda path: lint_each([LintTask.of(path, _settings(path), path.name)], jobs=1)[0],
-    "runner.check_path": lambda path: check_path(path, _settings(path), path.name),
-    "autofix.fix_file": lambda path: list(fix_file(path, _settings(path), path.name, False, True).result.remaining),
+    "pipeline.lint_files": lambda path: lint_files([LintTask.of(path, _settings(path), path.name)], jobs=1)[0],
+    "pipeline.fix_file": lambda path: list(
+        fix_file(LintTask.of(path, _settings(path), path.name), False, True).result.remaining
+    ),
 }
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
-from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, Fix, Severity
+from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, Severity
 from fsdp2_lint.lsp.text import DocumentText
 from fsdp2_lint.output import PARSE_ERROR_SUMMARY
 from fsdp2_lint.rule import Rule, all_rules
@@ -115,13 +115,13 @@ def _fix_action(
         types.TextEdit(range=text.range(e.line, e.column, e.end_line, e.end_column), new_text=e.content)
         for e in fix.edits
     ]
-    unsafe = "" if fix.applicability == "safe" else " (unsafe)"
+    unsafe = "" if fix.applicability is Applicability.SAFE else " (unsafe)"
     return types.CodeAction(
         title=f"Fix {finding.diagnostic.code}: {fix.description}{unsafe}",
         kind=QUICK_FIX,
         diagnostics=[finding.lsp],
         edit=_workspace_edit(edits, document, versioned_edits),
-        is_preferred=fix.applicability == "safe",
+        is_preferred=fix.applicability is Applicability.SAFE,
     )
 
 

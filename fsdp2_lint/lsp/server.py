@@ -31,6 +31,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from fsdp2_lint import __version__
+from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.discovery import SUFFIXES
 from fsdp2_lint.lsp import features, transport
 from fsdp2_lint.lsp.text import DocumentText
@@ -302,7 +303,7 @@ async def code_action(ls: Fsdp2LintServer, params: types.CodeActionParams) -> li
         in_range = features.overlapping(analysis.found, params.range)
         actions += features.code_actions(in_range, analysis.text, identifier, versioned)
     if fix_all and any(
-        f.diagnostic.fix is not None and f.diagnostic.fix.applicability == "safe" for f in analysis.found
+        f.diagnostic.fix is not None and f.diagnostic.fix.applicability is Applicability.SAFE for f in analysis.found
     ):
         fixed = await ls.fixed(document.uri, analysis.text)
         if fixed is not None:

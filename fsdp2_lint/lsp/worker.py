@@ -26,9 +26,8 @@ from typing import TypeVar
 
 from fsdp2_lint.config import ConfigError, Selection, Settings, find_config
 from fsdp2_lint.diagnostics import Diagnostic, file_error
-from fsdp2_lint.engine import raise_recursion_limit
+from fsdp2_lint.pipeline import LintTask, SettingsResolver, fix_file, lint_files
 from fsdp2_lint.rule import all_rules
-from fsdp2_lint.runner import SettingsResolver, check_path, fix_path
 
 TIMEOUT_SECONDS = 60.0  # a 100,000-line file lints in seconds; much longer than this is a bug
 READY = "ready"
@@ -59,7 +58,8 @@ def lint_document(path: Path, source: bytes) -> LintResult:
         return LintResult((), str(error))
     if settings is None:
         return LintResult(())
-    return LintResult(tuple(check_path(path, settings, str(path), source=source)))
+    (diagnostics,) = lint_files([LintTask.of(path, settings, str(path), source)])
+    return LintResult(tuple(diagnostics))
 
 
 def fix_document(path: Path, source: bytes) -> str | None:
@@ -71,7 +71,7 @@ def fix_document(path: Path, source: bytes) -> str | None:
         return None
     if settings is None:
         return None
-    result = fix_path(path, settings, str(path), source, unsafe=False)
+    result = fix_file(LintTask.of(path, settings, str(path), source), unsafe=False, write=False).result
     if not result.fixed:
         return None
     encoding = tokenize.detect_encoding(io.BytesIO(result.source).readline)[0]
@@ -157,8 +157,7 @@ class LintWorker:
 def _serve(connection: Connection) -> None:
     """The child's loop: run each call until the server goes away."""
     os.dup2(2, 1)  # the server's stdout is the protocol stream: nothing here may write to it
-    raise_recursion_limit()  # as the CLI does
-    all_rules()
+    all_rules()  # the rules' modules load before the first call's timeout starts
     connection.send(READY)
     while True:
         try:

@@ -1,8 +1,8 @@
-"""A fix as text edits, at a cost that follows the fix rather than the file.
+"""A rewrite as text edits, at a cost that follows the rewrite rather than the file.
 
-Editors and ``--output-format json`` get each fix as whole-line edits. Applying the fix to the
-module only rebuilds the replaced nodes' ancestors (:func:`fsdp2_lint.fixes.apply` with the
-file's parent map), so every statement the fix leaves alone is the same object in both trees:
+Editors and ``--output-format json`` get each fix as whole-line edits. Applying the rewrite to the
+module only rebuilds the replaced nodes' ancestors (:func:`fsdp2_lint.fixing.apply.apply_rewrites`
+with the file's parent map), so every statement the rewrite leaves alone is the same object in both trees:
 comparing the two trees by identity finds the statements that changed, and only those are
 generated again and compared line by line. A change that does not sit in whole statements (the
 module's header) falls back to comparing the two files.
@@ -13,13 +13,16 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from fsdp2_lint.analysis.syntax import generate
-from fsdp2_lint.fixes import LineEdit, apply, keep_dropped, line_edits
-from fsdp2_lint.rule import RuleFix
+from fsdp2_lint.diagnostics import Edit
+from fsdp2_lint.fixing.apply import apply_rewrites
+from fsdp2_lint.fixing.lines import keep_dropped, line_edits
+from fsdp2_lint.fixing.rewrite import Rewrite
 
 if TYPE_CHECKING:
     from fsdp2_lint.analysis.facts import FileFacts
@@ -40,10 +43,10 @@ class _Region:
     following: cst.BaseStatement | None
 
 
-def fix_edits(facts: FileFacts, fix: RuleFix) -> list[LineEdit]:
-    """The whole-line edits that make the file what applying ``fix`` alone makes it."""
+def text_edits(facts: FileFacts, rewrite: Rewrite) -> list[Edit]:
+    """The whole-line edits that make the file what applying ``rewrite`` alone makes it."""
     module = facts.module
-    fixed = apply(module, [fix], facts.parents)
+    fixed = apply_rewrites(module, [rewrite], facts.parents)
     regions = _changed_blocks(module, fixed, (), module.default_indent)
     edits = [] if regions is not None else None
     for region in regions or ():
@@ -120,7 +123,7 @@ def _same(old: object, new: object) -> bool:
     return old is new
 
 
-def _region_edits(facts: FileFacts, fixed: cst.Module, region: _Region) -> list[LineEdit] | None:
+def _region_edits(facts: FileFacts, fixed: cst.Module, region: _Region) -> list[Edit] | None:
     """The region's old lines against its statements generated again, as edits of the file."""
     lines, span = facts.code_lines, facts.layout.statement_lines
     if region.old:
@@ -139,7 +142,9 @@ def _region_edits(facts: FileFacts, fixed: cst.Module, region: _Region) -> list[
     old = "".join(old_lines)
     if "\f" in old:  # form feeds before statements, which libcst's code drops (as fix_source does)
         new = keep_dropped(old, _code(facts.module, region.old, region.indent, last_line), new) or new
-    return [LineEdit(start + edit.start - 1, start + edit.end - 1, edit.text) for edit in line_edits(old, new)]
+    return [
+        replace(edit, line=start + edit.line - 1, end_line=start + edit.end_line - 1) for edit in line_edits(old, new)
+    ]
 
 
 def _code(module: cst.Module, statements: Sequence[cst.BaseStatement], indent: tuple[str, ...], last: bool) -> str:

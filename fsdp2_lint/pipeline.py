@@ -1,0 +1,249 @@
+"""The lint path above one file, the only one: ``check PATHS``, standard input, the language server
+and the pre-commit hooks all go through here; :mod:`fsdp2_lint.engine` lints one file's bytes.
+
+- Settings: :class:`SettingsResolver` gives each file the settings of its nearest configuration
+  (or the one given); a :class:`LintTask` is one file with the rules, limits and report settings
+  they give it, and the unsaved text when there is some (standard input, an editor's buffer).
+- Files: each is read once here; the prefilter rules most out before any parsing, the results
+  cache answers unchanged ones, and only the rest are parsed and analysed.
+- Processes (:mod:`fsdp2_lint.isolation`): from ``PARALLEL_THRESHOLD`` files to analyse, worker
+  processes do it (by path: the parent keeps no contents); below it, or with one job, this process
+  does, except for heavy files, which get a worker of their own. A file that kills its worker, or
+  exhausts its memory, costs that file an FSDP000 and the run goes on. Results come back in the
+  order of the tasks, so the output is a serial run's whatever the number of jobs.
+- Fixing (:func:`fix_file`): the engine's fix rounds, then the fixed bytes written back atomically
+  (:mod:`fsdp2_lint.fixing.atomic_write`) or, when that is refused, the file's own diagnostics.
+- FSDP000 is left out in one place, :func:`_reported`, for a file whose settings say so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+
+from fsdp2_lint.cache import Cache
+from fsdp2_lint.config import Selection, Settings, find_config, load_settings
+from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, file_error
+from fsdp2_lint.discovery import Unlintable
+from fsdp2_lint.engine import FixResult, fix_source, lint_source, raise_recursion_limit, read_error
+from fsdp2_lint.fixing.atomic_write import NotWritten, remove_stale_temporaries, write_fixed
+from fsdp2_lint.fixing.lines import unified_diff
+from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
+from fsdp2_lint.prefilter import applicable_rules
+from fsdp2_lint.rule import Rule
+from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source
+
+PARALLEL_THRESHOLD = 16
+
+
+class SettingsResolver:
+    """Settings per file: from the nearest configuration, or from the one given explicitly;
+    ``max_file_size`` (the command line's) overrides the configured one."""
+
+    def __init__(
+        self, cli: Selection, config: Path | None = None, isolated: bool = False, max_file_size: int | None = None
+    ) -> None:
+        self.cli = cli
+        self.config = config
+        self.isolated = isolated
+        self.max_file_size = max_file_size
+        self._by_config: dict[Path | None, Settings] = {}
+        self._by_directory: dict[Path, Path | None] = {}
+
+    def for_path(self, path: Path, is_dir: bool | None = None) -> Settings:
+        if self.config is not None or self.isolated:
+            return self._settings(self.config, Path.cwd())
+        directory = path if (path.is_dir() if is_dir is None else is_dir) else path.parent
+        # realpath: resolve() raises on a symbolic link loop
+        directory = directory if directory.is_absolute() else Path(os.path.realpath(directory))
+        if directory not in self._by_directory:
+            self._by_directory[directory] = find_config(directory)
+        return self._settings(self._by_directory[directory], Path.cwd())
+
+    def _settings(self, config: Path | None, root: Path) -> Settings:
+        if config not in self._by_config:
+            settings = load_settings(config, self.cli, root)
+            if self.max_file_size is not None:
+                settings = replace(settings, max_file_size=self.max_file_size)
+            self._by_config[config] = settings
+        return self._by_config[config]
+
+
+@dataclass(frozen=True)
+class LintTask:
+    """One file to lint: where it is, the name it is reported under, what its settings select and
+    report, and its unsaved text (None: read the file)."""
+
+    path: Path
+    display: str
+    rules: tuple[type[Rule], ...]
+    report_parse_errors: bool = True
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    source: bytes | None = None
+
+    @classmethod
+    def of(cls, path: Path, settings: Settings, display: str, source: bytes | None = None) -> LintTask:
+        rules = settings.rules_for(path)
+        return cls(path, display, rules, settings.reports_parse_errors(path), settings.max_file_size, source)
+
+
+def default_jobs() -> int:
+    """All the cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def lint_files(
+    tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache | None = None
+) -> list[list[Diagnostic]]:
+    """Each task's diagnostics (sorted by position), in task order."""
+    raise_recursion_limit()
+    results: list[list[Diagnostic]] = [[] for _ in tasks]
+    pending: list[tuple[int, int]] = []  # (size, task index)
+    for index, task in enumerate(tasks):
+        data = _read(task)
+        answer = data if isinstance(data, list) else _without_parsing(task, data, cache)
+        if answer is None:
+            pending.append((len(data), index))
+        else:
+            results[index] = answer
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    workers = min(jobs, len(pending)) if len(pending) >= PARALLEL_THRESHOLD else 1
+    order = [index for _, index in sorted(pending, key=lambda item: -item[0])]  # the largest first: no long tail
+    for index, diagnostics in zip(order, _analyse([tasks[index] for index in order], workers, cache), strict=True):
+        results[index] = diagnostics
+    return [_reported(task.report_parse_errors, found) for task, found in zip(tasks, results, strict=True)]
+
+
+def unlintable(found: Unlintable, settings: Settings, display: str) -> list[Diagnostic]:
+    """The FSDP000 of a path found that cannot be linted (see :mod:`fsdp2_lint.discovery`)."""
+    return _reported(settings.reports_parse_errors(found.path), [file_error(display, found.reason, hint=found.hint)])
+
+
+def _reported(report_parse_errors: bool, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics a file's settings report: all, or all but FSDP000."""
+    return [d for d in diagnostics if report_parse_errors or d.code != PARSE_ERROR]
+
+
+def _without_parsing(task: LintTask, data: bytes, cache: Cache | None) -> list[Diagnostic] | None:
+    """What this process answers without parsing: nothing for a file no selected rule can fire on,
+    FSDP000 for an oversized one, a cached result; None when the file must be analysed."""
+    if not applicable_rules(task.rules, data):
+        return []
+    if task.max_file_size and len(data) > task.max_file_size:  # before the cache: its key has no limit
+        return lint_source(data, task.display, task.rules, task.max_file_size)
+    return cache.load(cache.key(data, task.display, task.rules)) if cache is not None else None
+
+
+def _read(task: LintTask) -> bytes | list[Diagnostic]:
+    """The task's bytes, or the FSDP000 that says why the file cannot be read."""
+    if task.source is not None:
+        return task.source
+    try:
+        return read_source(task.path)
+    except OSError as error:
+        return [read_error(task.display, error)]
+
+
+def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None) -> list[list[Diagnostic]]:
+    """Each task's diagnostics, in order; each result is cached by whoever computed it (a crash,
+    which may not recur, is not cached)."""
+    if workers <= 1:
+        return [_lint_guarded(task, cache) for task in tasks]
+    limits = [memory_limit(task.max_file_size) for task in tasks]
+    limit = None if None in limits else max(limits, default=None)
+    results = run_isolated(partial(_lint_in_worker, cache=cache), tasks, workers, limit)
+    return [_crash_diagnostics(task, result) for task, result in zip(tasks, results, strict=True)]
+
+
+def _lint_guarded(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
+    """The task's lint in this process, or in a worker of its own for a heavy file."""
+    data = _read(task)
+    if isinstance(data, list):
+        return data
+    work = partial(_lint_bytes, task, data, cache)
+    return _crash_diagnostics(task, run_guarded(work, data, task.rules, task.max_file_size))
+
+
+def _lint_in_worker(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
+    data = _read(task)  # read again: the parent keeps no file contents
+    return data if isinstance(data, list) else _lint_bytes(task, data, cache)
+
+
+def _lint_bytes(task: LintTask, data: bytes, cache: Cache | None) -> list[Diagnostic]:
+    diagnostics = lint_source(data, task.display, task.rules, task.max_file_size)
+    if cache is not None:
+        cache.store(cache.key(data, task.display, task.rules), diagnostics)
+    return diagnostics
+
+
+def _crash_diagnostics(task: LintTask, result: list[Diagnostic] | Crash) -> list[Diagnostic]:
+    if isinstance(result, Crash):
+        return [crash_diagnostic(task.display, result)]
+    return result
+
+
+@dataclass(frozen=True)
+class FileFix:
+    """One file's fixing: its bytes as read, what fixing them produced, and why the result was
+    not written back (``problem``), if it was not."""
+
+    display: str
+    original: bytes
+    result: FixResult
+    problem: str | None = None
+
+    @classmethod
+    def unfixable(cls, display: str, diagnostics: Iterable[Diagnostic]) -> FileFix:
+        """A file with nothing to fix: what reading or finding it reported."""
+        return cls(display, b"", FixResult(b"", (), tuple(diagnostics)))
+
+    @property
+    def changed(self) -> bool:
+        return self.result.source != self.original
+
+    def diff(self) -> str:
+        return unified_diff(self.display, self.original, self.result.source)
+
+
+def fix_file(task: LintTask, unsafe: bool, write: bool) -> FileFix:
+    """Fix the task's bytes (the safe fixes; the unsafe ones too with ``unsafe``); with ``write``,
+    replace the file with the fixed bytes, unless it changed on disk since it was read or cannot
+    be replaced with nothing but its text changed (see :func:`write_fixed`). A file that was not
+    written reports the diagnostics of what was read."""
+    raise_recursion_limit()
+    original = _read(task)
+    if isinstance(original, list):
+        return FileFix.unfixable(task.display, _reported(task.report_parse_errors, original))
+    fixed = FileFix(task.display, original, _fix_guarded(task, original, unsafe))
+    if not write or not fixed.changed:
+        return fixed
+    try:
+        write_fixed(task.path, original, fixed.result.source)
+        return fixed
+    except NotWritten as refusal:
+        problem = str(refusal)
+    except OSError as error:
+        problem = f"cannot write the fixed file: {error.strerror or error}"
+    (unfixed,) = lint_files([replace(task, source=original)])
+    return FileFix(task.display, original, FixResult(original, (), tuple(unfixed)), problem)
+
+
+def _fix_guarded(task: LintTask, data: bytes, unsafe: bool) -> FixResult:
+    """:func:`fix_source` here, or in a worker of its own for a heavy file (as a lint runs)."""
+    work = partial(fix_source, data, task.display, task.rules, unsafe, task.max_file_size)
+    result = run_guarded(work, data, task.rules, task.max_file_size)
+    if isinstance(result, Crash):
+        result = FixResult(data, (), (crash_diagnostic(task.display, result),))
+    return replace(result, remaining=tuple(_reported(task.report_parse_errors, result.remaining)))
+
+
+def remove_killed_runs_temporaries(paths: Iterable[Path]) -> None:
+    """Delete what runs killed while writing left next to these files (each folder once)."""
+    for folder in dict.fromkeys(Path(os.path.realpath(path)).parent for path in paths):
+        remove_stale_temporaries(folder)
