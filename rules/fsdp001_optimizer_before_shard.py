@@ -4,9 +4,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, Obj, may_overlap, refs, report_node
+from fsdp2_lint.analysis.model import Event, Obj, canonical, may_overlap, refs, report_node
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders

@@ -4,9 +4,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Choice, Event, Ref, is_any_depth, report_node, strict_ancestor
+from fsdp2_lint.analysis.model import Choice, Event, Ref, canonical, is_any_depth, report_node, strict_ancestor
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite

@@ -4,9 +4,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import may_be_wrapper, refs
+from fsdp2_lint.analysis.model import canonical, may_be_wrapper, refs
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing.builders import code_of
 from fsdp2_lint.fixing.rewrite import Rewrite

@@ -4,9 +4,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Derived, Event, Params, may_overlap, walk_contents
+from fsdp2_lint.analysis.model import Derived, Event, Params, canonical, may_overlap, walk_contents
 from fsdp2_lint.analysis.syntax import dotted
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability

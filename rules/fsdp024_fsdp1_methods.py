@@ -5,9 +5,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.apis import canonical
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, Ref, Value, may_be_same, may_be_wrapper, refs
+from fsdp2_lint.analysis.model import Event, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
 from fsdp2_lint.analysis.trace import Trace, fsdp2_model
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
