@@ -1,4 +1,4 @@
-"""The long fuzz run: the seeded fuzzer of `tests/fuzzing.py` with a large budget.
+"""The long fuzz run: the seeded fuzzer of `tests/support/fuzzing.py` with a large budget.
 
     python bench/fuzz.py                          # 10,000 programs, seed 0
     python bench/fuzz.py --programs 2000 --seed 5
@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
-from fuzzing import check, programs  # noqa: E402 - tests/ is put on the path above
+from fuzzing import check, programs  # noqa: E402 - tests/support/ is put on the path above
 
 
 def main() -> int:

@@ -91,7 +91,7 @@ class Rule:
     # Prefilter: every inner tuple is a set of alternatives of which one must occur in the file's
     # code (comments aside) for the rule to be able to fire (conjunctive normal form): substrings,
     # or `prefilter.Word`s (whole identifiers). Must be exact: a file that lacks them can produce
-    # no diagnostic from this rule (tests/test_prefilter.py compares runs with and without it).
+    # no diagnostic from this rule (tests/analysis/test_prefilter.py compares runs with and without it).
     requires: ClassVar[tuple[tuple[str | Word, ...], ...]] = (("fully_shard",),)
     signature: ClassVar[RuntimeSignature]
 

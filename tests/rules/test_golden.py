@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from golden_outputs import GOLDEN, OUTPUTS, TORCH_VERSION_FILE, torch_version
 
-UPDATE = "regenerate with `python tests/golden_outputs.py --update` if the change is intended"
+UPDATE = "regenerate with `python tests/support/golden_outputs.py --update` if the change is intended"
 
 
 @pytest.mark.parametrize("name", sorted(OUTPUTS))

@@ -1,5 +1,5 @@
 """Autofix guarantees, for every fix a rule declares: over every rule's invalid examples, every bad fixture
-and the style cases (tests/style_cases), fixing (unsafe fixes included) gives a file that parses,
+and the style cases (tests/support/style_cases), fixing (unsafe fixes included) gives a file that parses,
 re-linting it reports none of the fixed diagnostics and nothing new, fixing again changes nothing, and a
 diagnostic's text edits (what editors apply) give the same file as the CLI's fix. Then what each fix
 writes, and where it must offer none; line endings, BOM and encoding declarations round-trip byte for
@@ -12,6 +12,7 @@ from collections import Counter
 
 import libcst as cst
 import pytest
+from fix_samples import ROUND_TRIP, apply_edits, case
 from fixture_marks import ROOT, fixture_files
 from style_cases import CASES as STYLE_CASES
 
@@ -80,15 +81,15 @@ def test_a_diagnostics_edits_make_the_same_file_as_the_cli_fix(source, rules):
         suppressed = _with_noqa(source.decode(), alone)
         expected = fix_source(suppressed.encode(), "train.py", rules, unsafe=True)
         (again,) = [d for d in lint_source(suppressed.encode(), "train.py", rules) if d.fix is not None]
-        assert _apply_edits(suppressed, again) == expected.source.decode()
+        assert apply_edits(suppressed, again) == expected.source.decode()
 
 
 def test_each_rule_offers_the_fixes_it_declares_and_no_other():
     """A rule's ``fix_offer`` is what its findings carry: over the cases, a rule that declares one
     offers a fix of each applicability it declares, and a rule that declares none offers no fix."""
     offered: dict[str, set[Applicability]] = {}
-    for case in CASES:
-        source, rules = case.values
+    for param in CASES:
+        source, rules = param.values
         for d in lint_source(source, "train.py", rules):
             if d.fix is not None:
                 offered.setdefault(d.code, set()).add(d.fix.applicability)
@@ -111,26 +112,7 @@ def _with_noqa(source: str, diagnostics: list[Diagnostic]) -> str:
     return "".join(lines)
 
 
-def _apply_edits(source: str, diagnostic: Diagnostic) -> str:
-    """As an editor applies a quick fix: every edit against the original positions, last first."""
-    lines = source_lines(source)
-    for edit in sorted(diagnostic.fix.edits, key=lambda e: (e.line, e.column), reverse=True):
-        assert edit.column == edit.end_column == 1  # whole-line edits
-        lines[edit.line - 1 : edit.end_line - 1] = source_lines(edit.content)
-    return "".join(lines)
-
-
 # --- what each fix writes ------------------------------------------------------------------
-
-HEADER = """\
-import torch
-from torch.distributed.fsdp import fully_shard
-
-"""
-
-
-def case(body: str) -> str:
-    return HEADER + textwrap.dedent(body)
 
 
 def test_fsdp003_calls_the_module_keeping_the_comment_and_spacing():
@@ -556,16 +538,6 @@ def test_overlapping_fixes_are_applied_over_several_rounds():
 
 
 # --- byte-exact round trips ------------------------------------------------------------------
-
-# One source per kind of change: an expression replaced, a block rewritten, statements inserted with
-# an import added, an import line extended, a statement moved.
-ROUND_TRIP = {
-    "replace": case("fully_shard(model)\nout = model.forward(x)  # café\n"),
-    "block": case("fully_shard(model)\nwith model.no_sync():\n    # café\n    model(x).sum().backward()\n"),
-    "insert": 'import torch.distributed as dist\nfrom torch.distributed.fsdp import fully_shard\n# café\ndist.init_process_group("nccl")\nfully_shard(model.cuda())\n',
-    "import": "from torch.distributed.fsdp import CPUOffload, fully_shard\n# café\nfully_shard(model, offload_policy=CPUOffload(offload_params=True))\n",
-    "move": case("opt = torch.optim.SGD(model.parameters())  # café\nfully_shard(model)\nopt.step()\n"),
-}
 
 
 @pytest.mark.parametrize("source", ROUND_TRIP.values(), ids=ROUND_TRIP.keys())

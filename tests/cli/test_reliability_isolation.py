@@ -54,7 +54,7 @@ def test_memory_limit_follows_max_file_size():
 def test_real_code_nests_far_below_what_is_refused_or_isolated():
     """The estimate is an upper bound, so it must stay well under the limits on real code: no
     fixture, rule example or source of the linter is refused, or even set apart as heavy."""
-    sources = [*Path(engine.__file__).parent.rglob("*.py"), *(Path(__file__).parents[1] / "fixtures").rglob("*.py")]
+    sources = [*Path(engine.__file__).parent.rglob("*.py"), *(Path(__file__).parents[2] / "fixtures").rglob("*.py")]
     assert len(sources) > 200
     assert max(nesting_depth(path.read_bytes()) for path in sources) <= HEAVY_NESTING < engine.MAX_NESTING
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 EXPECT = re.compile(r"#\s*expect:\s*(FSDP\d{3}(?:\s*,\s*FSDP\d{3})*)")
 

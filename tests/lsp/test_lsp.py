@@ -25,6 +25,7 @@ from lsp_faulty_server import TIMEOUT_SECONDS as FAULT_TIMEOUT
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from samples import BAD_WITH_FIX as BAD
+from samples import write
 
 from fsdp2_lint.cli import main
 from fsdp2_lint.lsp import features
@@ -70,12 +71,6 @@ def capabilities(editor: str) -> types.ClientCapabilities:
     pulling.text_document.diagnostic = types.DiagnosticClientCapabilities(related_document_support=False)
     pulling.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
     return pulling
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def open_document(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
@@ -433,7 +428,7 @@ async def test_garbage_huge_and_vanished_documents_get_diagnostics_and_the_serve
     assert codes(await published(client, uri, replacing=before_save)) == ["FSDP001", "FSDP003"]
 
 
-FAULTY_SERVER = [sys.executable, str(Path(__file__).parent / "lsp_faulty_server.py")]
+FAULTY_SERVER = [sys.executable, str(Path(__file__).parents[1] / "support" / "lsp_faulty_server.py")]
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=FAULTY_SERVER), scope="module")

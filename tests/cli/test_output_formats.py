@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from click.testing import CliRunner
+from samples import BAD, GOOD, write
 from sarif_kit.validate import validation_errors
-from test_cli import BAD, GOOD, write
 
 from fsdp2_lint.cli import main
 from fsdp2_lint.diagnostics import Diagnostic, Severity

@@ -7,7 +7,7 @@ properties every lint must keep whatever the input:
 - every output format renders the diagnostics;
 - a fix never breaks a valid file (what it writes still compiles) and fixing is idempotent.
 
-``tests/test_reliability_fuzz.py`` runs a small budget; ``bench/fuzz.py`` runs a long one. A failure
+``tests/cli/test_reliability_fuzz.py`` runs a small budget; ``bench/fuzz.py`` runs a long one. A failure
 names the seed and program index, and :func:`program` rebuilds that exact program.
 """
 

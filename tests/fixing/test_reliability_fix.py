@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_cli import write
-from test_fix_cli import SAFE_FIXED, SOURCE
-from test_fixes import ROUND_TRIP, _apply_edits
+from fix_samples import FIXABLE, FIXABLE_SAFE_FIXED, ROUND_TRIP, apply_edits
+from samples import write
 
 from fsdp2_lint.analysis.syntax import source_lines
 from fsdp2_lint.cli import main
@@ -106,13 +105,13 @@ def test_every_byte_a_fix_does_not_replace_is_kept(source, decoration, bom):
     # Fixing again changes nothing; an editor applying the diagnostic's edits gets the same file.
     assert fix_source(result.source, "train.py", unsafe=True).source == result.source
     (diagnostic,) = [d for d in lint_source(bom + decorated.encode(), "train.py") if d.fix is not None]
-    assert _apply_edits(decorated, diagnostic) == fixed
+    assert apply_edits(decorated, diagnostic) == fixed
 
 
 # --- how the fixed file is written ---------------------------------------------------------------
 
-# SOURCE: a safe FSDP003 fix, next to an FSDP001 with only an unsafe one (--fix leaves 1 of 2).
-FIXED = SAFE_FIXED
+# FIXABLE: a safe FSDP003 fix, next to an FSDP001 with only an unsafe one (--fix leaves 1 of 2).
+FIXED = FIXABLE_SAFE_FIXED
 TEMPORARY = ".train.py.*.fsdp2-lint"
 
 
@@ -137,10 +136,10 @@ def _fix_in_subprocess(folder: Path, before_rename: str, user: tuple[int, int] |
 
 
 def test_a_run_killed_before_the_rename_leaves_a_temporary_file_the_next_run_removes(project):
-    path = write(project / "train.py", SOURCE)
+    path = write(project / "train.py", FIXABLE)
     killed = _fix_in_subprocess(project, "os.kill(os.getpid(), signal.SIGKILL)")
     assert killed.wait() == -signal.SIGKILL
-    assert len(list(project.glob(TEMPORARY))) == 1 and path.read_text() == SOURCE
+    assert len(list(project.glob(TEMPORARY))) == 1 and path.read_text() == FIXABLE
     write(project / "clean.py", "x = 1\n")
     assert check("--fix", "clean.py").exit_code == 0  # any --fix run over that folder
     assert sorted(p.name for p in project.iterdir()) == ["clean.py", "train.py"]
@@ -151,7 +150,7 @@ def test_a_run_killed_before_the_rename_leaves_a_temporary_file_the_next_run_rem
 
 
 def test_a_concurrent_runs_temporary_file_is_left_to_it(project):
-    path = write(project / "train.py", SOURCE)
+    path = write(project / "train.py", FIXABLE)
     write(project / "clean.py", "x = 1\n")
     writer = _fix_in_subprocess(
         project, "print('renaming', flush=True); sys.stdin.readline()", stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -166,17 +165,17 @@ def test_a_concurrent_runs_temporary_file_is_left_to_it(project):
 
 
 def test_a_read_only_file_is_left_as_it_is_and_its_problems_count(project):
-    path = write(project / "train.py", SOURCE)
+    path = write(project / "train.py", FIXABLE)
     path.chmod(0o444)  # the folder is writable; whoever runs this (root too) could replace the file
     result = check("--fix", "train.py")
     assert result.exit_code == 1
     assert result.stderr == "error: train.py: the file is read-only; it was left as it is\n"
     assert "Found 2 problems (2 errors)." in result.stdout
-    assert path.read_text() == SOURCE and stat.S_IMODE(path.stat().st_mode) == 0o444
+    assert path.read_text() == FIXABLE and stat.S_IMODE(path.stat().st_mode) == 0o444
 
 
 def test_a_hard_linked_file_is_left_as_it_is_rather_than_split(project):
-    path = write(project / "train.py", SOURCE)
+    path = write(project / "train.py", FIXABLE)
     os.link(path, project / "other_name.py")
     result = check("--fix", "train.py")
     assert result.exit_code == 1
@@ -184,12 +183,12 @@ def test_a_hard_linked_file_is_left_as_it_is_rather_than_split(project):
         "error: train.py: the file has 2 names (hard links), and the others would keep the old text; "
         "it was left as it is\n"
     )
-    assert path.read_text() == (project / "other_name.py").read_text() == SOURCE
+    assert path.read_text() == (project / "other_name.py").read_text() == FIXABLE
     assert os.stat(path).st_nlink == 2
 
 
 def test_the_files_owner_group_and_mode_are_kept_or_it_is_left_as_it_is(project):
-    path = write(project / "train.py", SOURCE)
+    path = write(project / "train.py", FIXABLE)
     root = os.geteuid() == 0
     owner = (4242, 4343) if root else (os.geteuid(), os.getegid())  # root fixes another user's file
     os.chown(path, *owner)
@@ -201,13 +200,13 @@ def test_the_files_owner_group_and_mode_are_kept_or_it_is_left_as_it_is(project)
         shared = Path(tempfile.mkdtemp())
         try:
             shared.chmod(0o777)
-            path = write(shared / "train.py", SOURCE)
+            path = write(shared / "train.py", FIXABLE)
             path.chmod(0o666)
             other = _fix_in_subprocess(shared, "", user=owner, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
             _, error = other.communicate()
             assert other.returncode == 1
             assert error == "error: train.py: its owner and group cannot be kept by this user; it was left as it is\n"
-            assert path.read_text() == SOURCE and (path.stat().st_uid, path.stat().st_gid) == (0, 0)
+            assert path.read_text() == FIXABLE and (path.stat().st_uid, path.stat().st_gid) == (0, 0)
             assert sorted(p.name for p in shared.iterdir()) == ["train.py"]
         finally:
             shutil.rmtree(shared)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "fsdp2_lint"
+PACKAGE = Path(__file__).resolve().parents[2] / "fsdp2_lint"
 
 
 def _modules() -> dict[str, Path]:
