@@ -7,7 +7,7 @@ import libcst as cst
 from fsdp2_lint import fixes
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
+from fsdp2_lint.analysis.model import Event, EventKind, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
 from fsdp2_lint.analysis.trace import Trace, fsdp2_model
 from fsdp2_lint.rule import Finding, Replace, Rule, RuleFix, RuntimeSignature
 
@@ -135,7 +135,7 @@ state = FSDP.scatter_full_optim_state_dict(full_state, model)  # expect: FSDP024
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
             for name, replacement in MODULE_ATTRIBUTES.items():
-                for access in trace.methods(name, kind="attr"):
+                for access in trace.methods(name, EventKind.ATTR):
                     module = _fsdp2_module(facts, trace, access, name)
                     if module is not None:
                         yield Finding(
@@ -233,7 +233,7 @@ def _defines(facts: FileFacts, module: Ref, name: str) -> bool:
     """Does the file store ``name`` on the module (``self.module = ...`` in its class)?"""
     whole = canonical(module)
     for _, store in facts.events():
-        if store.kind == "store" and store.name == name:
+        if store.kind is EventKind.STORE and store.name == name:
             if any(
                 canonical(owner) == whole or owner.root.cls is module.root.cls is not None
                 for owner in refs(store.receiver)

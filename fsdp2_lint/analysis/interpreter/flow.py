@@ -156,8 +156,7 @@ def filtered_modules(interp: Evaluator, predicate: Value, modules: Value, node: 
             if not (isinstance(predicate, Lambda) and guards.lambda_admits_root(interp, predicate.node, option)):
                 option = Ref(option.root, option.path[:-1] + (ANY, ANY_DEPTH))
         kept.append(option)
-    container = Obj("container", None, node=node)
-    container.items = [(None, choice(kept))]
+    container = Obj.container([(None, choice(kept))], node)
     return Ref(container)
 
 
