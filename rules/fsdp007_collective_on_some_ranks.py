@@ -21,7 +21,6 @@ from fsdp2_lint.analysis.model import (
     refs,
     walk_contents,
 )
-from fsdp2_lint.analysis.syntax import child_nodes, dotted
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
@@ -228,13 +227,7 @@ def _maybe_plain(facts: FileFacts, trace: Trace, event: Event) -> bool:
         return False
     if _known_sharded(trace, event, event.receiver or Const(None)):
         return False
-    receiver = facts.code(node.func.value)
-    test = facts.enclosing(node, cst.If)
-    while test is not None:
-        if any(_is_dtensor_check(facts, call, receiver) for call in _calls(test.test)):  # type: ignore[attr-defined]
-            return True
-        test = facts.enclosing(test, cst.If)
-    return False
+    return facts.code(node.func.value) in event.ctx.dtensor_checks  # `if isinstance(<receiver>, DTensor):`
 
 
 def _known_sharded(trace: Trace, event: Event, value: Value) -> bool:
@@ -262,22 +255,6 @@ def _plain_module(trace: Trace, module: Ref, event: Event) -> bool:
         return False
     handed = trace.handed_off([whole], creation.index)
     return handed is None or handed.index >= event.index
-
-
-def _is_dtensor_check(facts: FileFacts, call: cst.Call, receiver: str) -> bool:
-    return (
-        dotted(call.func) == "isinstance"
-        and len(call.args) == 2
-        and facts.code(call.args[0].value) == receiver
-        and "DTensor" in facts.code(call.args[1].value)
-    )
-
-
-def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
-    if isinstance(node, cst.Call):
-        yield node
-    for child in child_nodes(node):
-        yield from _calls(child)
 
 
 def _replicated(value) -> bool:

@@ -222,24 +222,11 @@ def _local_norms(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
     reduced = set().union(*(step for event in reductions for step in _input_steps(event)))
     for event in norms:
         lineage = set().union({event.index}, *_input_steps(event))
-        if event.index not in consumed and not lineage & reduced and not _asserted(facts, event.node):
+        if event.index not in consumed and not lineage & reduced and not event.ctx.asserted:
             yield Finding(
                 event.node,
                 "gradient norm over `to_local()` shards only: this is this rank's partial norm, not the global one",
             )
-
-
-def _asserted(facts: FileFacts, node: cst.CSTNode) -> bool:
-    """Is the norm computed inside an assertion (``assert``, ``self.assertLessEqual(...)``,
-    ``torch.testing.assert_close(...)``)? A test checks each shard's norm there; nothing trains on it."""
-    if facts.enclosing(node, cst.Assert) is not None:
-        return True
-    call = facts.enclosing(node, cst.Call)
-    while call is not None:
-        if dotted(call.func).rpartition(".")[2].startswith("assert"):  # type: ignore[attr-defined]
-            return True
-        call = facts.enclosing(call, cst.Call)
-    return False
 
 
 def _input_steps(event: Event) -> Iterator[frozenset[int]]:

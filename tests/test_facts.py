@@ -529,3 +529,61 @@ def test_kinds_are_plain_enums_that_no_string_equals(kinds):
     """A kind compared with a string it used to be is never equal: a leftover comparison fails."""
     assert not issubclass(kinds, str)
     assert all(kind != kind.value and kind.value not in {kind} for kind in kinds)
+
+
+def _method_events(source: str, name: str):
+    return [e for trace in facts_of(source).traces for e in trace.events if e.name == name]
+
+
+def test_an_assertion_is_recorded_where_it_is_written_not_in_the_helpers_it_calls():
+    source = """
+def helper(model):
+    return model.grad_norm()
+
+assert model.grad_norm() < 1
+self.assertLess(model.grad_norm(), 1)
+torch.testing.assert_close(helper(model), 1)
+print(model.grad_norm())
+"""
+    events = _method_events(source, "grad_norm")
+    assert [event.ctx.asserted for event in events] == [True, True, False, False]
+
+
+def test_dtensor_checks_are_the_checked_expressions_of_the_enclosing_if_tests():
+    source = """
+def gather(x):
+    return x.full_tensor()
+
+if isinstance(state.value, DTensor) and ready:
+    if flag:
+        state.value.full_tensor()
+    gather(state.value)
+state.value.full_tensor()
+"""
+    events = _method_events(source, "full_tensor")
+    assert [event.ctx.dtensor_checks for event in events] == [("state.value",), (), ()]
+
+
+def test_a_check_in_a_test_and_an_access_under_it_share_the_if():
+    source = """
+def unwrap(m):
+    return m.module if hasattr(m, "module") else m
+
+def is_wrapped(m):
+    return hasattr(m, "module")
+
+if is_wrapped(model):
+    inner = model.module
+other = model.module
+"""
+    module, unwrap = (trace.events for trace in facts_of(source).traces if trace.entry in ("<module>", "unwrap"))
+    (check, *_), (inner, other) = _checks_and_accesses(module)
+    assert set(check.ctx.testing) & set(inner.ctx.if_nodes)  # `if is_wrapped(model): model.module`
+    assert not set(check.ctx.testing) & set(other.ctx.if_nodes)  # after the `if`
+    (check,), (access,) = _checks_and_accesses(unwrap)
+    assert set(check.ctx.testing) & set(access.ctx.if_nodes)  # `m.module if hasattr(m, "module") else m`
+
+
+def _checks_and_accesses(events):
+    checks = [e for e in events if e.qname == "builtins.hasattr"]
+    return checks, [e for e in events if e.name == "module" and e.kind is EventKind.ATTR]

@@ -580,9 +580,21 @@ class Context:
     # Values a type test (`isinstance(x, DTensor)`, `hasattr(x, "full_tensor")`) requires to be
     # DTensors here: the code runs only if they are.
     dtensor_tested: tuple[Value, ...] = ()
+    # What encloses this code in its own function (a function's body starts afresh, see `in_function`):
+    if_nodes: tuple[int, ...] = ()  # ids of the `if`s and conditional expressions it is in (their test or an arm)
+    # The source of each `x` an `isinstance(x, ...DTensor...)` checks in the test of an `if` it is in.
+    dtensor_checks: tuple[str, ...] = ()
+    asserted: bool = False  # in an `assert`, or in a call of an `assert...` function (`self.assertLess(...)`)
+    # Through calls too: ids of the `if`s and conditional expressions whose test is being evaluated.
+    testing: tuple[int, ...] = ()
 
     def with_(self, **changes: object) -> Context:
         return replace(self, **changes)
+
+    def in_function(self) -> Context:
+        """The context a called function's body starts from: what encloses the call site does not
+        enclose the body."""
+        return replace(self, if_nodes=(), dtensor_checks=(), asserted=False)
 
 
 # The key of ``Event.kwargs`` under which a ``**mapping`` whose keys are unknown is kept.

@@ -69,6 +69,16 @@ class Calls:
     """Evaluates calls; part of :class:`~.core.Interpreter`."""
 
     def eval_call(self, node: cst.Call) -> Value:
+        if not dotted(node.func).rpartition(".")[2].startswith("assert") or self.ctx.asserted:
+            return self._eval_call(node)
+        outer = self.ctx
+        self.ctx = outer.with_(asserted=True)  # what it is given is computed to be checked
+        try:
+            return self._eval_call(node)
+        finally:
+            self.ctx = outer
+
+    def _eval_call(self, node: cst.Call) -> Value:
         if isinstance(node.func, cst.Attribute):
             receiver = self.eval(node.func.value)
             args, kwargs = self.eval_args(node)
@@ -384,7 +394,7 @@ class Calls:
             fn.bound,
             info.cls,
         )
-        self.ctx = torch_api.decorated(outer_ctx, self._decorators(info), info, len(self.frame.stack))
+        self.ctx = torch_api.decorated(outer_ctx.in_function(), self._decorators(info), info, len(self.frame.stack))
         try:
             self.bind_parameters(fn, args, kwargs, symbolic)
             self.exec_block(statements(info.node.body))

@@ -221,7 +221,12 @@ class Interpreter(Expressions, Calls):
         elif isinstance(node, cst.Global):
             self.frame.global_names.update(item.name.value for item in node.names)
         elif isinstance(node, cst.Assert):
-            self.eval(node.test)
+            outer = self.ctx
+            self.ctx = outer.with_(asserted=True)
+            try:
+                self.eval(node.test)
+            finally:
+                self.ctx = outer
         return None
 
     def exec_import(self, node: cst.Import) -> None:

@@ -92,6 +92,7 @@ class Evaluator(Protocol):
     ctx: Context
     heap: dict[Slot, Value]
     module_env: Env
+    module: cst.Module
 
     def now(self) -> int: ...
     def eval(self, node: cst.BaseExpression | None) -> Value: ...
