@@ -62,7 +62,7 @@ COMPLEMENT = {GuardRanks.ZERO: GuardRanks.NONZERO, GuardRanks.NONZERO: GuardRank
 
 def _names_a_rank(word: str) -> bool:
     """Can the interpreter take this identifier for a rank, a rank-0 flag or test, or a rank-0
-    decorator (as `interp._decorated` knows them)?"""
+    decorator (as `torch_api.decorated` knows them)?"""
     return bool(apis.rank_kind_of_name(word) or apis.rank_kind_of_call(word)) or word in apis.RANK_ZERO_DECORATORS
 
 
