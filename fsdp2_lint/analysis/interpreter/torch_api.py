@@ -86,7 +86,8 @@ class Registry(Generic[H]):
     def __call__(self, *keys: object) -> Callable[[H], H]:
         def register(handler: H) -> H:
             for key in keys:
-                assert key not in self.by_key, f"two handlers for {key!r}"
+                if key in self.by_key:
+                    raise ValueError(f"two handlers for {key!r}")
                 self.by_key[key] = handler
             return handler
 
