@@ -16,7 +16,7 @@ variable then names the same element, so ``blk`` is known to be the parent of ``
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from functools import cached_property, lru_cache
 
@@ -589,13 +589,23 @@ class Context:
     testing: tuple[int, ...] = ()
 
     def with_(self, **changes: object) -> Context:
-        return replace(self, **changes)
+        """This context with some fields changed: ``dataclasses.replace``, without its cost (the
+        interpreter derives a context for every branch and call)."""
+        if not changes.keys() <= _CONTEXT_FIELDS:
+            raise TypeError(f"Context has no field {sorted(changes.keys() - _CONTEXT_FIELDS)}")
+        changed = object.__new__(Context)
+        changed.__dict__.update(self.__dict__, **changes)
+        return changed
 
     def in_function(self) -> Context:
         """The context a called function's body starts from: what encloses the call site does not
         enclose the body."""
-        return replace(self, if_nodes=(), dtensor_checks=(), asserted=False)
+        if not (self.if_nodes or self.dtensor_checks or self.asserted):
+            return self
+        return self.with_(if_nodes=(), dtensor_checks=(), asserted=False)
 
+
+_CONTEXT_FIELDS = frozenset(field.name for field in fields(Context))
 
 # The key of ``Event.kwargs`` under which a ``**mapping`` whose keys are unknown is kept.
 UNKNOWN_KEYWORDS = "**"

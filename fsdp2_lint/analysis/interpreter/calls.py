@@ -69,7 +69,7 @@ class Calls:
     """Evaluates calls; part of :class:`~.core.Interpreter`."""
 
     def eval_call(self, node: cst.Call) -> Value:
-        if not dotted(node.func).rpartition(".")[2].startswith("assert") or self.ctx.asserted:
+        if not _called_name(node).startswith("assert") or self.ctx.asserted:
             return self._eval_call(node)
         outer = self.ctx
         self.ctx = outer.with_(asserted=True)  # what it is given is computed to be checked
@@ -457,6 +457,12 @@ class Calls:
 
 
 # --- helpers without interpreter state ---------------------------------------------------------
+
+
+def _called_name(node: cst.Call) -> str:
+    """The last name of what is called (``assertLess`` in ``self.assertLess(...)``), else ``""``."""
+    func = node.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
 
 
 def is_dataclass(info: ClassInfo) -> bool:

@@ -61,6 +61,8 @@ class Interpreter(Expressions, Calls):
     def __init__(self, module: cst.Module, source: bytes) -> None:
         self.module = module
         self.source = source
+        self.mentions_dtensor = b"DTensor" in source
+        self.dtensor_checks_of: dict[int, tuple[str, ...]] = {}
         self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
         self.class_objs: dict[ClassInfo, Obj] = {}

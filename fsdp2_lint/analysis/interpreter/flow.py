@@ -27,7 +27,7 @@ def exec_if(interp: Evaluator, node: cst.If) -> object:
     before = interp.ctx
     interp.ctx = before.with_(
         if_nodes=before.if_nodes + (id(node),),
-        dtensor_checks=before.dtensor_checks + guards.dtensor_checks(interp.module, node.test),
+        dtensor_checks=before.dtensor_checks + guards.dtensor_checks(interp, node.test),
     )
     try:
         return _exec_if(interp, node)

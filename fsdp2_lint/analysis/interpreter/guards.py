@@ -223,16 +223,21 @@ def _peek(interp: Evaluator, node: cst.BaseExpression) -> Value:
     return UNKNOWN
 
 
-def dtensor_checks(module: cst.Module, test: cst.BaseExpression) -> tuple[str, ...]:
+def dtensor_checks(interp: Evaluator, test: cst.BaseExpression) -> tuple[str, ...]:
     """The source of each ``x`` the test checks with ``isinstance(x, T)``, ``T`` naming ``DTensor``
     (however it is spelled or imported)."""
-    return tuple(
-        module.code_for_node(call.args[0].value)
-        for call in _calls_in(test)
-        if dotted(call.func) == "isinstance"
-        and len(call.args) == 2
-        and "DTensor" in module.code_for_node(call.args[1].value)
-    )
+    if not interp.mentions_dtensor:
+        return ()
+    found = interp.dtensor_checks_of.get(id(test))
+    if found is None:
+        code = interp.module.code_for_node
+        found = tuple(
+            code(call.args[0].value)
+            for call in _calls_in(test)
+            if dotted(call.func) == "isinstance" and len(call.args) == 2 and "DTensor" in code(call.args[1].value)
+        )
+        interp.dtensor_checks_of[id(test)] = found
+    return found
 
 
 # --- how a test combines conditions -----------------------------------------------------------

@@ -93,6 +93,8 @@ class Evaluator(Protocol):
     heap: dict[Slot, Value]
     module_env: Env
     module: cst.Module
+    mentions_dtensor: bool  # does the file's source spell `DTensor` anywhere?
+    dtensor_checks_of: dict[int, tuple[str, ...]]  # guards.dtensor_checks by id of the test
 
     def now(self) -> int: ...
     def eval(self, node: cst.BaseExpression | None) -> Value: ...
