@@ -116,7 +116,7 @@ ANALYSIS_LAYERS = (
     ("trace",),
     ("facts",),
 )
-ANALYSIS_MAX_LINES = 800  # the issue asks for about 700: each is under it now, this leaves room to grow
+ANALYSIS_MAX_LINES = 800  # the issue asks for about 700 (model.py: 708); this leaves room to grow
 RULES = PACKAGE.parent / "rules"
 
 
