@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, Obj, canonical, may_overlap, refs, report_node
+from fsdp2_lint.analysis.model import Event, EventKind, Obj, canonical, may_overlap, refs, report_node
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
@@ -195,10 +195,10 @@ def _escapes(event: Event) -> bool:
     """Does the optimizer leave the code this trace sees: stored in an attribute, passed to a
     function defined elsewhere, or returned from the entry point itself (not from a helper
     whose result the caller binds)?"""
-    return event.kind in ("store", "call") or (event.kind == "return" and not event.stack)
+    return event.kind in (EventKind.STORE, EventKind.CALL) or (event.kind is EventKind.RETURN and not event.stack)
 
 
 def _repairs_param_groups(event: Event) -> bool:
-    if event.kind == "method" and event.name == "add_param_group":
+    if event.kind is EventKind.METHOD and event.name == "add_param_group":
         return True
-    return event.kind == "store" and any("param_groups" in ref.path for ref in refs(event.receiver))
+    return event.kind is EventKind.STORE and any("param_groups" in ref.path for ref in refs(event.receiver))

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Choice, Event, Ref, canonical, is_any_depth, report_node, strict_ancestor
+from fsdp2_lint.analysis.model import Choice, Event, Order, Ref, canonical, is_any_depth, report_node, strict_ancestor
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
@@ -143,7 +143,7 @@ def _top_down_within(event: Event) -> str | None:
     """One call that shards an ancestor before its descendants by itself: a loop over
     ``modules()`` (root first), or a loop over a literal list that lists the root first."""
     for target in event.targets:
-        if target.path and is_any_depth(target.path[-1]) and target.order == "pre":
+        if target.path and is_any_depth(target.path[-1]) and target.order is Order.PRE:
             return (
                 f"`{canonical(Ref(target.root, target.path[:-1])).text}.modules()` yields the root first, so the "
                 "root is sharded before its submodules; iterate `reversed(list(...modules()))` or filter by type"

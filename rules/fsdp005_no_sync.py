@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import canonical, may_be_wrapper, refs
+from fsdp2_lint.analysis.model import EventKind, canonical, may_be_wrapper, refs
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing.builders import code_of
 from fsdp2_lint.fixing.rewrite import Rewrite
@@ -89,7 +89,7 @@ sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP
             # Each access once, where `no_sync` is taken: `m.no_sync()`, `getattr(m, "no_sync")`,
             # `f = m.no_sync` (whose later `f()` is not reported again).
             direct_calls = [call for call in trace.methods("no_sync") if isinstance(call.node.func, cst.Attribute)]
-            for use in sorted(direct_calls + trace.methods("no_sync", kind="attr"), key=lambda e: e.index):
+            for use in sorted(direct_calls + trace.methods("no_sync", EventKind.ATTR), key=lambda e: e.index):
                 if may_be_wrapper(use.receiver):
                     continue  # DDP / FSDP1 wrappers have no_sync()
                 for module in refs(use.receiver):

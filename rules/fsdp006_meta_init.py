@@ -8,6 +8,8 @@ from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
     Const,
     Event,
+    EventKind,
+    ObjKind,
     Params,
     Ref,
     canonical,
@@ -126,11 +128,13 @@ loss = model(tokens).sum()
 
 
 def _materialises(event: Event) -> bool:
-    if event.kind == "method" and event.name == "to_empty":
+    if event.kind is EventKind.METHOD and event.name == "to_empty":
         return True
-    if event.kind == "call" and event.qname in (apis.SET_MODEL_STATE_DICT, SET_STATE_DICT):
+    if event.kind is EventKind.CALL and event.qname in (apis.SET_MODEL_STATE_DICT, SET_STATE_DICT):
         return _loads_full_state(event)
-    return event.kind == "method" and event.name == "load_state_dict" and event.kwargs.get("assign") == Const(True)
+    return (
+        event.kind is EventKind.METHOD and event.name == "load_state_dict" and event.kwargs.get("assign") == Const(True)
+    )
 
 
 def _loads_full_state(event: Event) -> bool:
@@ -214,7 +218,7 @@ def _initialised_after(facts: FileFacts, trace: Trace, to_empty: Event) -> bool:
     modules = [canonical(ref) for ref in found]
     if not modules or trace.handed_off(modules, to_empty.index) is not None:
         return True  # an object we cannot identify, or one handed to code we cannot see
-    if all(ref.root.event is None and ref.root.kind in ("self", "param") for ref in found):
+    if all(ref.root.event is None and ref.root.kind in (ObjKind.SELF, ObjKind.PARAM) for ref in found):
         return True  # a module the caller built (`self`, an argument): the caller may initialise it
     candidates = [event for event in trace.events[to_empty.index + 1 :] if not event.exclusive_with(to_empty)]
     if trace.instance is not None:  # other methods of the class may run afterwards
@@ -228,10 +232,10 @@ def _initialised_after(facts: FileFacts, trace: Trace, to_empty: Event) -> bool:
 
 
 def _initialises(event: Event, modules: list[Ref]) -> bool:
-    if event.kind == "call" and event.qname and INIT_CALLS.search(event.qname):
+    if event.kind is EventKind.CALL and event.qname and INIT_CALLS.search(event.qname):
         return True
     touched = [canonical(ref) for ref in _modules_of(event.receiver)] if event.receiver is not None else []
-    return event.kind == "method" and bool(INIT_METHOD.search(event.name or "")) and _overlaps(touched, modules)
+    return event.kind is EventKind.METHOD and bool(INIT_METHOD.search(event.name or "")) and _overlaps(touched, modules)
 
 
 def _modules_of(value) -> Iterator[Ref]:

@@ -10,6 +10,8 @@ from fsdp2_lint.analysis.model import (
     Const,
     Derived,
     Event,
+    EventKind,
+    GuardRanks,
     Params,
     RankGuard,
     Ref,
@@ -19,7 +21,6 @@ from fsdp2_lint.analysis.model import (
     refs,
     walk_contents,
 )
-from fsdp2_lint.analysis.syntax import child_nodes, dotted
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
@@ -56,12 +57,12 @@ DTENSOR_COLLECTIVES = frozenset({"full_tensor", "redistribute"})
 REPLICATED_NORMS = frozenset(
     {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.get_total_norm"}
 )
-COMPLEMENT = {"zero": "nonzero", "nonzero": "zero"}
+COMPLEMENT = {GuardRanks.ZERO: GuardRanks.NONZERO, GuardRanks.NONZERO: GuardRanks.ZERO}
 
 
 def _names_a_rank(word: str) -> bool:
     """Can the interpreter take this identifier for a rank, a rank-0 flag or test, or a rank-0
-    decorator (as `interp._decorated` knows them)?"""
+    decorator (as `torch_api.decorated` knows them)?"""
     return bool(apis.rank_kind_of_name(word) or apis.rank_kind_of_call(word)) or word in apis.RANK_ZERO_DECORATORS
 
 
@@ -91,7 +92,7 @@ RANK_TOKENS = tuple(
         "local_zero",
     )
 ) + (Word("RANK", apis.RANK_ENV_VARS.__contains__), Word("SLURM_", apis.RANK_ENV_VARS.__contains__))
-RANKS = {"zero": "rank 0", "nonzero": "the ranks other than 0", "subset": "some ranks"}
+RANKS = {GuardRanks.ZERO: "rank 0", GuardRanks.NONZERO: "the ranks other than 0", GuardRanks.SUBSET: "some ranks"}
 
 
 class CollectiveOnSomeRanks(Rule):
@@ -198,7 +199,7 @@ def save(model, rank):
 def _collective(trace: Trace, event: Event) -> str | None:
     """The collective an event performs, if any. One on an explicit process group is left alone:
     who must call it depends on the group's members, which the file does not show."""
-    if event.kind == "call" and event.qname:
+    if event.kind is EventKind.CALL and event.qname:
         if "group" in event.kwargs or "process_group" in event.kwargs:
             return None
         if event.qname in DIST_COLLECTIVES or event.qname in DCP_COLLECTIVES:
@@ -207,9 +208,9 @@ def _collective(trace: Trace, event: Event) -> str | None:
             return f"{event.name}(full_state_dict=True)"
         if event.qname in (apis.SET_MODEL_STATE_DICT, apis.SET_OPTIMIZER_STATE_DICT) and _broadcasts(event):
             return f"{event.name}(broadcast_from_rank0=True)"
-    if event.kind == "method" and event.name in DTENSOR_COLLECTIVES and not _replicated(event.receiver):
+    if event.kind is EventKind.METHOD and event.name in DTENSOR_COLLECTIVES and not _replicated(event.receiver):
         return f".{event.name}()"
-    if event.kind == "method" and event.name == "unshard":
+    if event.kind is EventKind.METHOD and event.name == "unshard":
         if any(trace.is_fsdp_module(module, event) for module in refs(event.receiver)):
             return ".unshard()"
     return None
@@ -222,17 +223,11 @@ def _maybe_plain(facts: FileFacts, trace: Trace, event: Event) -> bool:
     if any(not _known_sharded(trace, event, value) for value in event.ctx.dtensor_tested):
         return True
     node = event.node
-    if not (event.kind == "method" and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+    if not (event.kind is EventKind.METHOD and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
         return False
     if _known_sharded(trace, event, event.receiver or Const(None)):
         return False
-    receiver = facts.code(node.func.value)
-    test = facts.enclosing(node, cst.If)
-    while test is not None:
-        if any(_is_dtensor_check(facts, call, receiver) for call in _calls(test.test)):  # type: ignore[attr-defined]
-            return True
-        test = facts.enclosing(test, cst.If)
-    return False
+    return facts.code(node.func.value) in event.ctx.dtensor_checks  # `if isinstance(<receiver>, DTensor):`
 
 
 def _known_sharded(trace: Trace, event: Event, value: Value) -> bool:
@@ -260,22 +255,6 @@ def _plain_module(trace: Trace, module: Ref, event: Event) -> bool:
         return False
     handed = trace.handed_off([whole], creation.index)
     return handed is None or handed.index >= event.index
-
-
-def _is_dtensor_check(facts: FileFacts, call: cst.Call, receiver: str) -> bool:
-    return (
-        dotted(call.func) == "isinstance"
-        and len(call.args) == 2
-        and facts.code(call.args[0].value) == receiver
-        and "DTensor" in facts.code(call.args[1].value)
-    )
-
-
-def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
-    if isinstance(node, cst.Call):
-        yield node
-    for child in child_nodes(node):
-        yield from _calls(child)
 
 
 def _replicated(value) -> bool:

@@ -8,6 +8,7 @@ from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
     Const,
     Event,
+    EventKind,
     Ref,
     canonical,
     is_loop_element,
@@ -178,9 +179,9 @@ def _unresharded_forward(trace: Trace, root: Ref, start: int, end: int, optimize
             may_be_same(canonical(r), root) for r in refs(event.receiver or Const(None))
         ):
             continue
-        if event.kind == "invoke" or (event.kind == "method" and event.name in FORWARDS):
+        if event.kind is EventKind.INVOKE or (event.kind is EventKind.METHOD and event.name in FORWARDS):
             last_forward = event
-        elif event.kind == "method" and event.name == "reshard":
+        elif event.kind is EventKind.METHOD and event.name == "reshard":
             last_forward = None
     if last_forward is not None and _backward_after(trace, last_forward, end):
         return None  # the post-backward hook reshards the root again
@@ -189,7 +190,7 @@ def _unresharded_forward(trace: Trace, root: Ref, start: int, end: int, optimize
 
 def _backward_after(trace: Trace, forward: Event, end: int) -> bool:
     return any(
-        (event.kind == "method" and event.name == "backward")
-        or (event.kind == "call" and event.qname == "torch.backward")
+        (event.kind is EventKind.METHOD and event.name == "backward")
+        or (event.kind is EventKind.CALL and event.qname == "torch.backward")
         for event in trace.events[forward.index + 1 : end + 1]
     )

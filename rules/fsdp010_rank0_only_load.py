@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Const, Event, Ref, canonical, may_overlap, refs
+from fsdp2_lint.analysis.model import Const, Event, EventKind, GuardRanks, Ref, canonical, may_overlap, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -67,7 +67,11 @@ fully_shard(model)
         for trace in facts.traces:
             for load in trace.events:
                 guard = load.ctx.rank_guard
-                if guard is None or guard.ranks != "zero" or load.kind not in ("method", "call"):
+                if (
+                    guard is None
+                    or guard.ranks is not GuardRanks.ZERO
+                    or load.kind not in (EventKind.METHOD, EventKind.CALL)
+                ):
                     continue
                 if load.name not in LOAD_METHODS:
                     continue
@@ -97,14 +101,14 @@ def _sharded_later_without_broadcast(trace: Trace, load: Event, module: Ref) -> 
             continue
         if _broadcasts(event):
             return None
-        is_shard = event.kind == "call" and event.qname == apis.FULLY_SHARD
+        is_shard = event.kind is EventKind.CALL and event.qname == apis.FULLY_SHARD
         if sharded is None and is_shard and any(may_overlap(canonical(t), module) for t in event.targets):
             sharded = event
     return sharded
 
 
 def _broadcasts(event: Event) -> bool:
-    if event.kind != "call":
+    if event.kind is not EventKind.CALL:
         return False
     if event.qname in BROADCASTS or (event.name or "").endswith("sync_module_states"):
         return True

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Const, Event, Symbol, options, refs, walk_contents
+from fsdp2_lint.analysis.model import Const, Event, EventKind, Symbol, options, refs, walk_contents
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
@@ -98,7 +98,9 @@ fully_shard(model.cuda())
             # The flow that creates the process group must be the one that shards: a group made
             # by a launcher or framework comes with the device already selected.
             creates = [
-                e for e in trace.events if e.kind == "call" and e.qname in (INIT_PROCESS_GROUP, INIT_DEVICE_MESH)
+                e
+                for e in trace.events
+                if e.kind is EventKind.CALL and e.qname in (INIT_PROCESS_GROUP, INIT_DEVICE_MESH)
             ]
             shards = trace.shards
             if (
@@ -116,7 +118,7 @@ def _set_device_first(facts: FileFacts, creation: Event) -> Rewrite | None:
     creates the process group (or the mesh): torchrun sets LOCAL_RANK for every rank. Guarded by
     ``torch.cuda.is_available()`` unless the script always uses CUDA, so a CPU run still works. No
     fix for scripts that start their own processes, where LOCAL_RANK may not be set."""
-    if any(event.kind == "call" and (event.qname or "").startswith(SPAWNING) for _, event in facts.events()):
+    if any(event.kind is EventKind.CALL and (event.qname or "").startswith(SPAWNING) for _, event in facts.events()):
         return None
     set_device, set_device_import = builders.reference(facts.module, "torch.cuda.set_device")
     os_module, os_import = builders.reference(facts.module, "os")
@@ -157,7 +159,7 @@ def _in_torch_test_harness(trace: Trace) -> bool:
 
 
 def _selects_device(event: Event) -> bool:
-    if event.kind != "call":
+    if event.kind is not EventKind.CALL:
         return False
     return event.qname in DEVICE_SELECTION or (event.qname == INIT_PROCESS_GROUP and event.may_pass("device_id"))
 
@@ -183,7 +185,7 @@ def _made_here(creation: Event | None) -> bool:
 
 
 def _creates_mesh(event: Event) -> bool:
-    if event.kind != "call":
+    if event.kind is not EventKind.CALL:
         return False
     if event.qname == apis.FULLY_SHARD:
         return "mesh" not in event.kwargs
@@ -192,9 +194,9 @@ def _creates_mesh(event: Event) -> bool:
 
 def _initialises_cuda(event: Event) -> bool:
     """Does the event create or move tensors on a device other than the CPU (or may it)?"""
-    if event.kind == "method":
+    if event.kind is EventKind.METHOD:
         return event.name == "cuda" or (event.name == "to" and not all(_only(arg, "cpu") for arg in event.args))
-    if event.kind != "call":
+    if event.kind is not EventKind.CALL:
         return False
     if (event.qname or "").startswith("torch.cuda.") and event.name not in CUDA_WITHOUT_CONTEXT:
         return True
@@ -216,11 +218,11 @@ def _only(value, *devices: str) -> bool:
 
 
 def _uses_cuda(event: Event) -> bool:
-    if event.kind == "call" and event.qname == INIT_PROCESS_GROUP:
+    if event.kind is EventKind.CALL and event.qname == INIT_PROCESS_GROUP:
         return _mentions(event.arg(0, "backend"), "nccl")
-    if event.kind == "call" and event.qname == INIT_DEVICE_MESH:
+    if event.kind is EventKind.CALL and event.qname == INIT_DEVICE_MESH:
         return _mentions(event.arg(0, "device_type"), "cuda")
-    return event.kind == "method" and event.name == "cuda"
+    return event.kind is EventKind.METHOD and event.name == "cuda"
 
 
 def _mentions(value, text: str) -> bool:

@@ -7,6 +7,7 @@ from fsdp2_lint.analysis.model import (
     Const,
     Event,
     Loaded,
+    ObjKind,
     Ref,
     StateDict,
     canonical,
@@ -123,7 +124,7 @@ def _modules(load: Event) -> list[Ref]:
     """Receivers that are modules: not optimizers (FSDP021) and not DDP/FSDP1 wrappers."""
     if may_be_wrapper(load.receiver):
         return []
-    return [ref for ref in refs(load.receiver) if ref.root.kind != "optimizer"]
+    return [ref for ref in refs(load.receiver) if ref.root.kind is not ObjKind.OPTIMIZER]
 
 
 def _plain(trace: Trace, state) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Const, Event, refs
+from fsdp2_lint.analysis.model import Const, Event, ObjKind, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -108,7 +108,7 @@ def _optimizer_step(step: Event) -> bool:
     """``optimizer.step()`` (or ``scaler.step(optimizer)``), not a scheduler or profiler step."""
     values = (step.receiver, *step.args) if step.receiver is not None else step.args
     return any(
-        ref.root.kind == "optimizer" or "optim" in ref.text.lower() or ref.text.rpartition(".")[2] == "opt"
+        ref.root.kind is ObjKind.OPTIMIZER or "optim" in ref.text.lower() or ref.text.rpartition(".")[2] == "opt"
         for value in values
         for ref in refs(value)
     )

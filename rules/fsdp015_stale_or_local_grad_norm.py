@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Derived, Event, Params, canonical, may_overlap, walk_contents
+from fsdp2_lint.analysis.model import Derived, Event, EventKind, GradTag, Params, canonical, may_overlap, walk_contents
 from fsdp2_lint.analysis.syntax import dotted
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
@@ -148,7 +148,7 @@ def _current_parameters(facts: FileFacts, trace: Trace, clip: Event) -> Rewrite 
         return None
     (source,) = stale[0].sources
     capture = trace.events[source.captured_at] if source.captured_at is not None else None
-    if capture is None or capture.kind != "method" or capture.name != "parameters" or capture.node.args:
+    if capture is None or capture.kind is not EventKind.METHOD or capture.name != "parameters" or capture.node.args:
         return None
     listed = facts.enclosing(capture.node, cst.Call)
     if not (
@@ -231,28 +231,15 @@ def _local_norms(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
     if not norms:
         return
     consumed = set().union(*(step for event in norms for step in _input_steps(event)))
-    reductions = [event for event in trace.events if event.kind == "call" and event.qname in REDUCTIONS]
+    reductions = [event for event in trace.events if event.kind is EventKind.CALL and event.qname in REDUCTIONS]
     reduced = set().union(*(step for event in reductions for step in _input_steps(event)))
     for event in norms:
         lineage = set().union({event.index}, *_input_steps(event))
-        if event.index not in consumed and not lineage & reduced and not _asserted(facts, event.node):
+        if event.index not in consumed and not lineage & reduced and not event.ctx.asserted:
             yield Finding(
                 event.node,
                 "gradient norm over `to_local()` shards only: this is this rank's partial norm, not the global one",
             )
-
-
-def _asserted(facts: FileFacts, node: cst.CSTNode) -> bool:
-    """Is the norm computed inside an assertion (``assert``, ``self.assertLessEqual(...)``,
-    ``torch.testing.assert_close(...)``)? A test checks each shard's norm there; nothing trains on it."""
-    if facts.enclosing(node, cst.Assert) is not None:
-        return True
-    call = facts.enclosing(node, cst.Call)
-    while call is not None:
-        if dotted(call.func).rpartition(".")[2].startswith("assert"):  # type: ignore[attr-defined]
-            return True
-        call = facts.enclosing(call, cst.Call)
-    return False
 
 
 def _input_steps(event: Event) -> Iterator[frozenset[int]]:
@@ -264,11 +251,11 @@ def _input_steps(event: Event) -> Iterator[frozenset[int]]:
 
 
 def _is_norm(event: Event) -> bool:
-    if event.kind == "call":
+    if event.kind is EventKind.CALL:
         return event.qname in NORM_CALLS
-    return event.kind == "method" and event.name in NORM_METHODS
+    return event.kind is EventKind.METHOD and event.name in NORM_METHODS
 
 
 def _local(event: Event) -> bool:
     values = (event.receiver, *event.args) if event.receiver is not None else event.args
-    return any(isinstance(v, Derived) and "local" in v.tags for value in values for v in walk_contents(value))
+    return any(isinstance(v, Derived) and GradTag.LOCAL in v.tags for value in values for v in walk_contents(value))

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Loaded, Obj, StateDict, refs, walk_contents
+from fsdp2_lint.analysis.model import Loaded, Obj, ObjKind, StateDict, refs, walk_contents
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -96,7 +96,7 @@ def _single_process(trace: Trace, state) -> bool:
     for value in walk_contents(state):
         if isinstance(value, Loaded) and not value.per_rank:
             return True
-        if isinstance(value, StateDict) and isinstance(value.owner, Obj) and value.owner.kind == "optimizer":
+        if isinstance(value, StateDict) and isinstance(value.owner, Obj) and value.owner.kind is ObjKind.OPTIMIZER:
             if not trace.optimizes_sharded(value.owner):
                 return True
     return False

@@ -6,7 +6,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Const, Obj, refs
+from fsdp2_lint.analysis.model import Const, EventKind, Obj, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
@@ -121,7 +121,7 @@ def _fsdp2_policy(facts: FileFacts, trace: Trace, policy: Obj) -> Rewrite | None
     creation, call = policy.event, policy.event.node if policy.event is not None else None
     if creation is None or not isinstance(call, cst.Call) or any(arg.star for arg in call.args):
         return None
-    if any(not (use.kind == "call" and use.qname == apis.FULLY_SHARD) for use in trace.mentions(policy)):
+    if any(not (use.kind is EventKind.CALL and use.qname == apis.FULLY_SHARD) for use in trace.mentions(policy)):
         return None
     if policy.qname == f"{apis.FSDP}.CPUOffload":
         if len(call.args) != 1 or creation.arg(0, "offload_params") != Const(True):

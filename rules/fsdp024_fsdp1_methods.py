@@ -6,7 +6,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
+from fsdp2_lint.analysis.model import Event, EventKind, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
 from fsdp2_lint.analysis.trace import Trace, fsdp2_model
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
@@ -144,7 +144,7 @@ state = FSDP.scatter_full_optim_state_dict(full_state, model)  # expect: FSDP024
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
             for name, replacement in MODULE_ATTRIBUTES.items():
-                for access in trace.methods(name, kind="attr"):
+                for access in trace.methods(name, EventKind.ATTR):
                     module = _fsdp2_module(facts, trace, access, name)
                     if module is not None:
                         yield Finding(
@@ -197,7 +197,7 @@ def _clip_parameters(facts: FileFacts, node: cst.CSTNode) -> Rewrite | None:
 def _fsdp2_module(facts: FileFacts, trace: Trace, access: Event, name: str) -> str | None:
     """The FSDP2 module ``access`` reads ``name`` from, unless it is a DDP/FSDP1 wrapper or an
     object the file gives an attribute of that name itself."""
-    if may_be_wrapper(access.receiver) or _has_default(access.node) or _checked_first(facts, trace, access):
+    if may_be_wrapper(access.receiver) or _has_default(access.node) or _checked_first(trace, access):
         return None
     for module in refs(access.receiver):
         if trace.is_fsdp_module(module, access) and not _defines(facts, module, name):
@@ -210,7 +210,7 @@ def _has_default(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and len(node.args) > 2
 
 
-def _checked_first(facts: FileFacts, trace: Trace, access: Event) -> bool:
+def _checked_first(trace: Trace, access: Event) -> bool:
     """Is the access under an `if` (or a conditional expression) whose test checks the object
     with `hasattr` / `isinstance`, directly or through a helper, as in `m.module if
     hasattr(m, "module") else m`? Code that tells a wrapper from an FSDP2 module at runtime does
@@ -218,31 +218,18 @@ def _checked_first(facts: FileFacts, trace: Trace, access: Event) -> bool:
     checks = [check for check in trace.calls(*CHECKS) if check.args and _same(check.args[0], access.receiver)]
     if not checks:
         return False
-    tests = set()
-    node = facts.enclosing(access.node, (cst.If, cst.IfExp))
-    while node is not None:
-        tests.add(id(node.test))
-        node = facts.enclosing(node, (cst.If, cst.IfExp))
-    return any(_inside(facts, frame, tests) for check in checks for frame in check.frames())
+    return any(test in access.ctx.if_nodes for check in checks for test in check.ctx.testing)
 
 
 def _same(a: Value, b: Value | None) -> bool:
     return b is not None and any(may_be_same(canonical(x), canonical(y)) for x in refs(a) for y in refs(b))
 
 
-def _inside(facts: FileFacts, node: cst.CSTNode, ancestors: set[int]) -> bool:
-    while node is not None:
-        if id(node) in ancestors:
-            return True
-        node = facts.enclosing(node, cst.CSTNode)
-    return False
-
-
 def _defines(facts: FileFacts, module: Ref, name: str) -> bool:
     """Does the file store ``name`` on the module (``self.module = ...`` in its class)?"""
     whole = canonical(module)
     for _, store in facts.events():
-        if store.kind == "store" and store.name == name:
+        if store.kind is EventKind.STORE and store.name == name:
             if any(
                 canonical(owner) == whole or owner.root.cls is module.root.cls is not None
                 for owner in refs(store.receiver)

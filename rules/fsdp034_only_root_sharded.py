@@ -7,6 +7,8 @@ from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Event,
+    EventKind,
+    ObjKind,
     Ref,
     canonical,
     is_any,
@@ -123,7 +125,7 @@ def _lone_root(trace: Trace, shard: Event) -> Ref | None:
     if len(shard.targets) != 1:
         return None
     (root,) = shard.targets
-    if root.path or root.root.kind == "self":
+    if root.path or root.root.kind is ObjKind.SELF:
         return None
     whole = canonical(root)
     if any(is_any(e) or is_any_depth(e) for e in whole.path):
@@ -152,7 +154,7 @@ def _sharded_elsewhere(trace: Trace, shard: Event, root: Ref) -> bool:
             for ref in refs(option)
         )
         for event in trace.events[: shard.index]
-        if event.kind in ("call", "method")
+        if event.kind in (EventKind.CALL, EventKind.METHOD)
     )
 
 
@@ -195,16 +197,16 @@ def _has_submodules(trace: Trace, module: Ref) -> bool:
     return any(
         any(owner.root is obj and not owner.path for owner in refs(store.receiver))
         and any(_module_like(value) for value in refs(store.args[0]))
-        for store in trace.of_kind("store")
+        for store in trace.of_kind(EventKind.STORE)
     )
 
 
 def _module_like(value: Ref) -> bool:
     """Could this stored object be a submodule? Parameters and buffers are not."""
     obj = value.root
-    if value.path or obj.kind == "param":
+    if value.path or obj.kind is ObjKind.PARAM:
         return True  # passed in or reached through another object: assume a module
-    if obj.kind != "new":
+    if obj.kind is not ObjKind.NEW:
         return False
     if obj.cls is not None:
         return True

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from fsdp2_lint.analysis.model import RankKind, UniformKind
+
 FSDP = "torch.distributed.fsdp"
 FULLY_SHARD = f"{FSDP}.fully_shard"
 REGISTER_FORWARD_METHOD = f"{FSDP}.register_fsdp_forward_method"
@@ -206,21 +208,22 @@ RANK_ENV_VARS = frozenset({"RANK", "LOCAL_RANK", "GLOBAL_RANK", "NODE_RANK", "SL
 
 
 @cache  # the same few names are classified over and over
-def rank_kind_of_name(name: str) -> str | None:
-    """``"rank"`` for names that hold a process rank, ``"zero"`` for rank-0 flags, else None."""
+def rank_kind_of_name(name: str) -> RankKind | None:
+    """``RANK`` for names that hold a process rank, ``ZERO`` for rank-0 flags, else None."""
     if _RANK_NAME.match(name):
-        return "rank"
+        return RankKind.RANK
     if _RANK_ZERO_NAME.match(name):
-        return "zero"
+        return RankKind.ZERO
     return None
 
 
 @cache
-def rank_kind_of_call(qname: str) -> str | None:
+def rank_kind_of_call(qname: str) -> RankKind | None:
+    """``RANK`` for functions that return a process rank, ``ZERO`` for rank-0 tests, else None."""
     if _RANK_FUNCTION.search(qname):
-        return "rank"
+        return RankKind.RANK
     if _RANK_ZERO_FUNCTION.search(qname):
-        return "zero"
+        return RankKind.ZERO
     last = qname.rpartition(".")[2]
     if last.startswith("is_"):  # is_main(), is_rank_0(), trainer.is_world_process_zero()
         return rank_kind_of_name(last)
@@ -228,18 +231,18 @@ def rank_kind_of_call(qname: str) -> str | None:
 
 
 @cache
-def uniform_kind_of_call(qname: str) -> str | None:
-    """``"dist"`` for checks that the job is distributed, ``"size"`` for the world size."""
+def uniform_kind_of_call(qname: str) -> UniformKind | None:
+    """``DIST`` for checks that the job is distributed, ``SIZE`` for the world size."""
     if _DISTRIBUTED_CHECK.match(qname) or _DISTRIBUTED_FUNCTION.match(qname.rpartition(".")[2]):
-        return "dist"
+        return UniformKind.DIST
     if _WORLD_SIZE_FUNCTION.search(qname):
-        return "size"
+        return UniformKind.SIZE
     return None
 
 
 @cache
-def uniform_kind_of_name(name: str) -> str | None:
-    """``"size"`` for a variable holding the world size, ``"dist"`` for a distributed-run flag."""
+def uniform_kind_of_name(name: str) -> UniformKind | None:
+    """``SIZE`` for a variable holding the world size, ``DIST`` for a distributed-run flag."""
     if _WORLD_SIZE_NAME.match(name):
-        return "size"
-    return "dist" if _DISTRIBUTED_NAME.match(name) else None
+        return UniformKind.SIZE
+    return UniformKind.DIST if _DISTRIBUTED_NAME.match(name) else None

@@ -16,7 +16,8 @@ variable then names the same element, so ``blk`` is known to be the parent of ``
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
+from enum import Enum
 from functools import cached_property, lru_cache
 
 import libcst as cst
@@ -42,6 +43,82 @@ def is_any_depth(element: str) -> bool:
     return element[:2] == "**"
 
 
+class ObjKind(Enum):
+    """How an object came to be."""
+
+    NEW = "new"  # the result of a call (``event`` is the call)
+    PARAM = "param"  # a parameter of an analysed entry point, or a name the file never binds
+    SELF = "self"  # ``self`` of a method analysed as an entry point
+    CLASS = "class"  # a same-file class's namespace: what its body and ``Cls.x = ...`` assign
+    CONTAINER = "container"  # a list, dict or set the code builds; ``items`` holds what was put in it
+    OPTIMIZER = "optimizer"  # ``params`` holds the parameters it was given
+    DDP = "ddp"  # a DistributedDataParallel wrapper; ``wrapped`` is the module it wraps
+    FSDP1 = "fsdp1"  # a FullyShardedDataParallel (FSDP1) wrapper; ``wrapped`` likewise
+    WRAPPER = "wrapper"  # a DDP or FSDP1 wrapper a type test revealed, around a module we do not know
+
+
+class EventKind(Enum):
+    """What an :class:`Event` records."""
+
+    CALL = "call"  # a call of a function that is not same-file code; ``qname`` its resolved name (or None)
+    METHOD = "method"  # ``receiver.name(...)``
+    INVOKE = "invoke"  # calling an object, ``receiver(...)`` (a module's forward)
+    ATTR = "attr"  # reading ``receiver.name`` (also ``getattr(receiver, "name")``)
+    STORE = "store"  # ``receiver.name = value`` / ``receiver[key] = value``
+    INPLACE = "inplace"  # ``receiver op= value`` (augmented assignment)
+    RETURN = "return"  # a function returning ``result``
+
+
+class RankKind(Enum):
+    """How a rank-dependent value (:class:`RankDep`) differs across ranks."""
+
+    RANK = "rank"  # the rank number
+    ZERO = "zero"  # a condition true on rank 0 only
+    NONZERO = "nonzero"  # a condition true on every rank but 0
+    ZERO_SUBSET = "zero_subset"  # a condition true on rank 0 at most (``is_main and other``)
+    SUBSET = "subset"  # a condition true on some ranks (``rank_flag and other``)
+    MIXED = "mixed"  # any other rank-dependent value
+
+
+class GuardRanks(Enum):
+    """The ranks that run code under a :class:`RankGuard`."""
+
+    ZERO = "zero"
+    NONZERO = "nonzero"
+    SUBSET = "subset"
+
+
+class UniformKind(Enum):
+    """What a value every rank agrees on (:class:`Uniform`) says about the run."""
+
+    DIST = "dist"  # true when distributed: ``dist.is_initialized()``, ``world_size > 1``
+    SINGLE = "single"  # true in a single process: the negation of DIST
+    SIZE = "size"  # the world size itself
+
+
+class IterKind(Enum):
+    """What iterating an :class:`Iter` yields."""
+
+    ENUMERATE = "enumerate"  # (index, element)
+    ZIP = "zip"  # a tuple of one element of each part
+    ITEMS = "items"  # (key, value) pairs of a container, a state dict or a checkpoint
+    VALUES = "values"  # the values of a state dict or a checkpoint
+
+
+class Order(Enum):
+    """The order in which a module walk visits a tree."""
+
+    PRE = "pre"  # parents before their children (``modules()``)
+    REV = "rev"  # children before their parents (``reversed(list(model.modules()))``, ``apply``)
+
+
+class GradTag(Enum):
+    """What a gradient-derived tensor (:class:`Derived`) is."""
+
+    GRAD = "grad"  # computed from parameters' gradients (always present)
+    LOCAL = "local"  # reduced to this rank's shard by ``.to_local()``
+
+
 class Value:
     """Base of every abstract value."""
 
@@ -61,37 +138,49 @@ UNKNOWN = _Unknown()
 class Obj:
     """An abstract runtime object. Identity is the Python object's identity.
 
-    ``kind`` says how it came to be: ``"new"`` (result of a call), ``"param"`` (a function
-    parameter of an analysed root), ``"self"``, ``"ddp"``/``"fsdp1"`` (wrappers), ``"optimizer"``,
-    ``"container"`` (a list/dict/set literal; ``items`` holds what was put in it).
+    ``kind`` says how it came to be (:class:`ObjKind`). What the object is made of is given when it
+    is made; what changes later is heap state: a container's ``items`` grow as the code puts things
+    in it, ``parent`` is set when the object is stored as part of another, and ``label`` when it is
+    first bound to a name.
     """
 
     __slots__ = ("kind", "label", "qname", "cls", "node", "items", "params", "event", "parent", "wrapped")
 
     def __init__(
         self,
-        kind: str,
-        label: str | None,
+        kind: ObjKind,
+        label: str | None = None,
         *,
         qname: str | None = None,
         cls: ClassInfo | None = None,
         node: cst.CSTNode | None = None,
+        event: Event | None = None,
+        params: Params | None = None,
+        wrapped: Value | None = None,
+        items: list[tuple[object, Value]] | None = None,
     ) -> None:
         self.kind = kind
         self.label = label
         self.qname = qname  # resolved name of the callable that created it
         self.cls = cls  # same-file class it is an instance of
         self.node = node
-        self.items: list[tuple[object, Value]] = []  # container contents: (key or None, value)
-        self.params: Params | None = None  # optimizers: the parameters captured
-        self.event: Event | None = None  # the call event that created it (its arguments)
+        self.items: list[tuple[object, Value]] = (
+            [] if items is None else items
+        )  # container contents: (key or None, value)
+        self.params = params  # optimizers: the parameters captured
+        self.event = event  # the call event that created it (its arguments)
         # Set when the object is stored as an attribute of another (``self.model = model``):
         # from then on it is the same module as ``owner.attr`` (see :func:`canonical`).
         self.parent: Ref | None = None
-        self.wrapped: Value | None = None  # DDP / FSDP1 wrappers: the module they wrap
+        self.wrapped = wrapped  # DDP / FSDP1 wrappers: the module they wrap
+
+    @classmethod
+    def container(cls, items: list[tuple[object, Value]], node: cst.CSTNode | None = None) -> Obj:
+        """A list, dict or set holding ``items`` (key or None, value)."""
+        return cls(ObjKind.CONTAINER, node=node, items=items)
 
     def __repr__(self) -> str:
-        return f"<{self.kind} {self.label}>"
+        return f"<{self.kind.value} {self.label}>"
 
 
 @dataclass(frozen=True)
@@ -100,7 +189,7 @@ class Ref(Value):
 
     root: Obj
     path: tuple[str, ...] = ()
-    order: str = ""  # "pre" or "rev" for refs produced by iterating modules()/reversed(...)
+    order: Order | None = None  # for refs produced by iterating modules() / reversed(...)
 
     def child(self, element: str) -> Ref:
         return Ref(self.root, self.path + (element,))
@@ -157,7 +246,7 @@ class ModuleIter(Value):
     ref: Ref
     self_included: bool
     named: bool
-    order: str = "pre"
+    order: Order = Order.PRE
 
 
 @dataclass(frozen=True)
@@ -186,31 +275,26 @@ class Const(Value):
 
 @dataclass(frozen=True)
 class RankDep(Value):
-    """A value that differs across ranks.
+    """A value that differs across ranks, in the way ``kind`` says (:class:`RankKind`)."""
 
-    ``kind``: ``"rank"`` (the rank number), ``"zero"`` (a condition true on rank 0 only),
-    ``"nonzero"`` (true on every rank but 0), ``"mixed"`` (any other rank-dependent value).
-    """
-
-    kind: str
+    kind: RankKind
 
 
 @dataclass(frozen=True)
 class Uniform(Value):
-    """A value every rank agrees on that tells a distributed run from a single process:
-    ``"dist"`` (true when distributed: ``dist.is_initialized()``, ``world_size > 1``),
-    ``"single"`` (its negation), ``"size"`` (the world size itself)."""
+    """A value every rank agrees on that tells a distributed run from a single process
+    (:class:`UniformKind`: a distributed-run test, its negation, or the world size)."""
 
-    kind: str
+    kind: UniformKind
 
 
 @dataclass(frozen=True)
 class Derived(Value):
-    """A tensor computed from parameters' gradients. ``tags``: ``"grad"`` always; ``"local"``
-    once ``.to_local()`` reduced it to this rank's shard. ``steps``: the indexes of the events
-    that computed it, so a rule can tell a per-parameter norm from the total built on it."""
+    """A tensor computed from parameters' gradients. ``tags`` (:class:`GradTag`): ``GRAD`` always;
+    ``LOCAL`` once ``.to_local()`` reduced it to this rank's shard. ``steps``: the indexes of the
+    events that computed it, so a rule can tell a per-parameter norm from the total built on it."""
 
-    tags: frozenset[str]
+    tags: frozenset[GradTag]
     steps: frozenset[int] = frozenset()
 
 
@@ -274,9 +358,10 @@ class Super(Value):
 
 @dataclass(frozen=True)
 class Iter(Value):
-    """``enumerate(x)`` / ``zip(a, b)`` / ``x.items()``: iterating yields tuples of elements."""
+    """``enumerate(x)`` / ``zip(a, b)`` / ``x.items()`` / ``x.values()`` (:class:`IterKind`):
+    iterating yields tuples of elements, or the values."""
 
-    kind: str
+    kind: IterKind
     parts: tuple[Value, ...]
 
 
@@ -324,7 +409,7 @@ def walk_contents(value: Value, seen: set[int] | None = None) -> Iterator[Value]
         if isinstance(option, Tuple):
             for item in option.items:
                 yield from walk_contents(item, seen)
-        elif isinstance(option, Ref) and not option.path and option.root.kind == "container":
+        elif isinstance(option, Ref) and not option.path and option.root.kind is ObjKind.CONTAINER:
             if id(option.root) in seen:
                 continue
             seen.add(id(option.root))
@@ -338,7 +423,7 @@ def const(value: Value) -> object:
 
 
 def is_container(value: Value) -> bool:
-    return isinstance(value, Ref) and value.root.kind == "container" and not value.path
+    return isinstance(value, Ref) and value.root.kind is ObjKind.CONTAINER and not value.path
 
 
 def container_items(value: Value) -> list[tuple[object, Value]] | None:
@@ -468,12 +553,12 @@ class ClassInfo:
 @dataclass(frozen=True)
 class RankGuard:
     """Code that runs on some ranks only: under ``node`` (an ``if`` test, an early exit, a
-    ``@rank_zero_only`` function), on ``ranks`` = ``"zero"``, ``"nonzero"`` or ``"subset"``.
+    ``@rank_zero_only`` function), on ``ranks`` (:class:`GuardRanks`).
     ``depth`` is the call depth of the guarded code: ``event.frames()[depth]`` is the statement
     inside the guard that (directly or through helpers) produced an event."""
 
     node: cst.CSTNode
-    ranks: str
+    ranks: GuardRanks
     depth: int = 0
     arm: tuple[int, int] | None = None  # (id of the `if`, arm index) for the two arms of one test
 
@@ -495,10 +580,32 @@ class Context:
     # Values a type test (`isinstance(x, DTensor)`, `hasattr(x, "full_tensor")`) requires to be
     # DTensors here: the code runs only if they are.
     dtensor_tested: tuple[Value, ...] = ()
+    # What encloses this code in its own function (a function's body starts afresh, see `in_function`):
+    if_nodes: tuple[int, ...] = ()  # ids of the `if`s and conditional expressions it is in (their test or an arm)
+    # The source of each `x` an `isinstance(x, ...DTensor...)` checks in the test of an `if` it is in.
+    dtensor_checks: tuple[str, ...] = ()
+    asserted: bool = False  # in an `assert`, or in a call of an `assert...` function (`self.assertLess(...)`)
+    # Through calls too: ids of the `if`s and conditional expressions whose test is being evaluated.
+    testing: tuple[int, ...] = ()
 
     def with_(self, **changes: object) -> Context:
-        return replace(self, **changes)
+        """This context with some fields changed: ``dataclasses.replace``, without its cost (the
+        interpreter derives a context for every branch and call)."""
+        if not changes.keys() <= _CONTEXT_FIELDS:
+            raise TypeError(f"Context has no field {sorted(changes.keys() - _CONTEXT_FIELDS)}")
+        changed = object.__new__(Context)
+        changed.__dict__.update(self.__dict__, **changes)
+        return changed
 
+    def in_function(self) -> Context:
+        """The context a called function's body starts from: what encloses the call site does not
+        enclose the body."""
+        if not (self.if_nodes or self.dtensor_checks or self.asserted):
+            return self
+        return self.with_(if_nodes=(), dtensor_checks=(), asserted=False)
+
+
+_CONTEXT_FIELDS = frozenset(field.name for field in fields(Context))
 
 # The key of ``Event.kwargs`` under which a ``**mapping`` whose keys are unknown is kept.
 UNKNOWN_KEYWORDS = "**"
@@ -508,20 +615,13 @@ UNKNOWN_KEYWORDS = "**"
 class Event:
     """One thing the code does, in execution order.
 
-    ``kind`` is one of:
-    - ``"call"``: a call of a function that is not same-file code; ``qname`` is its resolved name
-      (``None`` if unresolved);
-    - ``"method"``: ``receiver.name(...)``;
-    - ``"invoke"``: calling an object, ``receiver(...)`` (a module's forward);
-    - ``"attr"``: reading ``receiver.name`` (also ``getattr(receiver, "name")``);
-    - ``"store"``: ``receiver.name = value`` / ``receiver[key] = value``;
-    - ``"inplace"``: ``receiver op= value`` (augmented assignment);
-    - ``"return"``: a function returning ``result``.
-    ``stack`` holds the call sites through which this event was reached from the entry point.
+    ``kind`` (:class:`EventKind`) says what it records. ``result`` is set once the call it
+    records has been evaluated: the event is recorded first, so that it precedes the events of
+    the call it records. ``stack`` holds the call sites through which this event was reached from the entry point.
     """
 
     index: int
-    kind: str
+    kind: EventKind
     node: cst.CSTNode
     stack: tuple[cst.CSTNode, ...]
     ctx: Context
@@ -547,7 +647,9 @@ class Event:
         first = self.arg(0, "module")
         if first is None:
             return ()
-        modules = (ref for value in walk_contents(first) for ref in refs(value) if ref.root.kind != "container")
+        modules = (
+            ref for value in walk_contents(first) for ref in refs(value) if ref.root.kind is not ObjKind.CONTAINER
+        )
         return tuple(dict.fromkeys(modules))
 
     def frames(self) -> tuple[cst.CSTNode, ...]:

@@ -15,7 +15,9 @@ from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.model import (
     ClassInfo,
     Event,
+    EventKind,
     Obj,
+    ObjKind,
     Ref,
     Value,
     canonical,
@@ -47,7 +49,7 @@ class Trace:
     def _by_qname(self) -> dict[str, list[Event]]:
         index: dict[str, list[Event]] = {}
         for event in self.events:
-            if event.kind == "call" and event.qname:
+            if event.kind is EventKind.CALL and event.qname:
                 index.setdefault(event.qname, []).append(event)
         return index
 
@@ -55,7 +57,7 @@ class Trace:
     def _by_name(self) -> dict[str, list[Event]]:
         index: dict[str, list[Event]] = {}
         for event in self.events:
-            if event.kind in ("method", "attr") and event.name:
+            if event.kind in (EventKind.METHOD, EventKind.ATTR) and event.name:
                 index.setdefault(event.name, []).append(event)
         return index
 
@@ -63,11 +65,11 @@ class Trace:
         found = [event for qname in qnames for event in self._by_qname.get(qname, ())]
         return sorted(found, key=lambda event: event.index) if len(qnames) > 1 else found
 
-    def methods(self, name: str, kind: str = "method") -> list[Event]:
-        """``receiver.name(...)`` calls (``kind="method"``) or ``receiver.name`` reads (``"attr"``)."""
+    def methods(self, name: str, kind: EventKind = EventKind.METHOD) -> list[Event]:
+        """``receiver.name(...)`` calls (``METHOD``) or ``receiver.name`` reads (``ATTR``)."""
         return [event for event in self._by_name.get(name, ()) if event.kind == kind]
 
-    def of_kind(self, kind: str) -> Iterator[Event]:
+    def of_kind(self, kind: EventKind) -> Iterator[Event]:
         return (event for event in self.events if event.kind == kind)
 
     @cached_property
@@ -77,7 +79,7 @@ class Trace:
             event
             for event in self.events
             if isinstance(event.result, Ref)
-            and event.result.root.kind == "optimizer"
+            and event.result.root.kind is ObjKind.OPTIMIZER
             and event.result.root.event is event
         ]
 
@@ -86,7 +88,7 @@ class Trace:
         for event in self.events[after + 1 :]:
             values = (
                 event.receiver,
-                event.result if event.kind == "return" else None,
+                event.result if event.kind is EventKind.RETURN else None,
                 *event.args,
                 *event.kwargs.values(),
             )
@@ -99,11 +101,13 @@ class Trace:
         to a function or method outside torch and the builtins."""
         wanted = [canonical(module) for module in modules]
         for event in self.events[after + 1 :]:
-            if event.kind == "store" and _touches(event.receiver, wanted):
+            if event.kind is EventKind.STORE and _touches(event.receiver, wanted):
                 continue  # a module storing its own parts (`self.layers = ...` in its __init__)
-            if event.kind == "store" or (event.kind == "return" and not event.stack):
-                values = event.args if event.kind == "store" else (event.result,)
-            elif event.kind in ("call", "method") and not (event.qname or "").startswith(("torch.", "builtins.")):
+            if event.kind is EventKind.STORE or (event.kind is EventKind.RETURN and not event.stack):
+                values = event.args if event.kind is EventKind.STORE else (event.result,)
+            elif event.kind in (EventKind.CALL, EventKind.METHOD) and not (event.qname or "").startswith(
+                ("torch.", "builtins.")
+            ):
                 values = (*event.args, *event.kwargs.values())
             else:
                 continue
@@ -128,7 +132,7 @@ class Trace:
     def sharded_optimizer(self, ref: Ref, at: Event | None = None) -> bool:
         """Is ``ref`` an optimizer over sharded parameters: one this trace built, or an attribute
         of the instance that another method of the class set to one (``self.optimizer``)?"""
-        if ref.root.kind == "optimizer" and not ref.path:
+        if ref.root.kind is ObjKind.OPTIMIZER and not ref.path:
             return self.optimizes_sharded(ref.root, at)
         return any(may_be_same(slot, canonical(ref)) for slot in self.assumed_optimizers)
 
@@ -139,10 +143,12 @@ class Trace:
         or gives it to an outside helper named for sharding (``prepare_fully_shard(model)``)."""
         whole = [canonical(ref)]
         for later in self.events[event.index + 1 :]:
-            if later.kind == "call" and later.qname == apis.FULLY_SHARD:
+            if later.kind is EventKind.CALL and later.qname == apis.FULLY_SHARD:
                 if any(_touches(target, whole) for target in later.targets):
                     return later
-            elif later.kind in ("call", "method") and apis.is_sharding_helper(later.qname or later.name or ""):
+            elif later.kind in (EventKind.CALL, EventKind.METHOD) and apis.is_sharding_helper(
+                later.qname or later.name or ""
+            ):
                 if any(_touches(value, whole) for value in (*later.args, *later.kwargs.values())):
                     return later
         return None
@@ -232,7 +238,7 @@ def share_class_sharding(traces: list[Trace]) -> None:
                 target = canonical(target)
                 if target.root is instance.root:
                     sharded.setdefault(instance.root.cls, []).append((trace, target.path))
-        for store in trace.of_kind("store"):
+        for store in trace.of_kind(EventKind.STORE):
             for owner in refs(store.receiver):
                 owner = canonical(owner)
                 if owner.root is instance.root and any(trace.sharded_optimizer(ref) for ref in refs(store.args[0])):

@@ -11,9 +11,17 @@ from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts, interpret
 from fsdp2_lint.analysis.model import (
     Const,
+    EventKind,
+    GradTag,
+    GuardRanks,
+    IterKind,
     Loaded,
+    ObjKind,
+    Order,
     RankDep,
+    RankKind,
     StateDict,
+    UniformKind,
     canonical,
     may_be_same,
     may_be_wrapper,
@@ -29,7 +37,7 @@ def facts_of(source: str) -> FileFacts:
 
 
 def qualified_calls(source: str) -> list[str]:
-    return [event.qname for trace in facts_of(source).traces for event in trace.events if event.kind == "call"]
+    return [event.qname for trace in facts_of(source).traces for event in trace.events if event.kind is EventKind.CALL]
 
 
 @pytest.mark.parametrize(
@@ -255,24 +263,24 @@ def test_methods_see_modules_sharded_by_other_methods_of_their_class():
 @pytest.mark.parametrize(
     "condition, ranks",
     [
-        ("dist.get_rank() == 0", "zero"),
-        ("rank == 0", "zero"),
-        ("self.rank != 0", "nonzero"),
-        ("not local_rank", "zero"),
-        ("accelerator.is_main_process", "zero"),
-        ("int(os.environ['RANK']) == 0", "zero"),
-        ("os.environ.get('LOCAL_RANK') in (0, -1)", "zero"),
-        ("rank == 0 and step % 100 == 0", "zero_subset"),
-        ("dist.get_rank() % 2 == 0", "mixed"),
+        ("dist.get_rank() == 0", RankKind.ZERO),
+        ("rank == 0", RankKind.ZERO),
+        ("self.rank != 0", RankKind.NONZERO),
+        ("not local_rank", RankKind.ZERO),
+        ("accelerator.is_main_process", RankKind.ZERO),
+        ("int(os.environ['RANK']) == 0", RankKind.ZERO),
+        ("os.environ.get('LOCAL_RANK') in (0, -1)", RankKind.ZERO),
+        ("rank == 0 and step % 100 == 0", RankKind.ZERO_SUBSET),
+        ("dist.get_rank() % 2 == 0", RankKind.MIXED),
         ("step % 100 == 0", None),
-        ("not dist.is_initialized() or dist.get_rank() == 0", "zero"),
-        ("dist.is_initialized() and dist.get_rank() != 0", "nonzero"),
-        ("dist.get_world_size() > 1 and rank == 0", "zero"),
-        ("int(os.environ['WORLD_SIZE']) == 1 or rank == 0", "zero"),
+        ("not dist.is_initialized() or dist.get_rank() == 0", RankKind.ZERO),
+        ("dist.is_initialized() and dist.get_rank() != 0", RankKind.NONZERO),
+        ("dist.get_world_size() > 1 and rank == 0", RankKind.ZERO),
+        ("int(os.environ['WORLD_SIZE']) == 1 or rank == 0", RankKind.ZERO),
         ("args.verbose or rank == 0", None),
         ("int(os.environ.get('RANK', -1)) != -1", None),
-        ("is_dist_avail_and_initialized() and rank == 0", "zero"),
-        ("ddp and dist.get_rank() != 0", "nonzero"),
+        ("is_dist_avail_and_initialized() and rank == 0", RankKind.ZERO),
+        ("ddp and dist.get_rank() != 0", RankKind.NONZERO),
     ],
 )
 def test_rank_conditions(condition, ranks):
@@ -293,7 +301,7 @@ def test_rank_guard_after_early_return():
         """
     )
     (barrier,) = facts.traces[1].calls("torch.distributed.barrier")
-    assert barrier.ctx.rank_guard is not None and barrier.ctx.rank_guard.ranks == "zero"
+    assert barrier.ctx.rank_guard is not None and barrier.ctx.rank_guard.ranks is GuardRanks.ZERO
 
 
 def test_lazy_parameters_are_captured_when_consumed():
@@ -327,7 +335,7 @@ def test_functions_whose_def_never_ran_keep_their_decorator_names():
         """
     )
     (barrier,) = next(trace for trace in facts.traces if trace.entry == "save").calls("torch.distributed.barrier")
-    assert barrier.ctx.rank_guard is not None and barrier.ctx.rank_guard.ranks == "zero"
+    assert barrier.ctx.rank_guard is not None and barrier.ctx.rank_guard.ranks is GuardRanks.ZERO
 
 
 def test_wrapper_checks_narrow_the_model_inside_their_arm_only():
@@ -399,7 +407,7 @@ def test_a_while_test_narrows_the_loop_body():
         model.no_sync()
         """
     )
-    (unwrap,) = facts.traces[0].methods("module", kind="attr")
+    (unwrap,) = facts.traces[0].methods("module", EventKind.ATTR)
     (no_sync,) = facts.traces[0].methods("no_sync")
     assert may_be_wrapper(unwrap.receiver) and not may_be_wrapper(no_sync.receiver)
 
@@ -494,7 +502,7 @@ def test_modules_kept_in_a_dict_attribute_are_named_from_their_owner():
     init, step = (next(t for t in facts.traces if t.entry == f"Worker.{name}") for name in ("init_model", "step"))
     (shard,) = init.shards
     assert canonical(shard.targets[0]).text == "self.models['actor']"
-    (returned,) = step.of_kind("return")
+    (returned,) = step.of_kind(EventKind.RETURN)
     actor, ref = (canonical(part).text for part in returned.result.items)
     assert (actor, ref) == ("self.models['actor']", "self.models['ref']")
     assert step.is_fsdp_module(returned.result.items[0], returned)
@@ -512,3 +520,70 @@ def test_objects_created_in_a_call_are_named_by_the_parameter_they_bind():
     )
     (shard,) = facts.traces[0].shards
     assert canonical(shard.targets[0]).text == "model"
+
+
+@pytest.mark.parametrize(
+    "kinds", [ObjKind, EventKind, RankKind, GuardRanks, UniformKind, IterKind, Order, GradTag], ids=lambda k: k.__name__
+)
+def test_kinds_are_plain_enums_that_no_string_equals(kinds):
+    """A kind compared with a string it used to be is never equal: a leftover comparison fails."""
+    assert not issubclass(kinds, str)
+    assert all(kind != kind.value and kind.value not in {kind} for kind in kinds)
+
+
+def _method_events(source: str, name: str):
+    return [e for trace in facts_of(source).traces for e in trace.events if e.name == name]
+
+
+def test_an_assertion_is_recorded_where_it_is_written_not_in_the_helpers_it_calls():
+    source = """
+def helper(model):
+    return model.grad_norm()
+
+assert model.grad_norm() < 1
+self.assertLess(model.grad_norm(), 1)
+torch.testing.assert_close(helper(model), 1)
+print(model.grad_norm())
+"""
+    events = _method_events(source, "grad_norm")
+    assert [event.ctx.asserted for event in events] == [True, True, False, False]
+
+
+def test_dtensor_checks_are_the_checked_expressions_of_the_enclosing_if_tests():
+    source = """
+def gather(x):
+    return x.full_tensor()
+
+if isinstance(state.value, DTensor) and ready:
+    if flag:
+        state.value.full_tensor()
+    gather(state.value)
+state.value.full_tensor()
+"""
+    events = _method_events(source, "full_tensor")
+    assert [event.ctx.dtensor_checks for event in events] == [("state.value",), (), ()]
+
+
+def test_a_check_in_a_test_and_an_access_under_it_share_the_if():
+    source = """
+def unwrap(m):
+    return m.module if hasattr(m, "module") else m
+
+def is_wrapped(m):
+    return hasattr(m, "module")
+
+if is_wrapped(model):
+    inner = model.module
+other = model.module
+"""
+    module, unwrap = (trace.events for trace in facts_of(source).traces if trace.entry in ("<module>", "unwrap"))
+    (check, *_), (inner, other) = _checks_and_accesses(module)
+    assert set(check.ctx.testing) & set(inner.ctx.if_nodes)  # `if is_wrapped(model): model.module`
+    assert not set(check.ctx.testing) & set(other.ctx.if_nodes)  # after the `if`
+    (check,), (access,) = _checks_and_accesses(unwrap)
+    assert set(check.ctx.testing) & set(access.ctx.if_nodes)  # `m.module if hasattr(m, "module") else m`
+
+
+def _checks_and_accesses(events):
+    checks = [e for e in events if e.qname == "builtins.hasattr"]
+    return checks, [e for e in events if e.name == "module" and e.kind is EventKind.ATTR]

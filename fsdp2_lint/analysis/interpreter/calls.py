@@ -28,15 +28,20 @@ from fsdp2_lint.analysis.model import (
     ClassInfo,
     Const,
     Event,
+    EventKind,
     Function,
     FunctionInfo,
     Iter,
+    IterKind,
     Lambda,
     ModuleIter,
     Obj,
+    ObjKind,
+    Order,
     Params,
     Partial,
     RankDep,
+    RankKind,
     Ref,
     StateDict,
     Super,
@@ -64,6 +69,16 @@ class Calls:
     """Evaluates calls; part of :class:`~.core.Interpreter`."""
 
     def eval_call(self, node: cst.Call) -> Value:
+        if not _called_name(node).startswith("assert") or self.ctx.asserted:
+            return self._eval_call(node)
+        outer = self.ctx
+        self.ctx = outer.with_(asserted=True)  # what it is given is computed to be checked
+        try:
+            return self._eval_call(node)
+        finally:
+            self.ctx = outer
+
+    def _eval_call(self, node: cst.Call) -> Value:
         if isinstance(node.func, cst.Attribute):
             receiver = self.eval(node.func.value)
             args, kwargs = self.eval_args(node)
@@ -130,7 +145,7 @@ class Calls:
             )
         if isinstance(callee, Lambda):
             return self.call_lambda(callee, args, kwargs)
-        event = self.record("call", node, name=dotted(node.func) or None, args=args, kwargs=kwargs)
+        event = self.record(EventKind.CALL, node, name=dotted(node.func) or None, args=args, kwargs=kwargs)
         return self.new_object(event, None)
 
     def call_lambda(self, fn: Lambda, args: tuple, kwargs: dict) -> Value:
@@ -159,19 +174,18 @@ class Calls:
         """Call a same-file function. A bound one (``step = model.forward; step(x)``) is a method call."""
         event = None
         if fn.bound is not None:
-            event = self.record("method", node, name=fn.info.name, receiver=fn.bound, args=args, kwargs=kwargs)
+            event = self.record(EventKind.METHOD, node, name=fn.info.name, receiver=fn.bound, args=args, kwargs=kwargs)
         result = self.call_function(fn, args, kwargs, node)
         if result is None:
             if event is None:
-                self.record("call", node, name=fn.info.name, args=args, kwargs=kwargs)
+                self.record(EventKind.CALL, node, name=fn.info.name, args=args, kwargs=kwargs)
             result = UNKNOWN
         if event is not None:
             event.result = result
         return result
 
     def new_object(self, event: Event, qname: str | None) -> Value:
-        obj = Obj("new", None, qname=qname, node=event.node)
-        obj.event = event
+        obj = Obj(ObjKind.NEW, qname=qname, node=event.node, event=event)
         event.result = Ref(obj)
         return event.result
 
@@ -180,7 +194,7 @@ class Calls:
             result = self.call_builtin(qname[9:], args, kwargs, node)
             if result is not None:
                 return result
-        event = self.record("call", node, qname=qname, name=qname.rpartition(".")[2], args=args, kwargs=kwargs)
+        event = self.record(EventKind.CALL, node, qname=qname, name=qname.rpartition(".")[2], args=args, kwargs=kwargs)
         event.result = torch_api.call_symbol(self, event)
         return event.result
 
@@ -189,8 +203,7 @@ class Calls:
         if name in ("list", "tuple", "set", "sorted", "frozenset", "dict"):
             if args:
                 return self.materialize(first, node)
-            container = Obj("container", None, node=node)
-            container.items = list(kwargs.items())  # dict(mesh=mesh, ...)
+            container = Obj.container(list(kwargs.items()), node)  # dict(mesh=mesh, ...)
             return Ref(container)
         if name == "filter" and len(args) == 2 and any(isinstance(o, ModuleIter) for o in options(args[1])):
             return flow.filtered_modules(self, first, args[1], node)
@@ -200,13 +213,14 @@ class Calls:
             return self.element_of(first, lazy=False)
         if name == "map" and len(args) >= 2:  # run once on an element of each iterable
             elements = tuple(self.element_of(arg, lazy=False) for arg in args[1:])
-            container = Obj("container", None, node=node)
-            container.items = [(None, choice([self.call_value(f, elements, {}, node) for f in options(first)]))]
+            container = Obj.container(
+                [(None, choice([self.call_value(f, elements, {}, node) for f in options(first)]))], node
+            )
             return Ref(container)
         if name == "reversed":
             return choice([_reversed(option) for option in options(first)])
         if name in ("enumerate", "zip"):
-            return Iter(name, args[:1] if name == "enumerate" else args)
+            return Iter(IterKind.ENUMERATE, args[:1]) if name == "enumerate" else Iter(IterKind.ZIP, args)
         attributes = [const(option) for option in options(args[1])] if len(args) >= 2 else []
         if name == "getattr" and attributes and all(isinstance(attribute, str) for attribute in attributes):
             # getattr(self, name) for name in ("actor", "critic"): one of those attributes
@@ -229,18 +243,16 @@ class Calls:
         for option in options(value):
             if isinstance(option, Params):
                 results.append(option.materialized(self.now()))
-            elif isinstance(option, Ref) and option.root.kind == "container" and not option.path:
-                copy = Obj("container", None, node=node)
-                copy.items = list(option.root.items)
+            elif isinstance(option, Ref) and option.root.kind is ObjKind.CONTAINER and not option.path:
+                copy = Obj.container(list(option.root.items), node)
                 results.append(Ref(copy))
             elif isinstance(option, Ref):
                 results.append(ModuleIter(option, self_included=False, named=False))
             elif isinstance(option, (ModuleIter, Tuple, StateDict)):
                 results.append(option)
             else:
-                container = Obj("container", None, node=node)
                 element = self.element_of(option, lazy=False)
-                container.items = [] if element is UNKNOWN else [(None, element)]
+                container = Obj.container([] if element is UNKNOWN else [(None, element)], node)
                 results.append(Ref(container))
         return choice(results)
 
@@ -255,12 +267,12 @@ class Calls:
         stored = None if attribute_read else self.stored_attribute(opts, name)
         if stored is not None:  # `self.model(x)`: call what the attribute holds
             return self.alternatives(stored, node, lambda option: self.call_value(option, args, kwargs, node))
-        event = self.record("method", node, name=name, receiver=receiver, args=args, kwargs=kwargs)
+        event = self.record(EventKind.METHOD, node, name=name, receiver=receiver, args=args, kwargs=kwargs)
         event.result = self.alternatives(
             receiver, node, lambda option: self.method_of(option, name, args, kwargs, event)
         )
         if event.result is UNKNOWN and torch_api.rank_dependent((receiver, *args), kwargs):  # "{}.pt".format(rank)
-            event.result = RankDep("mixed")
+            event.result = RankDep(RankKind.MIXED)
         return event.result
 
     def stored_attribute(self, receivers: tuple[Value, ...], name: str) -> Value | None:
@@ -282,9 +294,9 @@ class Calls:
             method = cls.method(name) if cls else None
             if method is not None:
                 return self.call_function(Function(method, self.module_env, receiver), args, kwargs, node) or UNKNOWN
-            if receiver.root.kind == "container" and not receiver.path:
+            if receiver.root.kind is ObjKind.CONTAINER and not receiver.path:
                 return self.container_method(receiver, name, args)
-            if receiver.root.kind == "optimizer" and not receiver.path:
+            if receiver.root.kind is ObjKind.OPTIMIZER and not receiver.path:
                 found = torch_api.optimizer_method(self, receiver, name, event)
                 if found is not None:
                     return found
@@ -314,13 +326,13 @@ class Calls:
         elif name in ("extend", "update") and args:
             items.extend((None, item) for item in elements(args[0]))
         elif name in ("items", "values"):
-            return Iter("items", (receiver,)) if name == "items" else receiver
+            return Iter(IterKind.ITEMS, (receiver,)) if name == "items" else receiver
         elif name == "copy":
             return receiver
         return UNKNOWN
 
     def invoke(self, ref: Ref, args: tuple, kwargs: dict, node: cst.Call) -> Value:
-        event = self.record("invoke", node, receiver=ref, args=args, kwargs=kwargs)
+        event = self.record(EventKind.INVOKE, node, receiver=ref, args=args, kwargs=kwargs)
         event.result = self.invoke_forward(ref, args, event)
         return event.result
 
@@ -336,13 +348,11 @@ class Calls:
         return result if result is not None else self.new_object(event, None)
 
     def construct(self, info: ClassInfo, args: tuple, kwargs: dict, node: cst.Call) -> Value:
-        event = self.record("call", node, name=info.name, args=args, kwargs=kwargs)
+        event = self.record(EventKind.CALL, node, name=info.name, args=args, kwargs=kwargs)
         if torch_api.is_optimizer_class(info):
-            instance = torch_api.new_optimizer(self, event, event.arg(0, "params"), None)
-            instance.root.cls = info  # type: ignore[union-attr]
+            instance = torch_api.new_optimizer(self, event, event.arg(0, "params"), None, info)
         else:
-            obj = Obj("new", None, cls=info, node=node)
-            obj.event = event
+            obj = Obj(ObjKind.NEW, cls=info, node=node, event=event)
             instance = Ref(obj)
         init = info.method("__init__")
         if init is not None:
@@ -384,7 +394,7 @@ class Calls:
             fn.bound,
             info.cls,
         )
-        self.ctx = torch_api.decorated(outer_ctx, self._decorators(info), info, len(self.frame.stack))
+        self.ctx = torch_api.decorated(outer_ctx.in_function(), self._decorators(info), info, len(self.frame.stack))
         try:
             self.bind_parameters(fn, args, kwargs, symbolic)
             self.exec_block(statements(info.node.body))
@@ -426,13 +436,12 @@ class Calls:
                 self.frame.defaulted.add(name)
             self.bind(name, remaining.pop(name) if name in remaining else self._default(param, symbolic))
         if params.star_kwarg is not None:
-            container = Obj("container", None)
-            container.items = list(remaining.items())
+            container = Obj.container(list(remaining.items()))
             self.bind(params.star_kwarg.name.value, Ref(container))
 
     def _default(self, param: cst.Param, symbolic: bool) -> Value:
         if symbolic:
-            return torch_api.rank_by_name(param.name.value, Ref(Obj("param", param.name.value)))
+            return torch_api.rank_by_name(param.name.value, Ref(Obj(ObjKind.PARAM, param.name.value)))
         return self.eval(param.default) if param.default is not None else UNKNOWN
 
     def _decorators(self, info: FunctionInfo) -> tuple[Value, ...]:
@@ -448,6 +457,12 @@ class Calls:
 
 
 # --- helpers without interpreter state ---------------------------------------------------------
+
+
+def _called_name(node: cst.Call) -> str:
+    """The last name of what is called (``assertLess`` in ``self.assertLess(...)``), else ``""``."""
+    func = node.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
 
 
 def is_dataclass(info: ClassInfo) -> bool:
@@ -474,10 +489,11 @@ def _annotated_fields(info: ClassInfo) -> list[str]:
 
 def _reversed(value: Value) -> Value:
     if isinstance(value, ModuleIter):
-        return ModuleIter(value.ref, value.self_included, value.named, "rev" if value.order == "pre" else "pre")
-    if isinstance(value, Ref) and value.root.kind == "container" and not value.path:
-        copy = Obj("container", None, node=value.root.node)
-        copy.items = list(reversed(value.root.items))
+        return ModuleIter(
+            value.ref, value.self_included, value.named, Order.REV if value.order is Order.PRE else Order.PRE
+        )
+    if isinstance(value, Ref) and value.root.kind is ObjKind.CONTAINER and not value.path:
+        copy = Obj.container(list(reversed(value.root.items)), value.root.node)
         return Ref(copy)
     return value
 

@@ -31,10 +31,12 @@ from fsdp2_lint.analysis.model import (
     Const,
     Context,
     Event,
+    EventKind,
     Function,
     FunctionInfo,
     Lambda,
     Obj,
+    ObjKind,
     Params,
     Ref,
     Symbol,
@@ -59,6 +61,8 @@ class Interpreter(Expressions, Calls):
     def __init__(self, module: cst.Module, source: bytes) -> None:
         self.module = module
         self.source = source
+        self.mentions_dtensor = b"DTensor" in source
+        self.dtensor_checks_of: dict[int, tuple[str, ...]] = {}
         self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
         self.class_objs: dict[ClassInfo, Obj] = {}
@@ -106,7 +110,7 @@ class Interpreter(Expressions, Calls):
         self.events, self.heap, self.ctx = [], dict(module_heap), Context()
         self.entry_expansions = 0
         self.frame = Frame(self.module_env)
-        instance = Ref(Obj("self", "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
+        instance = Ref(Obj(ObjKind.SELF, "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
         init = info.cls.method("__init__") if info.cls else None
         if init is None and info.cls is not None and is_dataclass(info.cls):
             init = info.cls.method("__post_init__")
@@ -204,7 +208,7 @@ class Interpreter(Expressions, Calls):
         elif isinstance(node, cst.Return):
             value = self.eval(node.value) if node.value is not None else Const(None)
             self.frame.returns.append(value)
-            self.record("return", node, result=value)
+            self.record(EventKind.RETURN, node, result=value)
             return TERMINATED
         elif isinstance(node, cst.Raise):
             if node.exc is not None:
@@ -219,7 +223,12 @@ class Interpreter(Expressions, Calls):
         elif isinstance(node, cst.Global):
             self.frame.global_names.update(item.name.value for item in node.names)
         elif isinstance(node, cst.Assert):
-            self.eval(node.test)
+            outer = self.ctx
+            self.ctx = outer.with_(asserted=True)
+            try:
+                self.eval(node.test)
+            finally:
+                self.ctx = outer
         return None
 
     def exec_import(self, node: cst.Import) -> None:
@@ -270,7 +279,7 @@ class Interpreter(Expressions, Calls):
     def class_namespace(self, info: ClassInfo) -> Obj:
         """The object that holds a class's attributes (what its body assigns, ``Cls.x = ...``)."""
         if info not in self.class_objs:
-            self.class_objs[info] = Obj("class", info.name)
+            self.class_objs[info] = Obj(ObjKind.CLASS, info.name)
         return self.class_objs[info]
 
     def class_attribute(self, info: ClassInfo, name: str) -> Value | None:
@@ -332,9 +341,9 @@ class Interpreter(Expressions, Calls):
     def exec_augassign(self, node: cst.AugAssign) -> None:
         current = self.eval(node.target)
         value = self.eval(node.value)
-        self.record("inplace", node, receiver=current, args=(value,))
+        self.record(EventKind.INPLACE, node, receiver=current, args=(value,))
         for option in options(current):
-            if isinstance(option, Ref) and option.root.kind == "container":
+            if isinstance(option, Ref) and option.root.kind is ObjKind.CONTAINER:
                 option.root.items.extend((None, item) for item in elements(value))
         if isinstance(node.target, cst.Name) and isinstance(current, Params) and isinstance(value, Params):
             self.bind(node.target.value, current | value)
@@ -363,14 +372,14 @@ class Interpreter(Expressions, Calls):
             base = self.eval(target.value)
             key = self.subscript_key(target)
             for option in options(base):
-                if isinstance(option, Ref) and option.root.kind == "container" and not option.path:
+                if isinstance(option, Ref) and option.root.kind is ObjKind.CONTAINER and not option.path:
                     option.root.items.append((key, value))
             self.store(base, key_element(key), value, target)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, UNKNOWN)
 
     def store(self, owner: Value, element: str, value: Value, node: cst.CSTNode) -> None:
-        self.record("store", node, receiver=owner, name=element, args=(value,))
+        self.record(EventKind.STORE, node, receiver=owner, name=element, args=(value,))
         for option in options(owner):
             if isinstance(option, Class):  # `Registry.model = model`
                 self.heap[(id(self.class_namespace(option.info)), (element,))] = value

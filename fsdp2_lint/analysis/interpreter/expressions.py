@@ -20,19 +20,24 @@ from fsdp2_lint.analysis.model import (
     Class,
     Const,
     Derived,
+    EventKind,
     Function,
     Iter,
+    IterKind,
     Loaded,
     ModuleIter,
     Obj,
+    ObjKind,
     Params,
     RankDep,
+    RankKind,
     Ref,
     StateDict,
     Super,
     Symbol,
     Tuple,
     Uniform,
+    UniformKind,
     Value,
     choice,
     const,
@@ -70,7 +75,7 @@ class Expressions:
         # Defined where the file cannot show (a star import, exec, a notebook cell): still one
         # object, so that every mention of the name agrees.
         if name not in self.free_names:
-            self.free_names[name] = Ref(Obj("param", name))
+            self.free_names[name] = Ref(Obj(ObjKind.PARAM, name))
         return self.free_names[name]
 
     def eval_attribute(self, node: cst.Attribute) -> Value:
@@ -96,7 +101,7 @@ class Expressions:
                 results.append(torch_api.value_attribute(option, name))
         value = choice(results)
         if any(isinstance(option, Ref) for option in options(base)):
-            self.record("attr", node, receiver=base, name=name, result=value)
+            self.record(EventKind.ATTR, node, receiver=base, name=name, result=value)
         return value
 
     def ref_attribute(self, ref: Ref, name: str, node: cst.CSTNode) -> Value:
@@ -115,7 +120,7 @@ class Expressions:
         attribute = self.class_attribute(cls, name) if cls else None
         if attribute is not None:
             return attribute
-        if name in torch_api.MODULE_METHOD_NAMES or ref.root.kind == "container":
+        if name in torch_api.MODULE_METHOD_NAMES or ref.root.kind is ObjKind.CONTAINER:
             return BoundMethod(ref, name)
         return torch_api.rank_by_name(name, ref.child(name))
 
@@ -183,7 +188,7 @@ class Expressions:
         for child in _string_expressions(node):
             parts.append(self.eval(child))
         if any(isinstance(part, RankDep) for part in parts):
-            return RankDep("mixed")
+            return RankDep(RankKind.MIXED)
         if isinstance(node, cst.SimpleString):
             return self.eval_literal(node)
         return UNKNOWN
@@ -206,8 +211,7 @@ class Expressions:
                     items.append((None, value))
         if isinstance(node, cst.Tuple):
             return Tuple(tuple(value for _, value in items))
-        container = Obj("container", None, node=node)
-        container.items = items
+        container = Obj.container(items, node)
         return Ref(container)
 
     def eval_comprehension(self, node: cst.BaseComp) -> Value:
@@ -230,14 +234,13 @@ class Expressions:
             self.frame.env, self.ctx = outer, outer_ctx
         if lazy:  # a generator of parameters or of gradient-derived tensors is still one
             return element if isinstance(element, (Params, Derived)) else UNKNOWN
-        container = Obj("container", None, node=node)
-        container.items = [(None, element)]
+        container = Obj.container([(None, element)], node)
         return Ref(container)
 
     def eval_binary(self, node: cst.BinaryOperation) -> Value:
         left, right = self.eval(node.left), self.eval(node.right)
         if isinstance(left, RankDep) or isinstance(right, RankDep):
-            return RankDep("mixed")
+            return RankDep(RankKind.MIXED)
         if isinstance(left, Params) and isinstance(right, Params):
             return left | right
         derived = torch_api.derived_from((left, right), {})
@@ -249,8 +252,7 @@ class Expressions:
                 left_items = left_items if left_items is not None else self._iterated(left)
                 right_items = right_items if right_items is not None else self._iterated(right)
             if left_items is not None and right_items is not None:
-                container = Obj("container", None, node=node)
-                container.items = left_items + right_items
+                container = Obj.container(left_items + right_items, node)
                 return Ref(container)
         return UNKNOWN
 
@@ -263,8 +265,8 @@ class Expressions:
     def eval_unary(self, node: cst.UnaryOperation) -> Value:
         value = self.eval(node.expression)
         if isinstance(node.operator, cst.Not):
-            if isinstance(value, Uniform) and value.kind != "size":
-                return Uniform("single" if value.kind == "dist" else "dist")
+            if isinstance(value, Uniform) and value.kind is not UniformKind.SIZE:
+                return Uniform(UniformKind.SINGLE if value.kind is UniformKind.DIST else UniformKind.DIST)
             return guards.negate_rank(value)
         if isinstance(node.operator, cst.Minus) and isinstance(const(value), (int, float)):
             return Const(-const(value))
@@ -273,7 +275,7 @@ class Expressions:
     def eval_boolean(self, node: cst.BooleanOperation) -> Value:
         conjunction = isinstance(node.operator, cst.And)
         # In a distributed run `dist.is_initialized() and X` is X, and so is `not ... or X`.
-        neutral = Uniform("dist" if conjunction else "single")
+        neutral = Uniform(UniformKind.DIST if conjunction else UniformKind.SINGLE)
         sides = [value for value in (self.eval(node.left), self.eval(node.right)) if value != neutral]
         if len(sides) < 2:
             return sides[0] if sides else neutral
@@ -281,7 +283,7 @@ class Expressions:
         if not kinds:
             return UNKNOWN
         if isinstance(node.operator, cst.And):
-            return RankDep("zero_subset" if kinds & {"zero", "zero_subset"} else "subset")
+            return RankDep(RankKind.ZERO_SUBSET if kinds & {RankKind.ZERO, RankKind.ZERO_SUBSET} else RankKind.SUBSET)
         return UNKNOWN
 
     def eval_comparison(self, node: cst.Comparison) -> Value:
@@ -318,7 +320,7 @@ class Expressions:
             elif isinstance(option, ModuleIter):
                 wildcard = self.loop_wildcard(ANY_DEPTH if option.self_included else ANY)
                 module = Ref(
-                    option.ref.root, option.ref.path + (wildcard,), option.order if option.self_included else ""
+                    option.ref.root, option.ref.path + (wildcard,), option.order if option.self_included else None
                 )
                 results.append(Tuple((UNKNOWN, module)) if option.named else module)
             elif is_container(option):
@@ -342,13 +344,13 @@ class Expressions:
         return f"{wildcard}{self.loops_seen}"
 
     def _iter_element(self, value: Iter, lazy: bool) -> Value:
-        if value.kind == "enumerate":
+        if value.kind is IterKind.ENUMERATE:
             return Tuple((UNKNOWN, self.element_of(value.parts[0], lazy)))
-        if value.kind == "zip":
+        if value.kind is IterKind.ZIP:
             return Tuple(tuple(self.element_of(part, lazy) for part in value.parts))
         container = value.parts[0]
         if isinstance(container, (StateDict, Loaded)):  # its tensors: the state dict's values
-            return container if value.kind == "values" else Tuple((UNKNOWN, container))
+            return container if value.kind is IterKind.VALUES else Tuple((UNKNOWN, container))
         if is_container(container):
             pairs = [Tuple((Const(key), item)) for key, item in container.root.items]
             if not pairs and container.root.parent is not None:  # filled by another method

@@ -24,7 +24,19 @@ from fsdp2_lint.analysis.syntax import statements
 
 
 def exec_if(interp: Evaluator, node: cst.If) -> object:
-    test = interp.eval(node.test)
+    before = interp.ctx
+    interp.ctx = before.with_(
+        if_nodes=before.if_nodes + (id(node),),
+        dtensor_checks=before.dtensor_checks + guards.dtensor_checks(interp, node.test),
+    )
+    try:
+        return _exec_if(interp, node)
+    finally:
+        interp.ctx = before
+
+
+def _exec_if(interp: Evaluator, node: cst.If) -> object:
+    test = evaluate_test(interp, node)
     # A constant test decides the arm, unless a default decided it: the function is written
     # for the callers that pass the argument too (`if path is not None: save(path)`).
     if isinstance(const(test), (bool, type(None))) and not guards.names_in(node.test) & interp.frame.defaulted:
@@ -90,6 +102,16 @@ def exec_if(interp: Evaluator, node: cst.If) -> object:
     return None
 
 
+def evaluate_test(interp: Evaluator, node: cst.If | cst.IfExp) -> Value:
+    """The value of the test, evaluated in a context that says which test it is."""
+    outer = interp.ctx
+    interp.ctx = outer.with_(testing=outer.testing + (id(node),))
+    try:
+        return interp.eval(node.test)
+    finally:
+        interp.ctx = outer
+
+
 def exec_taken_arm(interp: Evaluator, node: cst.If, taken: bool) -> object:
     """An ``if`` whose test is a constant (``if algo == 1:`` with ``algo`` bound to 2, ``if
     False:``): only one arm runs, unconditionally."""
@@ -121,7 +143,16 @@ def exec_while(interp: Evaluator, node: cst.While) -> None:
 
 def eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
     """Like an ``if`` statement: each arm is a branch, run on the ranks its test selects."""
-    rank_guards = guards.rank_guards(node, guards.rank_kind(interp.eval(node.test)), len(interp.frame.stack))
+    before = interp.ctx
+    interp.ctx = before.with_(if_nodes=before.if_nodes + (id(node),))
+    try:
+        return _eval_if_exp(interp, node)
+    finally:
+        interp.ctx = before
+
+
+def _eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
+    rank_guards = guards.rank_guards(node, guards.rank_kind(evaluate_test(interp, node)), len(interp.frame.stack))
     results = []
     base, outer = interp.frame.env, interp.ctx
     narrowings = zip(guards.tensor_narrowing(interp, node.test), guards.narrowing(interp, node.test), strict=True)
@@ -156,8 +187,7 @@ def filtered_modules(interp: Evaluator, predicate: Value, modules: Value, node: 
             if not (isinstance(predicate, Lambda) and guards.lambda_admits_root(interp, predicate.node, option)):
                 option = Ref(option.root, option.path[:-1] + (ANY, ANY_DEPTH))
         kept.append(option)
-    container = Obj("container", None, node=node)
-    container.items = [(None, choice(kept))]
+    container = Obj.container([(None, choice(kept))], node)
     return Ref(container)
 
 

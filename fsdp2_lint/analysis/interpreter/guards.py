@@ -31,14 +31,18 @@ from fsdp2_lint.analysis.model import (
     Choice,
     Class,
     Const,
+    GuardRanks,
     Obj,
+    ObjKind,
     RankDep,
     RankGuard,
+    RankKind,
     Ref,
     StateDict,
     Symbol,
     Tuple,
     Uniform,
+    UniformKind,
     Value,
     canonical,
     choice,
@@ -158,7 +162,7 @@ def _slot_of(interp: Evaluator, node: cst.BaseExpression) -> Slot | None:
     if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
         return None
     owner = interp.frame.env.lookup(node.value.value)
-    if not isinstance(owner, Ref) or owner.root.kind == "container":
+    if not isinstance(owner, Ref) or owner.root.kind is ObjKind.CONTAINER:
         return None
     slot = canonical(owner).child(node.attr.value)
     return (id(slot.root), slot.path)
@@ -219,6 +223,23 @@ def _peek(interp: Evaluator, node: cst.BaseExpression) -> Value:
     return UNKNOWN
 
 
+def dtensor_checks(interp: Evaluator, test: cst.BaseExpression) -> tuple[str, ...]:
+    """The source of each ``x`` the test checks with ``isinstance(x, T)``, ``T`` naming ``DTensor``
+    (however it is spelled or imported)."""
+    if not interp.mentions_dtensor:
+        return ()
+    found = interp.dtensor_checks_of.get(id(test))
+    if found is None:
+        code = interp.module.code_for_node
+        found = tuple(
+            code(call.args[0].value)
+            for call in _calls_in(test)
+            if dotted(call.func) == "isinstance" and len(call.args) == 2 and "DTensor" in code(call.args[1].value)
+        )
+        interp.dtensor_checks_of[id(test)] = found
+    return found
+
+
 # --- how a test combines conditions -----------------------------------------------------------
 
 
@@ -258,9 +279,7 @@ def _slots(narrowing: dict[object, Value]) -> dict[Slot, Value]:
 
 def _unknown_wrapper(label: str) -> Ref:
     """A DDP or FSDP1 wrapper around a module we do not know."""
-    obj = Obj("wrapper", label)
-    obj.wrapped = UNKNOWN
-    return Ref(obj)
+    return Ref(Obj(ObjKind.WRAPPER, label, wrapped=UNKNOWN))
 
 
 def _walked(value: Value) -> bool:
@@ -326,17 +345,25 @@ def rank_kind(value: Value) -> str | None:
 
 def negate_rank(value: Value) -> Value:
     kind = rank_kind(value)
-    negated = {"zero": "nonzero", "nonzero": "zero", "rank": "zero", "mixed": "mixed"}.get(kind or "")
+    negated = _NEGATED.get(kind) if kind is not None else None
     return RankDep(negated) if negated else UNKNOWN
+
+
+_NEGATED = {
+    RankKind.ZERO: RankKind.NONZERO,
+    RankKind.NONZERO: RankKind.ZERO,
+    RankKind.RANK: RankKind.ZERO,
+    RankKind.MIXED: RankKind.MIXED,
+}
 
 
 def compare_world_size(left: Value, operator: cst.BaseCompOp, right: Value) -> Uniform | None:
     """``world_size > 1`` and the like: is the job distributed?"""
-    if right == Uniform("size") and left != Uniform("size"):
+    if right == Uniform(UniformKind.SIZE) and left != Uniform(UniformKind.SIZE):
         left, right = right, left
         operator = _MIRRORED.get(type(operator), operator)
     number = const(right)
-    if left != Uniform("size") or not isinstance(number, int) or number not in (1, 2):
+    if left != Uniform(UniformKind.SIZE) or not isinstance(number, int) or number not in (1, 2):
         return None
     distributed = {
         (cst.GreaterThan, 1): True,
@@ -346,24 +373,24 @@ def compare_world_size(left: Value, operator: cst.BaseCompOp, right: Value) -> U
         (cst.LessThanEqual, 1): False,
         (cst.LessThan, 2): False,
     }.get((type(operator), number))
-    return None if distributed is None else Uniform("dist" if distributed else "single")
+    return None if distributed is None else Uniform(UniformKind.DIST if distributed else UniformKind.SINGLE)
 
 
 def compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
-    if rank_kind(right) == "rank" and rank_kind(left) != "rank":
+    if rank_kind(right) is RankKind.RANK and rank_kind(left) is not RankKind.RANK:
         left, right = right, left
         operator = _MIRRORED.get(type(operator), operator)
-    if rank_kind(left) != "rank":
-        return RankDep("mixed") if rank_kind(left) or rank_kind(right) else UNKNOWN
+    if rank_kind(left) is not RankKind.RANK:
+        return RankDep(RankKind.MIXED) if rank_kind(left) or rank_kind(right) else UNKNOWN
     if isinstance(operator, (cst.Is, cst.IsNot)):  # `rank is not None`: was a rank given? (every rank agrees)
         return UNKNOWN
     number = const(right)
     if isinstance(operator, (cst.In, cst.NotIn)):
         members = [const(item) for item in elements(right)]
-        kind = "zero" if 0 in members and all(m in (0, -1) for m in members) else "mixed"
+        kind = RankKind.ZERO if 0 in members and all(m in (0, -1) for m in members) else RankKind.MIXED
         return RankDep(kind if isinstance(operator, cst.In) else negate_rank(RankDep(kind)).kind)  # type: ignore[union-attr]
     if not isinstance(number, int) or isinstance(number, bool):
-        return RankDep("mixed")
+        return RankDep(RankKind.MIXED)
     distributed = {  # rank -1 stands for "not launched distributed" (RANK unset)
         (cst.NotEqual, -1): True,
         (cst.GreaterThan, -1): True,
@@ -373,7 +400,7 @@ def compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
         (cst.LessThanEqual, -1): False,
     }.get((type(operator), number))
     if distributed is not None:
-        return Uniform("dist" if distributed else "single")
+        return Uniform(UniformKind.DIST if distributed else UniformKind.SINGLE)
     zero_test = {
         cst.Equal: number == 0,
         cst.LessThan: number == 1,
@@ -385,10 +412,10 @@ def compare_rank(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
         cst.GreaterThanEqual: number == 1,
     }.get(type(operator))
     if zero_test:
-        return RankDep("zero")
+        return RankDep(RankKind.ZERO)
     if nonzero_test:
-        return RankDep("nonzero")
-    return RankDep("mixed")
+        return RankDep(RankKind.NONZERO)
+    return RankDep(RankKind.MIXED)
 
 
 _MIRRORED = {
@@ -402,13 +429,13 @@ _MIRRORED = {
 def rank_guards(node: cst.If | cst.IfExp, kind: str | None, depth: int) -> tuple[RankGuard | None, RankGuard | None]:
     """The ranks that run the true and the false arm of an ``if`` whose test has the given rank kind."""
     arms = {
-        "zero": ("zero", "nonzero"),
-        "rank": ("nonzero", "zero"),
-        "nonzero": ("nonzero", "zero"),
-        "zero_subset": ("zero", None),
-        "subset": ("subset", None),
-        "mixed": ("subset", "subset"),
-    }.get(kind or "", (None, None))
+        RankKind.ZERO: (GuardRanks.ZERO, GuardRanks.NONZERO),
+        RankKind.RANK: (GuardRanks.NONZERO, GuardRanks.ZERO),
+        RankKind.NONZERO: (GuardRanks.NONZERO, GuardRanks.ZERO),
+        RankKind.ZERO_SUBSET: (GuardRanks.ZERO, None),
+        RankKind.SUBSET: (GuardRanks.SUBSET, None),
+        RankKind.MIXED: (GuardRanks.SUBSET, GuardRanks.SUBSET),
+    }.get(kind, (None, None))  # type: ignore[arg-type]
     return tuple(  # type: ignore[return-value]
         RankGuard(node.test, ranks, depth, (id(node), arm)) if ranks else None for arm, ranks in enumerate(arms)
     )

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import libcst as cst
 
-from fsdp2_lint.analysis.model import ClassInfo, Context, Event, Obj, RankGuard, Ref, Value, key_element, refs
+from fsdp2_lint.analysis.model import ClassInfo, Context, Event, Obj, ObjKind, RankGuard, Ref, Value, key_element, refs
 
 Slot = tuple[int, tuple[str, ...]]  # a heap key: (id of the owning object, attribute path)
 TERMINATED = object()  # a block that ends in return/raise/break/continue
@@ -92,6 +92,9 @@ class Evaluator(Protocol):
     ctx: Context
     heap: dict[Slot, Value]
     module_env: Env
+    module: cst.Module
+    mentions_dtensor: bool  # does the file's source spell `DTensor` anywhere?
+    dtensor_checks_of: dict[int, tuple[str, ...]]  # guards.dtensor_checks by id of the test
 
     def now(self) -> int: ...
     def eval(self, node: cst.BaseExpression | None) -> Value: ...
@@ -142,12 +145,16 @@ def adopt(slot: Ref, value: Value) -> None:
     or a key of a container that is itself an attribute, ``self.models["actor"]``), so that they
     are the same modules as what ``slot`` names from its outermost owner."""
     for stored in refs(value):
-        if stored.path or stored.root.kind not in ("new", "param", "container") or stored.root.parent is not None:
+        if (
+            stored.path
+            or stored.root.kind not in (ObjKind.NEW, ObjKind.PARAM, ObjKind.CONTAINER)
+            or stored.root.parent is not None
+        ):
             continue
         if owned_by(slot, stored.root):
             continue
         stored.root.parent = slot
-        if stored.root.kind == "container":
+        if stored.root.kind is ObjKind.CONTAINER:
             for key, item in stored.root.items:
                 if key is not None:
                     adopt(stored.child(key_element(key)), item)

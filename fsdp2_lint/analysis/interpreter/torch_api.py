@@ -39,21 +39,28 @@ from fsdp2_lint.analysis.model import (
     Event,
     Function,
     FunctionInfo,
+    GradTag,
+    GuardRanks,
     Iter,
+    IterKind,
     Lambda,
     Loaded,
     ModuleIter,
     Obj,
+    ObjKind,
+    Order,
     Params,
     ParamSource,
     Partial,
     RankDep,
     RankGuard,
+    RankKind,
     Ref,
     StateDict,
     Symbol,
     Tuple,
     Uniform,
+    UniformKind,
     Value,
     choice,
     const,
@@ -79,7 +86,8 @@ class Registry(Generic[H]):
     def __call__(self, *keys: object) -> Callable[[H], H]:
         def register(handler: H) -> H:
             for key in keys:
-                assert key not in self.by_key, f"two handlers for {key!r}"
+                if key in self.by_key:
+                    raise ValueError(f"two handlers for {key!r}")
                 self.by_key[key] = handler
             return handler
 
@@ -198,11 +206,9 @@ def _returns_second(interp: Evaluator, event: Event) -> Value:
 def _copy(interp: Evaluator, event: Event) -> Value:
     """``copy.deepcopy(x)``: a new object of the same kind as ``x``."""
     original = event.arg(0, "x")
-    obj = Obj("new", None, node=event.node)
-    obj.event = event
     if isinstance(original, Ref) and not original.path:
-        obj.qname, obj.cls = original.root.qname, original.root.cls
-    return Ref(obj)
+        return Ref(Obj(ObjKind.NEW, qname=original.root.qname, cls=original.root.cls, node=event.node, event=event))
+    return Ref(Obj(ObjKind.NEW, node=event.node, event=event))
 
 
 @SYMBOLS("functools.partial")
@@ -231,24 +237,21 @@ def _module_container(interp: Evaluator, event: Event) -> Value:
     for key, value in children:
         slot = container.child(key_element(key))  # type: ignore[union-attr]
         for child in refs(value):
-            if not child.path and child.root.kind in ("new", "param") and child.root.parent is None:
+            if not child.path and child.root.kind in (ObjKind.NEW, ObjKind.PARAM) and child.root.parent is None:
                 if not owned_by(slot, child.root):
                     child.root.parent = slot
     return container
 
 
-def _wrapper(kind: str) -> SymbolHandler:
+def _wrapper(kind: ObjKind) -> SymbolHandler:
     def make(interp: Evaluator, event: Event) -> Value:
-        obj = Obj(kind, None, qname=event.qname, node=event.node)
-        obj.event = event
-        obj.wrapped = event.arg(0, "module")
-        return Ref(obj)
+        return Ref(Obj(kind, qname=event.qname, node=event.node, event=event, wrapped=event.arg(0, "module")))
 
     return make
 
 
-SYMBOLS(apis.DDP)(_wrapper("ddp"))
-SYMBOLS(apis.FSDP1)(_wrapper("fsdp1"))
+SYMBOLS(apis.DDP)(_wrapper(ObjKind.DDP))
+SYMBOLS(apis.FSDP1)(_wrapper(ObjKind.FSDP1))
 
 
 def _state_dict_of(position: int, keyword: str) -> SymbolHandler:
@@ -259,7 +262,7 @@ def _state_dict_of(position: int, keyword: str) -> SymbolHandler:
         full = _full_state_dict(event.kwargs.get("options"))
         found: list[Value] = []
         for ref in refs(choice(list(walk_contents(owner)))) if owner is not None else ():
-            is_optimizer = ref.root.kind == "optimizer" and not ref.path
+            is_optimizer = ref.root.kind is ObjKind.OPTIMIZER and not ref.path
             found.append(StateDict(ref.root if is_optimizer else ref, event.index, full))
         return choice(found)
 
@@ -302,8 +305,8 @@ def _environ_get(interp: Evaluator, event: Event) -> Value:
 def environment_variable(key: object) -> Value | None:
     """``os.environ[key]``: a rank or the world size, for the variables launchers set."""
     if key in apis.RANK_ENV_VARS:
-        return RankDep("rank")
-    return Uniform("size") if key in apis.WORLD_SIZE_ENV_VARS else None
+        return RankDep(RankKind.RANK)
+    return Uniform(UniformKind.SIZE) if key in apis.WORLD_SIZE_ENV_VARS else None
 
 
 @SYMBOLS("torch.set_default_device")
@@ -337,7 +340,7 @@ def _rank_or_world(interp: Evaluator, event: Event) -> Value | None:
 def _rank_passed_on(interp: Evaluator, event: Event) -> Value | None:
     """``os.path.join(root, f"rank{rank}.pt")``: a path or a string built from a rank."""
     passes = rank_dependent(event.args, event.kwargs) and _passes_rank_on(event.qname or "")
-    return RankDep("mixed") if passes else None
+    return RankDep(RankKind.MIXED) if passes else None
 
 
 @SYMBOLS.rule
@@ -351,11 +354,12 @@ def is_optimizer_class(info: ClassInfo) -> bool:
     return any(apis.is_optimizer(base) for base in info.external_bases())
 
 
-def new_optimizer(interp: Evaluator, event: Event, params: Value | None, qname: str | None) -> Ref:
-    obj = Obj("optimizer", None, qname=qname, node=event.node)
-    obj.event = event
-    obj.params = _collect_params(params, event.index) if params is not None else None
-    event.result = Ref(obj)
+def new_optimizer(
+    interp: Evaluator, event: Event, params: Value | None, qname: str | None, cls: ClassInfo | None = None
+) -> Ref:
+    """The optimizer ``event`` builds over ``params`` (an instance of the same-file ``cls``, if any)."""
+    captured = _collect_params(params, event.index) if params is not None else None
+    event.result = Ref(Obj(ObjKind.OPTIMIZER, qname=qname, cls=cls, node=event.node, event=event, params=captured))
     return event.result
 
 
@@ -366,7 +370,7 @@ def _factory_params(event: Event, receiver: Ref | None) -> Value:
     if any(isinstance(option, Params) for option in walk_contents(given)):
         return given
     first = walk_contents(event.args[0]) if event.args else ()
-    modules = [option for option in first if isinstance(option, Ref) and option.root.kind != "container"]
+    modules = [option for option in first if isinstance(option, Ref) and option.root.kind is not ObjKind.CONTAINER]
     modules = modules or ([receiver] if receiver is not None else [])
     return choice([Params(frozenset({ParamSource(module, None)})) for module in modules])
 
@@ -413,7 +417,7 @@ def _returns_module(interp: Evaluator, ref: Ref, event: Event) -> Value:
     functions = event.args and all(isinstance(o, (Function, Lambda, Partial)) for o in options(event.args[0]))
     if event.name == "apply" and functions:
         # fn(m) for every module in the tree, each after its children (the root last)
-        every = Ref(ref.root, ref.path + (interp.loop_wildcard(ANY_DEPTH),), "rev")
+        every = Ref(ref.root, ref.path + (interp.loop_wildcard(ANY_DEPTH),), Order.REV)
         interp.call_value(event.args[0], (every,), {}, event.node)  # type: ignore[arg-type]
     return ref
 
@@ -447,7 +451,7 @@ def _rank_method(interp: Evaluator, ref: Ref, event: Event) -> Value | None:
     kind = apis.rank_kind_of_call(event.name or "")
     if kind is not None:
         return RankDep(kind)
-    return Uniform("size") if apis.uniform_kind_of_call(event.name or "") == "size" else None
+    return Uniform(UniformKind.SIZE) if apis.uniform_kind_of_call(event.name or "") is UniformKind.SIZE else None
 
 
 def optimizer_method(interp: Evaluator, optimizer: Ref, name: str, event: Event) -> Value | None:
@@ -474,7 +478,7 @@ def _state_dict_method(state: StateDict, name: str, event: Event) -> Value:  # t
     """A state dict stands for its tensors too: copies and moves keep what they hold, and
     ``.full_tensor()`` gathers the full value."""
     if name in ("items", "values"):
-        return Iter(name, (state,))
+        return Iter(IterKind.ITEMS if name == "items" else IterKind.VALUES, (state,))
     if name == "full_tensor":
         return replace(state, full=True)
     return state if name in STATE_PRESERVING or name == "to_local" else UNKNOWN
@@ -489,23 +493,23 @@ def _params_method(params: Params, name: str, event: Event) -> Value | None:  # 
 def _derived_method(value: Derived, name: str, event: Event) -> Value:  # type: ignore[misc]
     tags = value.tags
     if name == "to_local":
-        tags = tags | {"local"}
+        tags = tags | {GradTag.LOCAL}
     elif name in ("full_tensor", "redistribute"):
-        tags = tags - {"local"}
+        tags = tags - {GradTag.LOCAL}
     return Derived(tags, value.steps | {event.index})
 
 
 @VALUE_METHODS(Loaded)
 def _loaded_method(loaded: Loaded, name: str, event: Event) -> Value | None:  # type: ignore[misc]
     if name in ("items", "values"):
-        return Iter(name, (loaded,))
+        return Iter(IterKind.ITEMS if name == "items" else IterKind.VALUES, (loaded,))
     return loaded if name in (*STATE_PRESERVING, "setdefault") else None
 
 
 def value_attribute(value: Value, name: str) -> Value:
     """``value.name`` on a value that is not an object: ``param.grad`` derives from gradients."""
     if isinstance(value, Params) and name == "grad":
-        return Derived(frozenset({"grad"}))
+        return Derived(frozenset({GradTag.GRAD}))
     if isinstance(value, Derived):
         return value
     return rank_by_name(name, UNKNOWN)
@@ -517,7 +521,7 @@ def value_item(value: Value, key: object) -> Value:
         return environment_variable(key) or UNKNOWN
     if isinstance(value, (Params, Loaded, StateDict)):
         return value
-    return RankDep("mixed") if isinstance(value, RankDep) else UNKNOWN
+    return RankDep(RankKind.MIXED) if isinstance(value, RankDep) else UNKNOWN
 
 
 def wrapped_module(ref: Ref, name: str) -> Value | None:
@@ -577,7 +581,7 @@ def decorated(ctx: Context, decorators: tuple[Value, ...], info: FunctionInfo, d
                 qname = option.root.qname or ""
             last = qname.rpartition(".")[2] or dotted(node.decorator).rpartition(".")[2]
             if last in apis.RANK_ZERO_DECORATORS:
-                ctx = ctx.with_(rank_guard=RankGuard(node, "zero", depth))
+                ctx = ctx.with_(rank_guard=RankGuard(node, GuardRanks.ZERO, depth))
             ctx = enter(ctx, option) if isinstance(option, Ref) else ctx
     return ctx
 
@@ -590,7 +594,7 @@ def rank_by_name(name: str, value: Value) -> Value:
     is not otherwise known is taken to be one."""
     if (
         value is UNKNOWN
-        or (isinstance(value, Ref) and not value.path and value.root.kind == "param")
+        or (isinstance(value, Ref) and not value.path and value.root.kind is ObjKind.PARAM)
         or (isinstance(value, Ref) and value.path[-1:] == (name,))
     ):
         kind = apis.rank_kind_of_name(name)
