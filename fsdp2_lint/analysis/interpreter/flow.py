@@ -25,6 +25,7 @@ from fsdp2_lint.analysis.interpreter.state import TERMINATED, Arm, Continuation,
 from fsdp2_lint.analysis.model import (
     ANY,
     ANY_DEPTH,
+    UNKNOWN,
     Context,
     Lambda,
     Obj,
@@ -160,7 +161,7 @@ def exec_if(interp: Evaluator, node: cst.If) -> object:
     taken = _decided(interp, node.test, test)
     if taken is not None:
         return exec_taken_arm(interp, node, taken)
-    then_arm, else_arm = guards.arms(interp, node, test)
+    then_arm, else_arm = guards.arms(interp, node, node.test, test)
     then = run_arm(interp, then_arm, lambda exits: interp.exec_block(statements(node.body), exits))
     other = run_arm(interp, else_arm, lambda exits: _exec_else(interp, node, exits))
     if then.done and other.done:
@@ -211,7 +212,7 @@ def exec_while(interp: Evaluator, node: cst.While) -> None:
     if taken:
         interp.loop_body(node, node.body, None)
     elif taken is None:
-        runs, skipped = guards.arms(interp, node, test)
+        runs, skipped = guards.arms(interp, node, node.test, test)
         join_arms(
             interp,
             [
@@ -229,7 +230,7 @@ def eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
     bodies = (node.body, node.orelse)
     runs = [
         run_arm(interp, arm, lambda exits, body=body: results.append(interp.eval(body)) or False)
-        for arm, body in zip(guards.arms(interp, node, interp.eval(node.test)), bodies, strict=True)
+        for arm, body in zip(guards.arms(interp, node, node.test, interp.eval(node.test)), bodies, strict=True)
     ]
     join_arms(interp, runs)
     return choice(results)
@@ -238,7 +239,7 @@ def eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
 def comprehension_condition(interp: Evaluator, node: cst.CompIf, rest: Callable[[], Value]) -> Value:
     """``[... for x in xs if test ...]``: ``rest`` (the comprehension after the test, which returns
     its element) runs in the arm where ``test`` holds, joined with the arm that skips it."""
-    runs, skipped = guards.arms(interp, node, interp.eval(node.test))
+    runs, skipped = guards.arms(interp, node, node.test, interp.eval(node.test))
     elements: list[Value] = []
     join_arms(
         interp,
@@ -251,15 +252,26 @@ def comprehension_condition(interp: Evaluator, node: cst.CompIf, rest: Callable[
 
 
 def filtered_modules(interp: Evaluator, predicate: Value, modules: Value, node: cst.Call) -> Value:
-    """``filter(lambda m: isinstance(m, Block), model.modules())``: like a filtered loop, the
-    root is left out unless the predicate is a type test its class passes."""
+    """``filter(lambda m: isinstance(m, Block), model.modules())``: the elements the predicate's
+    true arm leaves (like a comprehension ``if``: the root of a module walk is left out unless the
+    predicate is a type test its class passes). A predicate that is no lambda leaves out the root."""
     element = interp.element_of(modules, lazy=False)
-    kept = []
-    for option in options(element):
-        if isinstance(option, Ref) and option.path and is_any_depth(option.path[-1]):
-            if not (isinstance(predicate, Lambda) and guards.lambda_admits_root(interp, predicate.node, option)):
-                option = Ref(option.root, option.path[:-1] + (ANY, ANY_DEPTH))
-        kept.append(option)
+    if isinstance(predicate, Lambda) and len(predicate.node.params.params) == 1:
+        name = predicate.node.params.params[0].name.value
+        outer, interp.frame.env = interp.frame.env, Env(predicate.closure, {name: element})  # type: ignore[arg-type]
+        try:
+            kept, _ = guards.arms(interp, predicate.node, predicate.node.body, UNKNOWN)
+        finally:
+            interp.frame.env = outer
+        element = kept.narrowing.get(name, element)
+    else:
+        element = choice([_without_root(option) for option in options(element)])
     container = Obj("container", None, node=node)
-    container.items = [(None, choice(kept))]
+    container.items = [(None, element)]
     return Ref(container)
+
+
+def _without_root(module: Value) -> Value:
+    if isinstance(module, Ref) and module.path and is_any_depth(module.path[-1]):
+        return Ref(module.root, module.path[:-1] + (ANY, ANY_DEPTH))
+    return module

@@ -53,15 +53,15 @@ from fsdp2_lint.analysis.model import (
 from fsdp2_lint.analysis.syntax import child_nodes, dotted
 
 T = TypeVar("T")
-Branching = cst.If | cst.IfExp | cst.While | cst.CompIf  # the nodes whose test splits the path
+Branching = cst.If | cst.IfExp | cst.While | cst.CompIf | cst.Lambda  # a lambda: a filter's predicate
 
 
-def arms(interp: Evaluator, node: Branching, value: Value) -> tuple[Arm, Arm]:
-    """What the test of ``node`` (evaluated to ``value``) establishes in its true and in its
+def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Value) -> tuple[Arm, Arm]:
+    """What ``test`` (of ``node``, evaluated to ``value``) establishes in its true and in its
     false arm."""
-    facts = _by_arm(node.test, lambda test: _condition(interp, test), _Facts.both, _Facts())
-    loops = _loop_narrowing(interp, node.test)
-    guards = rank_guards(node, rank_kind(value), len(interp.frame.stack))
+    facts = _by_arm(test, lambda condition: _condition(interp, condition), _Facts.both, _Facts())
+    loops = _loop_narrowing(interp, test)
+    guards = rank_guards(node, test, rank_kind(value), len(interp.frame.stack))
     return tuple(  # type: ignore[return-value]
         Arm(
             branch=(id(node), index),
@@ -162,11 +162,6 @@ def _slot_of(interp: Evaluator, node: cst.BaseExpression) -> Slot | None:
         return None
     slot = canonical(owner).child(node.attr.value)
     return (id(slot.root), slot.path)
-
-
-def lambda_admits_root(interp: Evaluator, fn: cst.Lambda, module: Ref) -> bool:
-    params = fn.params.params
-    return len(params) == 1 and _type_test_admits_root(interp, fn.body, params[0].name.value, module)
 
 
 def _loop_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
@@ -398,7 +393,9 @@ _MIRRORED = {
 }
 
 
-def rank_guards(node: Branching, kind: str | None, depth: int) -> tuple[RankGuard | None, RankGuard | None]:
+def rank_guards(
+    node: Branching, test: cst.BaseExpression, kind: str | None, depth: int
+) -> tuple[RankGuard | None, RankGuard | None]:
     """The ranks that run the true and the false arm of an ``if`` whose test has the given rank kind."""
     arms = {
         "zero": ("zero", "nonzero"),
@@ -409,5 +406,5 @@ def rank_guards(node: Branching, kind: str | None, depth: int) -> tuple[RankGuar
         "mixed": ("subset", "subset"),
     }.get(kind or "", (None, None))
     return tuple(  # type: ignore[return-value]
-        RankGuard(node.test, ranks, depth, (id(node), arm)) if ranks else None for arm, ranks in enumerate(arms)
+        RankGuard(test, ranks, depth, (id(node), arm)) if ranks else None for arm, ranks in enumerate(arms)
     )
