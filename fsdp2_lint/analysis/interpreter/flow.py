@@ -1,6 +1,6 @@
 """The branch engine: ``if``/``elif``/``else`` statements, conditional expressions, ``while``
-loops (the arm that runs the body and the arm that skips it), comprehension ``if``s and
-``filter(...)`` over a module walk all run through it.
+loops (the arm that runs the body and the arm that skips it) and comprehension ``if``s all run
+through it; ``filter(...)`` over a module walk keeps what its predicate's true arm leaves.
 
 Each arm (:func:`run_arm`) runs on its own copy of the variables and its own view of the heap
 (:class:`~.state.Heap` logs the arm's writes and takes them back out), with what the test
@@ -9,7 +9,8 @@ variables, the heap and the :class:`~fsdp2_lint.analysis.model.Context` (:func:`
 Afterwards the arms are joined by one function for variables and heap slots alike
 (:func:`join`: equal values are kept, different ones become a choice). An arm that always exits
 leaves the rest of the block to the other arm (a :class:`~.state.Continuation`), and its heap
-writes hold again where the exit leads (:func:`rejoin_escaped`).
+writes hold again where the exit leads (:func:`rejoin_escaped`). Objects mutated in place
+(container items) stay shared between the arms: see :class:`~.state.Heap`.
 """
 
 from __future__ import annotations
@@ -102,9 +103,9 @@ def join_arms(interp: Evaluator, runs: list[ArmRun]) -> None:
     merged = join([run.env.vars for run in runs])
     base.vars.clear()
     base.vars.update(merged)
-    written = dict.fromkeys(slot for run in runs for slot in run.writes)
-    before = {slot: heap[slot] for slot in written if slot in heap}
-    heap.update(join([{**before, **run.writes} for run in runs]))
+    if any(run.writes for run in runs):
+        before = {slot: heap[slot] for run in runs for slot in run.writes if slot in heap}
+        heap.update(join([{**before, **run.writes} for run in runs]))
 
 
 def join(arms: list[Mapping[K, Value]]) -> dict[K, Value]:
@@ -112,10 +113,17 @@ def join(arms: list[Mapping[K, Value]]) -> dict[K, Value]:
     equal values in every arm that binds it keeps the value; one bound to different values holds
     a choice of them (in arm order)."""
     merged: dict[K, Value] = {}
-    for key in dict.fromkeys(key for arm in reversed(arms) for key in arm):
-        found = [arm[key] for arm in arms if key in arm]
-        first = found[0]
-        merged[key] = first if all(value is first or value == first for value in found) else choice(found)
+    for arm in reversed(arms):  # each key holds its value in the first arm that binds it
+        merged.update(arm)
+    differing = []
+    for key, first in merged.items():
+        for arm in arms:
+            value = arm.get(key, first)
+            if value is not first and value != first:
+                differing.append(key)
+                break
+    for key in differing:
+        merged[key] = choice([arm[key] for arm in arms if key in arm])
     return merged
 
 
