@@ -3,8 +3,8 @@ entry points (:class:`~.state.EntryRun`), over the abstract values of :mod:`fsdp
 
 One object, :class:`Interpreter`, evaluates: statements here, expressions in :mod:`.expressions`,
 calls in :mod:`.calls`. It executes statements in source order: both arms of an ``if`` run, each
-on its own copy of the variables and the heap, and are joined afterwards (:mod:`.flow`, with what each test
-establishes from :mod:`.guards`); loop bodies run once with the loop variable bound to "an
+on its own copy of the variables and the heap, and are joined afterwards (:mod:`.flow`, with
+what each test establishes from :mod:`.guards`); loop bodies run once with the loop variable bound to "an
 element" of the iterable; calls of functions, classes and methods defined in the same file are
 expanded in place with their arguments bound, so their events land in the caller's trace in
 execution order (bounded: see :mod:`.calls`). What a call of anything else (torch, the launch
