@@ -3,8 +3,8 @@ entry points (:class:`~.state.EntryRun`), over the abstract values of :mod:`fsdp
 
 One object, :class:`Interpreter`, evaluates: statements here, expressions in :mod:`.expressions`,
 calls in :mod:`.calls`. It executes statements in source order: both arms of an ``if`` run, each
-on its own copy of the variables, and are joined afterwards (:mod:`.flow`, with what each test
-establishes from :mod:`.guards`); loop bodies run once with the loop variable bound to "an
+on its own copy of the variables and the heap, and are joined afterwards (:mod:`.flow`, with
+what each test establishes from :mod:`.guards`); loop bodies run once with the loop variable bound to "an
 element" of the iterable; calls of functions, classes and methods defined in the same file are
 expanded in place with their arguments bound, so their events land in the caller's trace in
 execution order (bounded: see :mod:`.calls`). What a call of anything else (torch, the launch
@@ -22,7 +22,7 @@ from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, torch_api
 from fsdp2_lint.analysis.interpreter.calls import Calls, is_dataclass, name_unnamed
 from fsdp2_lint.analysis.interpreter.expressions import Expressions
-from fsdp2_lint.analysis.interpreter.state import TERMINATED, Continuation, EntryRun, Env, Frame, Slot, adopt
+from fsdp2_lint.analysis.interpreter.state import TERMINATED, Continuation, EntryRun, Env, Frame, Heap, adopt
 from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Choice,
@@ -69,7 +69,7 @@ class Interpreter(Expressions, Calls):
         self.decorators: dict[FunctionInfo, tuple[Value, ...]] = {}
         self._collect(statements(module), None)
         self.events: list[Event] = []
-        self.heap: dict[Slot, Value] = {}
+        self.heap = Heap()
         self.ctx = Context()
         self.frame = Frame(Env())
         self.module_env = self.frame.env
@@ -106,8 +106,8 @@ class Interpreter(Expressions, Calls):
             return False  # reached through `module(...)`, which the file may never do
         return info.name in called
 
-    def _run_root(self, info: FunctionInfo, module_heap: dict) -> EntryRun:
-        self.events, self.heap, self.ctx = [], dict(module_heap), Context()
+    def _run_root(self, info: FunctionInfo, module_heap: Heap) -> EntryRun:
+        self.events, self.heap, self.ctx = [], Heap(module_heap), Context()
         self.entry_expansions = 0
         self.frame = Frame(self.module_env)
         instance = Ref(Obj(ObjKind.SELF, "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
@@ -152,25 +152,23 @@ class Interpreter(Expressions, Calls):
 
     def exec_block(self, body: list[cst.CSTNode], exits: list[Continuation] | None = None) -> bool:
         """Run the statements; True when they always exit. ``exits`` collects the ``if``s that exit
-        early on some paths, for an enclosing ``if`` to carry past its end."""
-        saved = self.ctx
+        early on some paths, for an enclosing ``if`` to carry past its end; without it, this block
+        is where those exits lead (a function or loop body), and their heap writes join here."""
+        saved, escaped = self.ctx, len(self.frame.escaped)
         try:
             for stmt in body:
                 outcome = self.exec_stmt(stmt)
                 if outcome is TERMINATED:
                     return True
                 if isinstance(outcome, Continuation):  # after `if ...: return`, the rest is the other arm
-                    self.ctx = self.ctx.with_(
-                        branches=self.ctx.branches + outcome.arms,
-                        rank_guard=outcome.rank_guard or self.ctx.rank_guard,
-                        not_fsdp2=self.ctx.not_fsdp2 + outcome.not_fsdp2,
-                        dtensor_tested=self.ctx.dtensor_tested + outcome.dtensor_tested,
-                    )
+                    self.ctx = flow.continued(self.ctx, outcome)
                     if exits is not None:
                         exits.append(outcome)
             return False
         finally:
             self.ctx = saved
+            if exits is None:
+                flow.rejoin_escaped(self, escaped)
 
     def exec_stmt(self, stmt: cst.CSTNode) -> object:
         self.steps += 1

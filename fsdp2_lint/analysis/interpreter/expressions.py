@@ -6,6 +6,7 @@ values. Mixed into the interpreter, whose state and calls (:mod:`.calls`) it use
 from __future__ import annotations
 
 import builtins
+from functools import partial
 
 import libcst as cst
 
@@ -218,24 +219,27 @@ class Expressions:
         outer, outer_ctx = self.frame.env, self.ctx
         self.frame.env = Env(outer)
         lazy = isinstance(node, cst.GeneratorExp)
-        for_in: cst.CompFor | None = node.for_in
         try:
-            while for_in is not None:
-                self.assign(for_in.target, self.element_of(self.eval(for_in.iter), lazy=lazy))
-                for condition in for_in.ifs:
-                    flow.comprehension_condition(self, condition.test)
-                for_in = for_in.inner_for_in
-            if isinstance(node, cst.DictComp):
-                self.eval(node.key)
-                element = self.eval(node.value)
-            else:
-                element = self.eval(node.elt)
+            element = self._comprehension_element(node, node.for_in, lazy)
         finally:
             self.frame.env, self.ctx = outer, outer_ctx
         if lazy:  # a generator of parameters or of gradient-derived tensors is still one
             return element if isinstance(element, (Params, Derived)) else UNKNOWN
         container = Obj.container([(None, element)], node)
         return Ref(container)
+
+    def _comprehension_element(self, node: cst.BaseComp, for_in: cst.CompFor | None, lazy: bool) -> Value:
+        """What the comprehension produces from ``for_in`` on; its ``if``s are branches (:mod:`.flow`)."""
+        if for_in is None:
+            if isinstance(node, cst.DictComp):
+                self.eval(node.key)
+                return self.eval(node.value)
+            return self.eval(node.elt)
+        self.assign(for_in.target, self.element_of(self.eval(for_in.iter), lazy=lazy))
+        rest = partial(self._comprehension_element, node, for_in.inner_for_in, lazy)
+        for condition in reversed(for_in.ifs):
+            rest = partial(flow.comprehension_condition, self, condition, rest)
+        return rest()
 
     def eval_binary(self, node: cst.BinaryOperation) -> Value:
         left, right = self.eval(node.left), self.eval(node.right)

@@ -1,26 +1,167 @@
-"""Branches: ``if`` statements, ``while`` loops, conditional expressions, comprehension ``if``s and
-``filter(...)`` over a module walk. Each arm runs on its own copy of the variables, with what the
-test establishes in that arm (:mod:`.guards`) and in that arm's context (its branch, its ranks),
-and the arms are joined afterwards; an arm that always exits leaves the rest of the block to the
-other arm (a :class:`~.state.Continuation`).
+"""The branch engine: ``if``/``elif``/``else`` statements, conditional expressions, ``while``
+loops (the arm that runs the body and the arm that skips it) and comprehension ``if``s all run
+through it; ``filter(...)`` over a module walk keeps what its predicate's true arm leaves.
+
+Each arm (:func:`run_arm`) runs on its own copy of the variables and its own view of the heap
+(:class:`~.state.Heap` logs the arm's writes and takes them back out), with what the test
+establishes in that arm (an :class:`~.state.Arm` from :func:`.guards.arms`) applied to the
+variables, the heap and the :class:`~fsdp2_lint.analysis.model.Context` (:func:`in_arm`).
+Afterwards the arms are joined by one function for variables and heap slots alike
+(:func:`join`: equal values are kept, different ones become a choice). An arm that always exits
+leaves the rest of the block to the other arm (a :class:`~.state.Continuation`), and its heap
+writes hold again where the exit leads (:func:`rejoin_escaped`). Objects mutated in place
+(container items) stay shared between the arms: see :class:`~.state.Heap`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
 import libcst as cst
 
 from fsdp2_lint.analysis.interpreter import guards
-from fsdp2_lint.analysis.interpreter.state import (
-    TERMINATED,
-    Continuation,
-    Env,
-    Evaluator,
-    joined,
-    narrow_slots,
-    restore_slots,
+from fsdp2_lint.analysis.interpreter.state import TERMINATED, Arm, Continuation, Env, Evaluator, Slot, joined
+from fsdp2_lint.analysis.model import (
+    ANY,
+    ANY_DEPTH,
+    UNKNOWN,
+    Context,
+    Lambda,
+    Obj,
+    Ref,
+    Value,
+    choice,
+    const,
+    is_any_depth,
+    options,
 )
-from fsdp2_lint.analysis.model import ANY, ANY_DEPTH, Lambda, Obj, Ref, Value, choice, const, is_any_depth, options
 from fsdp2_lint.analysis.syntax import statements
+
+K = TypeVar("K")
+
+
+@dataclass
+class ArmRun:
+    """The state one arm ended in."""
+
+    arm: Arm
+    env: Env  # its variables
+    writes: dict[Slot, Value]  # the heap slots it wrote, with what they hold at its end
+    done: bool  # it always exits
+    exits: list[Continuation]  # the `if`s in it that exit early on some paths
+
+
+# --- the engine ---------------------------------------------------------------------------------
+
+
+def in_arm(ctx: Context, arm: Arm) -> Context:
+    """The context of code that runs in ``arm``."""
+    return ctx.with_(
+        branches=ctx.branches + (arm.branch,),
+        rank_guard=arm.rank_guard or ctx.rank_guard,
+        not_fsdp2=ctx.not_fsdp2 + arm.not_fsdp2,
+        dtensor_tested=ctx.dtensor_tested + arm.dtensor_tested,
+    )
+
+
+def continued(ctx: Context, continuation: Continuation) -> Context:
+    """The context of the statements after an ``if`` one arm of which always exits."""
+    for arm in continuation.arms:
+        ctx = in_arm(ctx, arm)
+    return ctx
+
+
+def run_arm(interp: Evaluator, arm: Arm, body: Callable[[list[Continuation]], bool]) -> ArmRun:
+    """Run ``body`` (True when it always exits) in ``arm``, then put the variables, the heap and
+    the context back as they were before it."""
+    base, outer = interp.frame.env, interp.ctx
+    interp.frame.env = base.branch()
+    interp.frame.env.vars.update(arm.type_facts)
+    interp.frame.env.vars.update(arm.narrowing)
+    outer_log = interp.heap.open_arm()
+    interp.heap.update(arm.slots)
+    interp.ctx = in_arm(outer, arm)
+    exits: list[Continuation] = []
+    try:
+        done = body(exits)
+    finally:
+        writes = interp.heap.close_arm(outer_log)
+        env, interp.frame.env, interp.ctx = interp.frame.env, base, outer
+    if done:  # what it wrote holds where its exit leads
+        interp.frame.escaped.append(writes)
+    return ArmRun(arm, env, writes, done, exits)
+
+
+def join_arms(interp: Evaluator, runs: list[ArmRun]) -> None:
+    """After a branch whose arms all fall through: what the tests said holds only inside each arm
+    is undone, then every variable and every heap slot holds the :func:`join` of the arms."""
+    base, heap = interp.frame.env, interp.heap
+    for run in runs:
+        _undo_narrowing(run, base)
+    merged = join([run.env.vars for run in runs])
+    base.vars.clear()
+    base.vars.update(merged)
+    if any(run.writes for run in runs):
+        before = {slot: heap[slot] for run in runs for slot in run.writes if slot in heap}
+        heap.update(join([{**before, **run.writes} for run in runs]))
+
+
+def join(arms: list[Mapping[K, Value]]) -> dict[K, Value]:
+    """The one join of the arms of a branch, for variables and heap slots alike: a key bound to
+    equal values in every arm that binds it keeps the value; one bound to different values holds
+    a choice of them (in arm order)."""
+    merged: dict[K, Value] = {}
+    for arm in reversed(arms):  # each key holds its value in the first arm that binds it
+        merged.update(arm)
+    differing = []
+    for key, first in merged.items():
+        for arm in arms:
+            value = arm.get(key, first)
+            if value is not first and value != first:
+                differing.append(key)
+                break
+    for key in differing:
+        merged[key] = choice([arm[key] for arm in arms if key in arm])
+    return merged
+
+
+def rejoin_escaped(interp: Evaluator, mark: int) -> None:
+    """At the end of a function body, loop body or other block that early exits lead past: the
+    heap writes of the arms that exited (since ``mark``) may hold here too."""
+    escaped = interp.frame.escaped[mark:]
+    if not escaped:
+        return
+    del interp.frame.escaped[mark:]
+    heap = interp.heap
+    here = {slot: heap[slot] for writes in escaped for slot in writes if slot in heap}
+    heap.update(join([here, *escaped]))
+
+
+def _undo_narrowing(run: ArmRun, base: Env) -> None:
+    for name, value in run.arm.narrowing.items():
+        if run.env.vars.get(name) is not value:
+            continue  # reassigned in the arm
+        if name in base.vars:
+            run.env.vars[name] = base.vars[name]
+        else:
+            del run.env.vars[name]
+    for slot, value in run.arm.slots.items():
+        if run.writes.get(slot) is value:  # not assigned in the arm
+            del run.writes[slot]
+
+
+def _decided(interp: Evaluator, test: cst.BaseExpression, value: Value) -> bool | None:
+    """The arm a constant test takes (``if algo == 1:`` with ``algo`` bound to 2, ``while True:``),
+    unless a default decided it: the function is written for the callers that pass the argument
+    too (``if path is not None: save(path)``)."""
+    if isinstance(const(value), (bool, type(None))) and not guards.names_in(test) & interp.frame.defaulted:
+        return bool(const(value))
+    return None
+
+
+# --- the constructs -----------------------------------------------------------------------------
 
 
 def exec_if(interp: Evaluator, node: cst.If) -> object:
@@ -37,68 +178,23 @@ def exec_if(interp: Evaluator, node: cst.If) -> object:
 
 def _exec_if(interp: Evaluator, node: cst.If) -> object:
     test = evaluate_test(interp, node)
-    # A constant test decides the arm, unless a default decided it: the function is written
-    # for the callers that pass the argument too (`if path is not None: save(path)`).
-    if isinstance(const(test), (bool, type(None))) and not guards.names_in(node.test) & interp.frame.defaulted:
-        return exec_taken_arm(interp, node, bool(const(test)))
-    then_guard, else_guard = guards.rank_guards(node, guards.rank_kind(test), len(interp.frame.stack))
-    then_narrowing, else_narrowing = guards.narrowing(interp, node.test)
-    type_facts = guards.tensor_narrowing(interp, node.test)
-    arm_slots = guards.slot_narrowing(interp, node.test)
-    not_fsdp2 = guards.proved_not_fsdp2(interp, node.test)
-    dtensor_tested = guards.dtensor_tested(interp, node.test)
-    base, outer = interp.frame.env, interp.ctx
-    arms: list[tuple[Env, bool, list[Continuation]]] = []
-    for arm, (guard, narrowing) in enumerate(((then_guard, then_narrowing), (else_guard, else_narrowing))):
-        exits: list[Continuation] = []
-        interp.frame.env = base.branch()
-        interp.frame.env.vars.update(type_facts[arm])  # still true after the `if`: never undone
-        interp.frame.env.vars.update(narrowing)
-        saved = narrow_slots(interp.heap, arm_slots[arm])
-        interp.ctx = outer.with_(
-            branches=outer.branches + ((id(node), arm),),
-            rank_guard=guard or outer.rank_guard,
-            not_fsdp2=outer.not_fsdp2 + not_fsdp2[arm],
-            dtensor_tested=outer.dtensor_tested + dtensor_tested[arm],
-        )
-        if arm == 0:
-            done = interp.exec_block(statements(node.body), exits)
-        elif isinstance(node.orelse, cst.If):  # `elif`
-            outcome = exec_if(interp, node.orelse)
-            done = outcome is TERMINATED
-            exits.extend([outcome] if isinstance(outcome, Continuation) else [])
-        elif node.orelse is not None:
-            done = interp.exec_block(statements(node.orelse.body), exits)
-        else:
-            done = False
-        restore_slots(interp.heap, arm_slots[arm], saved)
-        arms.append((interp.frame.env, done, exits))
-    interp.frame.env, interp.ctx = base, outer
-    (then_env, then_done, then_exits), (else_env, else_done, else_exits) = arms
-    if then_done and else_done:
+    taken = _decided(interp, node.test, test)
+    if taken is not None:
+        return exec_taken_arm(interp, node, taken)
+    then_arm, else_arm = guards.arms(interp, node, node.test, test)
+    then = run_arm(interp, then_arm, lambda exits: interp.exec_block(statements(node.body), exits))
+    other = run_arm(interp, else_arm, lambda exits: _exec_else(interp, node, exits))
+    if then.done and other.done:
         return TERMINATED
-    if then_done or else_done:
-        base.vars.clear()
-        base.vars.update((else_env if then_done else then_env).vars)
-        arm = 1 if then_done else 0
-        narrow_slots(interp.heap, arm_slots[arm])  # the rest of the block runs in that arm
-        inner = joined(else_exits if then_done else then_exits)
-        return Continuation(
-            ((id(node), arm), *inner.arms),
-            inner.rank_guard or (else_guard if then_done else then_guard),
-            not_fsdp2[arm] + inner.not_fsdp2,
-            dtensor_tested[arm] + inner.dtensor_tested,
-        )
-    for env, narrowing in ((then_env, then_narrowing), (else_env, else_narrowing)):
-        undo_narrowing(env, narrowing, base)  # what the test said holds only inside the arm
-    merged = dict(else_env.vars)
-    for name, value in then_env.vars.items():
-        other = else_env.vars.get(name)
-        merged[name] = value if other is None or other == value else choice([value, other])
-    base.vars.clear()
-    base.vars.update(merged)
-    if then_exits or else_exits:  # the rest never follows the arms that exited in either branch
-        return Continuation(joined(then_exits + else_exits).arms, None)
+    if then.done or other.done:  # the rest of the block runs in the other arm, as it left it
+        live = other if then.done else then
+        interp.frame.env.vars.clear()
+        interp.frame.env.vars.update(live.env.vars)
+        interp.heap.update(live.writes)
+        return Continuation((live.arm, *joined(live.exits).arms))
+    join_arms(interp, [then, other])
+    if then.exits or other.exits:  # the rest never follows the arms that exited in either branch
+        return Continuation(tuple(arm.path_only() for arm in joined(then.exits + other.exits).arms))
     return None
 
 
@@ -112,9 +208,18 @@ def evaluate_test(interp: Evaluator, node: cst.If | cst.IfExp) -> Value:
         interp.ctx = outer
 
 
+def _exec_else(interp: Evaluator, node: cst.If, exits: list[Continuation]) -> bool:
+    if isinstance(node.orelse, cst.If):  # `elif`
+        outcome = exec_if(interp, node.orelse)
+        exits.extend([outcome] if isinstance(outcome, Continuation) else [])
+        return outcome is TERMINATED
+    if node.orelse is not None:
+        return interp.exec_block(statements(node.orelse.body), exits)
+    return False
+
+
 def exec_taken_arm(interp: Evaluator, node: cst.If, taken: bool) -> object:
-    """An ``if`` whose test is a constant (``if algo == 1:`` with ``algo`` bound to 2, ``if
-    False:``): only one arm runs, unconditionally."""
+    """An ``if`` whose test is a constant: only one arm runs, unconditionally."""
     if taken:
         body = statements(node.body)
     elif isinstance(node.orelse, cst.If):
@@ -130,15 +235,23 @@ def exec_taken_arm(interp: Evaluator, node: cst.If, taken: bool) -> object:
 
 
 def exec_while(interp: Evaluator, node: cst.While) -> None:
-    interp.eval(node.test)
-    inside, _ = guards.narrowing(interp, node.test)  # `while hasattr(model, "module"): model = model.module`
-    slots, _ = guards.slot_narrowing(interp, node.test)
-    before = Env(None, dict(interp.frame.env.vars))
-    interp.frame.env.vars.update(inside)
-    saved = narrow_slots(interp.heap, slots)
-    interp.loop_body(node, node.body, node.orelse)
-    restore_slots(interp.heap, slots, saved)
-    undo_narrowing(interp.frame.env, inside, before)
+    """The body runs once, in the arm where the test holds (``while hasattr(model, "module"):
+    model = model.module``), joined with the arm that skips it; then the ``else`` block."""
+    test = interp.eval(node.test)
+    taken = _decided(interp, node.test, test)
+    if taken:
+        interp.loop_body(node, node.body, None)
+    elif taken is None:
+        runs, skipped = guards.arms(interp, node, node.test, test)
+        join_arms(
+            interp,
+            [
+                run_arm(interp, runs, lambda exits: interp.loop_body(node, node.body, None) or False),
+                run_arm(interp, skipped, lambda exits: False),
+            ],
+        )
+    if node.orelse is not None:
+        interp.exec_block(statements(node.orelse.body))
 
 
 def eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
@@ -152,59 +265,51 @@ def eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
 
 
 def _eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
-    rank_guards = guards.rank_guards(node, guards.rank_kind(evaluate_test(interp, node)), len(interp.frame.stack))
-    results = []
-    base, outer = interp.frame.env, interp.ctx
-    narrowings = zip(guards.tensor_narrowing(interp, node.test), guards.narrowing(interp, node.test), strict=True)
-    tests = (
-        guards.slot_narrowing(interp, node.test),
-        guards.proved_not_fsdp2(interp, node.test),
-        guards.dtensor_tested(interp, node.test),
-    )
-    arms = zip(narrowings, *tests, rank_guards, strict=True)
-    for index, ((facts, narrowing), slots, not_fsdp2, dtensor_tested, guard) in enumerate(arms):
-        interp.frame.env = Env(base, {**facts, **narrowing}) if facts or narrowing else base
-        interp.ctx = outer.with_(
-            branches=outer.branches + ((id(node), index),),
-            rank_guard=guard or outer.rank_guard,
-            not_fsdp2=outer.not_fsdp2 + not_fsdp2,
-            dtensor_tested=outer.dtensor_tested + dtensor_tested,
-        )
-        saved = narrow_slots(interp.heap, slots)
-        results.append(interp.eval(node.body if index == 0 else node.orelse))
-        restore_slots(interp.heap, slots, saved)
-        interp.frame.env, interp.ctx = base, outer
+    results: list[Value] = []
+    bodies = (node.body, node.orelse)
+    runs = [
+        run_arm(interp, arm, lambda exits, body=body: results.append(interp.eval(body)) or False)
+        for arm, body in zip(guards.arms(interp, node, node.test, evaluate_test(interp, node)), bodies, strict=True)
+    ]
+    join_arms(interp, runs)
     return choice(results)
 
 
+def comprehension_condition(interp: Evaluator, node: cst.CompIf, rest: Callable[[], Value]) -> Value:
+    """``[... for x in xs if test ...]``: ``rest`` (the comprehension after the test, which returns
+    its element) runs in the arm where ``test`` holds, joined with the arm that skips it."""
+    runs, skipped = guards.arms(interp, node, node.test, interp.eval(node.test))
+    elements: list[Value] = []
+    join_arms(
+        interp,
+        [
+            run_arm(interp, runs, lambda exits: elements.append(rest()) or False),
+            run_arm(interp, skipped, lambda exits: False),
+        ],
+    )
+    return elements[0]
+
+
 def filtered_modules(interp: Evaluator, predicate: Value, modules: Value, node: cst.Call) -> Value:
-    """``filter(lambda m: isinstance(m, Block), model.modules())``: like a filtered loop, the
-    root is left out unless the predicate is a type test its class passes."""
+    """``filter(lambda m: isinstance(m, Block), model.modules())``: the elements the predicate's
+    true arm leaves (like a comprehension ``if``: the root of a module walk is left out unless the
+    predicate is a type test its class passes). A predicate that is no lambda leaves out the root."""
     element = interp.element_of(modules, lazy=False)
-    kept = []
-    for option in options(element):
-        if isinstance(option, Ref) and option.path and is_any_depth(option.path[-1]):
-            if not (isinstance(predicate, Lambda) and guards.lambda_admits_root(interp, predicate.node, option)):
-                option = Ref(option.root, option.path[:-1] + (ANY, ANY_DEPTH))
-        kept.append(option)
-    container = Obj.container([(None, choice(kept))], node)
+    if isinstance(predicate, Lambda) and len(predicate.node.params.params) == 1:
+        name = predicate.node.params.params[0].name.value
+        outer, interp.frame.env = interp.frame.env, Env(predicate.closure, {name: element})  # type: ignore[arg-type]
+        try:
+            kept, _ = guards.arms(interp, predicate.node, predicate.node.body, UNKNOWN)
+        finally:
+            interp.frame.env = outer
+        element = kept.narrowing.get(name, element)
+    else:
+        element = choice([_without_root(option) for option in options(element)])
+    container = Obj.container([(None, element)], node)
     return Ref(container)
 
 
-def comprehension_condition(interp: Evaluator, test: cst.BaseExpression) -> None:
-    """``[... for x in xs if test]``: the rest of the comprehension runs where ``test`` holds."""
-    interp.eval(test)
-    interp.frame.env.vars.update(guards.tensor_narrowing(interp, test)[0])
-    interp.frame.env.vars.update(guards.narrowing(interp, test)[0])
-    tested = guards.dtensor_tested(interp, test)[0]
-    interp.ctx = interp.ctx.with_(dtensor_tested=interp.ctx.dtensor_tested + tested) if tested else interp.ctx
-
-
-def undo_narrowing(env: Env, narrowing: dict[str, Value], base: Env) -> None:
-    for name, value in narrowing.items():
-        if env.vars.get(name) is not value:
-            continue  # reassigned in the arm
-        if name in base.vars:
-            env.vars[name] = base.vars[name]
-        else:
-            del env.vars[name]
+def _without_root(module: Value) -> Value:
+    if isinstance(module, Ref) and module.path and is_any_depth(module.path[-1]):
+        return Ref(module.root, module.path[:-1] + (ANY, ANY_DEPTH))
+    return module

@@ -1,29 +1,30 @@
 """Every condition analysis: what an ``if``/``while``/conditional-expression/comprehension test
-establishes in its true and in its false arm. Each analysis is a function of the evaluator and
-the test, returning (true arm, false arm):
+establishes in its true and in its false arm, as two :class:`~.state.Arm` records from one walk
+of the test (:func:`arms`). Per arm:
 
-- :func:`narrowing`: variables a type test rebinds (a DDP/FSDP1 wrapper, a ``modules()`` loop
-  variable that is not the root), undone after the ``if``;
-- :func:`tensor_narrowing`: state-dict tensors a DTensor test proves plain, kept after the ``if``;
-- :func:`slot_narrowing`: the same wrapper narrowing for attributes, as heap slots;
-- :func:`proved_not_fsdp2`: the modules the test proves are no FSDP2 modules;
-- :func:`dtensor_tested`: the values the test requires to be DTensors;
-- :func:`rank_guards`: the ranks each arm runs on, from the test's rank kind (:func:`rank_kind`,
+- ``narrowing``: variables a type test rebinds (a DDP/FSDP1 wrapper, a ``modules()`` loop
+  variable that is not the root), undone after the arm;
+- ``type_facts``: state-dict tensors a DTensor test proves plain, kept after the arm;
+- ``slots``: the same wrapper narrowing for attributes, as heap slots, undone after the arm;
+- ``not_fsdp2``: the modules the test proves are no FSDP2 modules;
+- ``dtensor_tested``: the values the test requires to be DTensors;
+- ``rank_guard``: the ranks the arm runs on, from the test's rank kind (:func:`rank_kind`,
   computed by :func:`compare_rank` / :func:`compare_world_size` when the test is evaluated).
+
+A new path fact: a field of :class:`~.state.Arm`, its producer here (a field of :class:`_Facts`
+filled by :func:`_condition`, or computed in :func:`arms`), its consumers in :mod:`.flow`.
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterator
-from dataclasses import replace
-from functools import partial
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.interpreter.state import Evaluator, Slot
+from fsdp2_lint.analysis.interpreter.state import Arm, Evaluator, Slot
 from fsdp2_lint.analysis.model import (
     ANY,
     ANY_DEPTH,
@@ -56,39 +57,59 @@ from fsdp2_lint.analysis.model import (
 from fsdp2_lint.analysis.syntax import child_nodes, dotted
 
 T = TypeVar("T")
-K = TypeVar("K")
+Branching = cst.If | cst.IfExp | cst.While | cst.CompIf | cst.Lambda  # a lambda: a filter's predicate
 
 
-def narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
-    """Variables a condition restricts, for the true and the false arm.
-
-    Two narrowings matter to rules: a loop variable over ``m.modules()`` (which includes
-    ``m`` itself) that is filtered by a condition no longer includes the root, unless the
-    condition is a type check that the root's own class passes; and a model tested for
-    being a DDP/FSDP1 wrapper (``hasattr(model, "no_sync")``, ``isinstance(model, DDP)``)
-    or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in the arm that rules
-    that out, not an FSDP2 module.
-    """
-    wrapper_true, wrapper_false = (_variables(found) for found in _wrapper_narrowing(interp, test))
-    loop_true, loop_false = _loop_narrowing(interp, test)
-    return {**wrapper_true, **loop_true}, {**wrapper_false, **loop_false}
-
-
-def tensor_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
-    """State-dict tensors a DTensor test (``isinstance(v, DTensor)``, ``hasattr(v,
-    "full_tensor")``) proves plain, for the true and the false arm: a plain tensor of a
-    sharded state dict (a buffer) holds its full value. Unlike the other narrowings this
-    stays true after the ``if`` until the variable is assigned again."""
-    return _by_arm(test, partial(_tensor_narrowing, interp), _merged, {})
+def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Value) -> tuple[Arm, Arm]:
+    """What ``test`` (of ``node``, evaluated to ``value``) establishes in its true and in its
+    false arm."""
+    facts = _by_arm(test, lambda condition: _condition(interp, condition), _Facts.both, _Facts())
+    loops = _loop_narrowing(interp, test)
+    guards = rank_guards(node, test, rank_kind(value), len(interp.frame.stack))
+    return tuple(  # type: ignore[return-value]
+        Arm(
+            branch=(id(node), index),
+            rank_guard=guards[index],
+            narrowing={**_variables(facts[index].wrappers), **loops[index]},
+            type_facts=facts[index].type_facts,
+            slots=_slots(facts[index].wrappers),
+            not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers),
+            dtensor_tested=facts[index].dtensor_tested,
+        )
+        for index in (0, 1)
+    )
 
 
-def _tensor_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+@dataclass(frozen=True)
+class _Facts:
+    """What one condition (or an ``and``/``or`` of conditions) establishes in one arm."""
+
+    wrappers: dict[object, Value] = field(default_factory=dict)  # names and slots a wrapper test rebinds
+    type_facts: dict[str, Value] = field(default_factory=dict)
+    dtensor_tested: tuple[Value, ...] = ()
+
+    def both(self, other: _Facts) -> _Facts:
+        """What two conditions that both hold establish."""
+        return _Facts(
+            {**self.wrappers, **other.wrappers},
+            {**self.type_facts, **other.type_facts},
+            self.dtensor_tested + other.dtensor_tested,
+        )
+
+
+def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Facts]:
+    """What one condition (no ``not``/``and``/``or``) establishes in its true and its false arm."""
+    wrapper_true, wrapper_false = _wrapper_type_test(interp, test)
     name = dtensor_test_subject(interp, test)
-    value = interp.frame.env.lookup(name) if name is not None else None
-    if value is None or not any(isinstance(o, StateDict) for o in options(value)):
-        return {}, {}
-    plain = choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(value)])
-    return {}, {name: plain}
+    tested = interp.frame.env.lookup(name) if name is not None else None
+    if name is None or tested is None:
+        return _Facts(wrapper_true), _Facts(wrapper_false)
+    # A DTensor test: in the true arm the value is a DTensor; in the false arm a tensor of a
+    # sharded state dict is plain (a buffer), so it holds its full value.
+    plain = {}
+    if any(isinstance(o, StateDict) for o in options(tested)):
+        plain = {name: choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(tested)])}
+    return _Facts(wrapper_true, dtensor_tested=(tested,)), _Facts(wrapper_false, plain)
 
 
 def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | None:
@@ -105,39 +126,18 @@ def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | N
     return test.args[0].value.value if is_dtensor_test else None
 
 
-def dtensor_tested(interp: Evaluator, test: cst.BaseExpression) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
-    """The values the test requires to be DTensors, in the true and in the false arm."""
-    return _by_arm(test, partial(_dtensor_tested, interp), operator.add, ())
-
-
-def _dtensor_tested(interp: Evaluator, test: cst.BaseExpression) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
-    name = dtensor_test_subject(interp, test)
-    value = interp.frame.env.lookup(name) if name is not None else None
-    return ((value,), ()) if value is not None else ((), ())
-
-
-def slot_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[Slot, Value], dict[Slot, Value]]:
-    """The same type-guard narrowing for attributes (``hasattr(interp.model, "no_sync")``),
-    as heap slots for the true and the false arm."""
-    true, false = _wrapper_narrowing(interp, test)
-    return _slots(true), _slots(false)
-
-
-def proved_not_fsdp2(interp: Evaluator, test: cst.BaseExpression) -> tuple[tuple[Ref, ...], tuple[Ref, ...]]:
-    """The modules the test proves are no FSDP2 modules, in the true and in the false arm:
-    those the type-guard narrowing rebinds, as they are before it."""
-    found = []
-    for narrowed in _wrapper_narrowing(interp, test):
-        values = (interp.frame.env.lookup(key) if isinstance(key, str) else interp.heap.get(key) for key in narrowed)
-        found.append(tuple(canonical(ref) for value in values if value is not None for ref in refs(value)))
-    return found[0], found[1]
-
-
-def _wrapper_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
-    return _by_arm(test, partial(_wrapper_type_test, interp), _merged, {})
+def _proved_not_fsdp2(interp: Evaluator, wrappers: dict[object, Value]) -> tuple[Ref, ...]:
+    """The modules a type test proves are no FSDP2 modules: those the wrapper narrowing rebinds,
+    as they are before it."""
+    values = (interp.frame.env.lookup(key) if isinstance(key, str) else interp.heap.get(key) for key in wrappers)
+    return tuple(canonical(ref) for value in values if value is not None for ref in refs(value))
 
 
 def _wrapper_type_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
+    """A model tested for being a DDP/FSDP1 wrapper (``hasattr(model, "no_sync")``,
+    ``isinstance(model, DDP)``) or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in
+    the arm that rules that out, not an FSDP2 module. Keys: variable names, or heap slots for
+    attributes (``hasattr(self.model, "no_sync")``)."""
     if not (isinstance(test, cst.Call) and len(test.args) >= 2):
         return {}, {}
     tested = test.args[0].value
@@ -168,12 +168,10 @@ def _slot_of(interp: Evaluator, node: cst.BaseExpression) -> Slot | None:
     return (id(slot.root), slot.path)
 
 
-def lambda_admits_root(interp: Evaluator, fn: cst.Lambda, module: Ref) -> bool:
-    params = fn.params.params
-    return len(params) == 1 and _type_test_admits_root(interp, fn.body, params[0].name.value, module)
-
-
 def _loop_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+    """A loop variable over ``m.modules()`` (which includes ``m`` itself) that is filtered by a
+    condition no longer includes the root, unless the condition is a type check that the root's
+    own class passes."""
     loop_modules = {  # `m` in `for m in model.modules()` (of one model, or of one of several)
         name: options(value)
         for name, value in interp.frame.env.vars.items()
@@ -263,10 +261,6 @@ def _by_arm(
             return join(left_true, right_true), nothing
         return nothing, join(left_false, right_false)
     return condition(test)
-
-
-def _merged(first: dict[K, Value], second: dict[K, Value]) -> dict[K, Value]:
-    return {**first, **second}
 
 
 def _variables(narrowing: dict[object, Value]) -> dict[str, Value]:
@@ -426,7 +420,9 @@ _MIRRORED = {
 }
 
 
-def rank_guards(node: cst.If | cst.IfExp, kind: str | None, depth: int) -> tuple[RankGuard | None, RankGuard | None]:
+def rank_guards(
+    node: Branching, test: cst.BaseExpression, kind: str | None, depth: int
+) -> tuple[RankGuard | None, RankGuard | None]:
     """The ranks that run the true and the false arm of an ``if`` whose test has the given rank kind."""
     arms = {
         RankKind.ZERO: (GuardRanks.ZERO, GuardRanks.NONZERO),
@@ -437,5 +433,5 @@ def rank_guards(node: cst.If | cst.IfExp, kind: str | None, depth: int) -> tuple
         RankKind.MIXED: (GuardRanks.SUBSET, GuardRanks.SUBSET),
     }.get(kind, (None, None))  # type: ignore[arg-type]
     return tuple(  # type: ignore[return-value]
-        RankGuard(node.test, ranks, depth, (id(node), arm)) if ranks else None for arm, ranks in enumerate(arms)
+        RankGuard(test, ranks, depth, (id(node), arm)) if ranks else None for arm, ranks in enumerate(arms)
     )

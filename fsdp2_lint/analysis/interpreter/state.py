@@ -1,7 +1,7 @@
 """The interpreter's state: variable environments (:class:`Env`), call frames (:class:`Frame`), the
-heap (attribute and container slots, keyed by :data:`Slot`), what a block's outcome means for the
-statements after it (:class:`Continuation`), and what one entry point's run produced
-(:class:`EntryRun`).
+heap (attribute slots, keyed by :data:`Slot`, split per branch arm: :class:`Heap`), what a test
+establishes in a branch arm (:class:`Arm`), what a block's outcome means for the statements after
+it (:class:`Continuation`), and what one entry point's run produced (:class:`EntryRun`).
 
 :class:`Evaluator` is the part of the interpreter that the analyses beside the evaluator
 (:mod:`.flow`, :mod:`.guards`, :mod:`.torch_api`) use: they receive the evaluator and never import it.
@@ -41,27 +41,37 @@ class Env:
         return Env(self.parent, dict(self.vars))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
+class Arm:
+    """What a test establishes in one arm of a branch (produced by :func:`.guards.arms`, applied
+    by :mod:`.flow`). A new path fact is one field here, its producer in :mod:`.guards` and the
+    consumers that read it (through :class:`~fsdp2_lint.analysis.model.Context` or the state)."""
+
+    branch: tuple[int, int]  # (id of the if/while/conditional/comprehension node, arm index)
+    rank_guard: RankGuard | None = None  # the ranks the arm runs on
+    narrowing: dict[str, Value] = field(default_factory=dict)  # variables rebound in the arm only
+    type_facts: dict[str, Value] = field(default_factory=dict)  # variables rebound, still true after
+    slots: dict[Slot, Value] = field(default_factory=dict)  # attributes rebound in the arm only
+    not_fsdp2: tuple[Ref, ...] = ()  # modules the test proves are no FSDP2 modules
+    dtensor_tested: tuple[Value, ...] = ()  # values the test requires to be DTensors
+
+    def path_only(self) -> Arm:
+        """Only which arm this is: what remains of an arm that is one of several ways to a point."""
+        return Arm(self.branch)
+
+
+@dataclass(frozen=True, eq=False)
 class Continuation:
     """What an ``if`` whose one arm always exits means for the statements after it: they run in
-    the other arm (``arms``: with those of ``if``s nested in it that exit the same way), on the
-    ranks that arm runs on (``rank_guard``)."""
+    the other arm, and in the arms of ``if``s nested in it that exit the same way (``arms``,
+    outermost first)."""
 
-    arms: tuple[tuple[int, int], ...]
-    rank_guard: RankGuard | None
-    not_fsdp2: tuple[Ref, ...] = ()
-    dtensor_tested: tuple[Value, ...] = ()
+    arms: tuple[Arm, ...]
 
 
 def joined(continuations: list[Continuation]) -> Continuation:
     """The statements after a block in which several ``if``s exit early run in all their other arms."""
-    guards = [c.rank_guard for c in continuations if c.rank_guard is not None]
-    return Continuation(
-        tuple(arm for c in continuations for arm in c.arms),
-        guards[-1] if guards else None,
-        tuple(ref for c in continuations for ref in c.not_fsdp2),
-        tuple(value for c in continuations for value in c.dtensor_tested),
-    )
+    return Continuation(tuple(arm for c in continuations for arm in c.arms))
 
 
 @dataclass
@@ -73,6 +83,9 @@ class Frame:
     returns: list[Value] = field(default_factory=list)
     global_names: set[str] = field(default_factory=set)
     defaulted: set[str] = field(default_factory=set)  # parameters the call left to their default
+    # Heap writes of arms that always exit (`if c: self.m = a; return`): they hold again where the
+    # exit leads, joined into the heap when the enclosing function, loop body or block ends.
+    escaped: list[dict[Slot, Value]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -90,7 +103,7 @@ class Evaluator(Protocol):
 
     frame: Frame
     ctx: Context
-    heap: dict[Slot, Value]
+    heap: Heap
     module_env: Env
     module: cst.Module
     mentions_dtensor: bool  # does the file's source spell `DTensor` anywhere?
@@ -123,21 +136,49 @@ def slot_keys(ref: Ref, name: str) -> list[Slot]:
     return keys[::-1]
 
 
-def narrow_slots(heap: dict[Slot, Value], slots: dict[Slot, Value]) -> dict[Slot, Value | None]:
-    """Put what a test says of attributes into the heap; returns what they held before."""
-    saved = {slot: heap.get(slot) for slot in slots}
-    heap.update(slots)
-    return saved
+class Heap(dict[Slot, Value]):
+    """Attribute slots, keyed by :data:`Slot`. Each arm of a branch writes to it in turn: the
+    writes an arm makes are logged (:meth:`open_arm`), and :meth:`close_arm` takes them back out,
+    so that the next arm starts from the heap before the branch and :mod:`.flow` can join the arms.
+    Reads are plain dict reads; only writes inside an arm pay for the log.
 
+    Not split per arm: objects mutated in place (container ``items`` appended to, an object's
+    ``parent`` set by :func:`adopt`, a wrapper's ``wrapped``): an arm sees what the other arm put
+    in a container, and after the branch the container holds what either put in it.
+    """
 
-def restore_slots(heap: dict[Slot, Value], slots: dict[Slot, Value], saved: dict[Slot, Value | None]) -> None:
-    for slot, value in slots.items():
-        if heap.get(slot) is not value:
-            continue  # assigned meanwhile
-        if saved[slot] is None:
-            del heap[slot]
-        else:
-            heap[slot] = saved[slot]  # type: ignore[assignment]
+    __slots__ = ("_log",)
+
+    def __init__(self, slots: dict[Slot, Value] | None = None) -> None:
+        super().__init__(slots or {})
+        self._log: list[tuple[Slot, Value | None]] | None = None  # (slot, what it held before)
+
+    def __setitem__(self, slot: Slot, value: Value) -> None:
+        if self._log is not None:
+            self._log.append((slot, self.get(slot)))
+        super().__setitem__(slot, value)
+
+    def update(self, slots: dict[Slot, Value]) -> None:  # type: ignore[override]
+        for slot, value in slots.items():
+            self[slot] = value
+
+    def open_arm(self) -> list[tuple[Slot, Value | None]] | None:
+        """Start logging an arm's writes; returns the enclosing arm's log, for :meth:`close_arm`."""
+        outer, self._log = self._log, []
+        return outer
+
+    def close_arm(self, outer: list[tuple[Slot, Value | None]] | None) -> dict[Slot, Value]:
+        """Undo the arm's writes and return them (the slots it wrote, with what they hold at its
+        end); writes from here on go to the enclosing arm's log."""
+        log, self._log = self._log or [], None
+        writes = {slot: self[slot] for slot, _ in log}
+        for slot, before in reversed(log):
+            if before is None:
+                del self[slot]
+            else:
+                super().__setitem__(slot, before)
+        self._log = outer
+        return writes
 
 
 def adopt(slot: Ref, value: Value) -> None:

@@ -1,0 +1,278 @@
+"""The branch engine: every branching construct (``if``, ``while``, conditional expressions,
+comprehension ``if``s) runs its arms on their own variables and heap, applies what its test
+establishes in each arm only there, and joins the arms by one join function."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from fsdp2_lint.analysis.facts import FileFacts, interpret
+from fsdp2_lint.analysis.interpreter import flow
+from fsdp2_lint.analysis.model import ANY, Event, EventKind, ObjKind, options
+
+HEADER = """\
+from torch.distributed.fsdp import fully_shard
+from torch.nn.parallel import DistributedDataParallel as DDP
+"""
+
+
+def facts_of(source: str) -> FileFacts:
+    source = HEADER + textwrap.dedent(source)
+    module = cst.parse_module(source)
+    return FileFacts("example.py", source.encode(), module, interpret(module, source.encode()))
+
+
+def calls_of(facts: FileFacts, name: str, entry: str) -> list[Event]:
+    """The ``receiver.name(...)`` events of one entry point, in execution order."""
+    (trace,) = [trace for trace in facts.traces if trace.entry == entry]
+    return [event for event in trace.events if event.kind is EventKind.METHOD and event.name == name]
+
+
+def made_by(facts: FileFacts, event: Event) -> set[str]:
+    """The code that created each object the receiver of ``event`` may be."""
+    return {
+        facts.code(option.root.node) if option.root.node else option.root.kind for option in options(event.receiver)
+    }
+
+
+SHARDED, OTHER = "Net()", "Other()"
+
+# --- each arm has its own heap; after the construct the heap is the join ---------------------------
+
+HEAP_PER_ARM = {
+    "if": """
+        class A:
+            def setup(self, c, x):
+                self.m = fully_shard(Net())
+                if c:
+                    self.m = Other()
+                    self.m.forward(x)
+                else:
+                    self.m.forward(x)
+                self.m.forward(x)
+        """,
+    "while": """
+        class A:
+            def setup(self, c, x):
+                self.m = fully_shard(Net())
+                while c:
+                    self.m = Other()
+                    self.m.forward(x)
+                self.m.forward(x)
+                self.m.forward(x)
+        """,
+    "conditional expression": """
+        class A:
+            def other(self):
+                self.m = Other()
+                return self.m
+            def setup(self, c, x):
+                self.m = fully_shard(Net())
+                self.other().forward(x) if c else self.m.forward(x)
+                self.m.forward(x)
+        """,
+    "comprehension if": """
+        class A:
+            def other(self):
+                self.m = Other()
+                return self.m
+            def setup(self, c, x, xs):
+                self.m = fully_shard(Net())
+                [self.other().forward(x) for _ in xs if c]
+                self.m.forward(x)
+                self.m.forward(x)
+        """,
+}
+
+
+@pytest.mark.parametrize("construct", HEAP_PER_ARM)
+def test_an_arm_sees_only_its_own_heap_writes_and_the_heap_is_joined_after(construct):
+    facts = facts_of(HEAP_PER_ARM[construct])
+    in_first_arm, in_second_arm, after = calls_of(facts, "forward", "A.setup")
+    assert made_by(facts, in_first_arm) == {OTHER}
+    if construct in ("if", "conditional expression"):  # the other arm does not see the first's write
+        assert made_by(facts, in_second_arm) == {SHARDED}
+    assert made_by(facts, after) == {SHARDED, OTHER}
+
+
+def test_the_arm_that_exits_leaves_the_rest_of_the_block_its_own_heap_and_its_caller_the_join():
+    facts = facts_of(
+        """
+        class A:
+            def setup(self, c, x):
+                self.m = fully_shard(Net())
+                if c:
+                    self.m = Other()
+                    return
+                self.m.forward(x)
+        def main(c, x):
+            a = A()
+            a.setup(c, x)
+            a.m.forward(x)
+        """
+    )
+    rest_of_block, in_caller = calls_of(facts, "forward", "main")
+    assert made_by(facts, rest_of_block) == {SHARDED}
+    assert made_by(facts, in_caller) == {SHARDED, OTHER}
+
+
+def test_an_else_arm_does_not_see_the_then_arm_writes_to_a_local_object():
+    facts = facts_of(
+        """
+        def main(c, x):
+            holder = Holder()
+            holder.m = fully_shard(Net())
+            if c:
+                holder.m = Other()
+            else:
+                holder.m.forward(x)
+        """
+    )
+    (in_else,) = calls_of(facts, "forward", "main")
+    assert made_by(facts, in_else) == {SHARDED}
+
+
+# --- what a test says holds inside its arm and is undone after --------------------------------------
+
+NARROWING = {
+    "if": """
+        def main(model, x):
+            if isinstance(model, DDP):
+                model.forward(x)
+            model.forward(x)
+        """,
+    "if on an attribute": """
+        class A:
+            def __init__(self):
+                self.model = fully_shard(Net())
+            def run(self, x):
+                if hasattr(self.model, "no_sync"):
+                    self.model.forward(x)
+                self.model.forward(x)
+        """,
+    "while": """
+        def main(model, x):
+            while isinstance(model, DDP):
+                model.forward(x)
+            model.forward(x)
+        """,
+    "conditional expression": """
+        def main(model, x):
+            model.forward(x) if isinstance(model, DDP) else None
+            model.forward(x)
+        """,
+    "comprehension if": """
+        def main(model, x, xs):
+            [model.forward(x) for _ in xs if isinstance(model, DDP)]
+            model.forward(x)
+        """,
+}
+
+
+@pytest.mark.parametrize("construct", NARROWING)
+def test_a_narrowing_holds_in_its_arm_and_is_undone_after(construct):
+    facts = facts_of(NARROWING[construct])
+    entry = "A.run" if "attribute" in construct else "main"
+    inside, after = calls_of(facts, "forward", entry)
+    assert made_by(facts, inside) == {ObjKind.WRAPPER}  # the model is a DDP wrapper in the arm
+    assert inside.ctx.not_fsdp2  # and so no FSDP2 module
+    assert made_by(facts, after) != {ObjKind.WRAPPER} and ObjKind.WRAPPER not in made_by(facts, after)
+    assert not after.ctx.not_fsdp2
+
+
+def test_a_state_dict_tensor_proved_plain_stays_plain_after_the_if():
+    facts = facts_of(
+        """
+        from torch.distributed.tensor import DTensor
+        def main(model):
+            sd = model.state_dict()
+            if isinstance(sd, DTensor):
+                sd = sd.full_tensor()
+            sd.clone()
+        """
+    )
+    (trace,) = [trace for trace in facts.traces if trace.entry == "main"]
+    (clone,) = [event for event in trace.events if event.kind is EventKind.METHOD and event.name == "clone"]
+    assert any(getattr(option, "full", False) for option in options(clone.receiver))
+
+
+# --- one join for every construct -------------------------------------------------------------------
+
+ASSIGNS_IN_AN_ARM = {  # lines of `main`'s body
+    "if": ["if c:", "    a.m = Other()", "    v = Other()"],
+    "while": ["while c:", "    a.m = Other()", "    v = Other()"],
+    "conditional expression": ["a.other() if c else None"],
+    "comprehension if": ["[a.other() for _ in xs if c]"],
+}
+
+
+def main_body(construct: str) -> str:
+    return "\n            ".join(ASSIGNS_IN_AN_ARM[construct])
+
+
+@pytest.mark.parametrize("construct", ASSIGNS_IN_AN_ARM)
+def test_every_construct_joins_through_the_one_join(construct, monkeypatch):
+    joined = []
+    real_join = flow.join
+
+    def spy(arms):
+        merged = real_join(arms)
+        joined.append(merged)
+        return merged
+
+    monkeypatch.setattr(flow, "join", spy)
+    facts_of(
+        f"""
+        class A:
+            def other(self):
+                self.m = Other()
+        def main(c, xs):
+            a = A()
+            a.m = fully_shard(Net())
+            {main_body(construct)}
+            a.m.forward(1)
+        """
+    )
+    assert joined  # the variables and the heap of the arms went through flow.join
+
+
+@pytest.mark.parametrize("construct", ["if", "while"])
+def test_variables_and_heap_slots_join_alike(construct):
+    facts = facts_of(
+        f"""
+        def main(c, x):
+            a = Holder()
+            a.m = v = fully_shard(Net())
+            {main_body(construct)}
+            a.m.forward(x)
+            v.forward(x)
+        """
+    )
+    slot, variable = calls_of(facts, "forward", "main")
+    assert made_by(facts, slot) == made_by(facts, variable) == {SHARDED, OTHER}
+
+
+@pytest.mark.parametrize(
+    "predicate, root_included",
+    [
+        ("lambda m: isinstance(m, Block)", False),
+        ("lambda m: not isinstance(m, Block)", True),  # like a comprehension `if`: the root is no Block
+        ("lambda m: isinstance(m, nn.Module)", True),  # the root is a module too
+        ("is_block", False),  # a predicate it cannot read: the root is left out
+    ],
+)
+def test_filter_keeps_the_modules_its_predicates_true_arm_leaves(predicate, root_included):
+    facts = facts_of(
+        f"""
+        import torch.nn as nn
+        def main(model, x):
+            for m in filter({predicate}, model.modules()):
+                m.forward(x)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "main")
+    (module,) = options(call.receiver)
+    assert (module.path[-2:-1] != (ANY,)) is root_included
