@@ -1,9 +1,9 @@
 """The package's layering: imports run only downward (no module imports one that imports it back,
 directly or through others, at module level or inside a function), nothing outside
 ``fsdp2_lint/runtime/rank/`` (the code that runs inside rank processes) imports torch, and reading
-the configuration (which names FSDP000) loads no parser. Inside ``fsdp2_lint/analysis/`` each module
-belongs to a layer and imports only lower ones, no module grows past ``ANALYSIS_MAX_LINES``, and
-rules never reach into the interpreter."""
+the configuration (which names FSDP000) loads no parser. Every module belongs to a layer and imports
+only lower ones (``PACKAGE_LAYERS``; inside the analysis and the runtime, their own layers), no
+analysis module grows past ``ANALYSIS_MAX_LINES``, and rules never reach into the interpreter."""
 
 from __future__ import annotations
 
@@ -157,7 +157,21 @@ def test_configuration_and_diagnostics_need_no_parser():
     assert (run.returncode, run.stdout.strip()) == (0, "[]"), run.stderr
 
 
-# The analysis's layers, lowest first: a module imports only modules of lower layers.
+# Layers, lowest first: a module imports only modules of lower layers. A name covers the module
+# and everything under it; imports inside one name are ordered by that package's own layers
+# (the analysis, the runtime) or, for small packages (fixing, lsp), only kept free of cycles.
+PACKAGE_LAYERS = (
+    ("diagnostics", "sources", "nesting", "lifetime", "prefilter"),  # what everything may use
+    ("analysis",),  # parse once, compute facts once
+    ("fixing",),  # the edits rules build and the engine applies
+    ("rule",),  # the rule API, all_rules()
+    ("config", "discovery", "cache", "rule_docs", "engine"),  # one file's lint, and what the pipeline needs
+    ("isolation", "output"),
+    ("pipeline",),  # the one lint path above a file
+    ("lsp", "runtime"),  # the editor server; the runtime confirmation harness
+    ("cli",),
+    ("__main__",),
+)
 ANALYSIS_LAYERS = (
     ("syntax",),
     ("model",),
@@ -170,31 +184,62 @@ ANALYSIS_LAYERS = (
     ("trace",),
     ("facts",),
 )
+RUNTIME_LAYERS = (
+    ("evidence",),  # the contract between the rank processes and the harness
+    ("launch",),  # launchers, stall detection, process containment
+    ("harness", "rank"),  # the parent side of `confirm`; the code inside the rank processes
+)
 ANALYSIS_MAX_LINES = 800  # the issue asks for about 700 (model.py: 708); this leaves room to grow
 RULES = PACKAGE.parent / "rules"
 
 
-def _analysis_layer(module: str) -> int | None:
-    for layer, names in enumerate(ANALYSIS_LAYERS):
-        if module.removeprefix("fsdp2_lint.analysis.") in names:
-            return layer
+def _layer(module: str, scope: str, layers: tuple[tuple[str, ...], ...]) -> tuple[int, str] | None:
+    """(layer index, the name that places it) of ``module`` inside package ``scope``; package
+    ``__init__`` modules, which only name their package, sit below every layer."""
+    relative = module.removeprefix(scope).removeprefix(".")
+    if _modules()[module].name == "__init__.py":
+        return -1, relative
+    for index, names in enumerate(layers):
+        for name in names:
+            if relative == name or relative.startswith(f"{name}."):
+                return index, name
     return None
 
 
-def test_the_analysis_imports_only_downward():
+def _layering_errors(scope: str, layers: tuple[tuple[str, ...], ...]) -> list[tuple[str, str]]:
+    """(module, what is wrong) for each module of ``scope`` outside every layer and each import
+    that does not run to a lower layer (imports between modules placed by one name excepted)."""
     graph = _graph()
-    analysis = sorted(name for name in graph if name.startswith("fsdp2_lint.analysis."))
-    assert [name for name in analysis if _analysis_layer(name) is None] == ["fsdp2_lint.analysis.interpreter"], (
-        "a new analysis module needs a layer"
-    )
-    upward = [
-        (name, other)
-        for name in analysis
-        for other in graph[name]
-        if other not in ("fsdp2_lint.analysis", "fsdp2_lint.analysis.interpreter")
-        and (_analysis_layer(other) is None or _analysis_layer(other) >= _analysis_layer(name))  # type: ignore[operator]
-    ]
-    assert upward == []
+    inside = sorted(name for name in graph if name.startswith(f"{scope}."))
+    errors = [(name, "needs a layer") for name in inside if _layer(name, scope, layers) is None]
+    for name in inside:
+        placed = _layer(name, scope, layers)
+        for other in sorted(graph[name]):
+            target = _layer(other, scope, layers) if other.startswith(f"{scope}.") else None
+            if placed is None or target is None or target[1] == placed[1] and placed[0] >= 0:
+                continue
+            if target[0] >= placed[0]:
+                errors.append((name, f"imports {other}, which is not below it"))
+    return errors
+
+
+def test_the_package_imports_only_downward():
+    assert _layering_errors("fsdp2_lint", PACKAGE_LAYERS) == []
+
+
+def test_the_analysis_imports_only_downward():
+    assert _layering_errors("fsdp2_lint.analysis", ANALYSIS_LAYERS) == []
+
+
+def test_the_runtime_imports_only_downward():
+    assert _layering_errors("fsdp2_lint.runtime", RUNTIME_LAYERS) == []
+
+
+def test_the_layering_check_sees_an_upward_import_and_an_unplaced_module():
+    engine_below_diagnostics = (("engine",), ("diagnostics",))
+    errors = _layering_errors("fsdp2_lint", engine_below_diagnostics)
+    assert ("fsdp2_lint.engine", "imports fsdp2_lint.diagnostics, which is not below it") in errors
+    assert ("fsdp2_lint.cli", "needs a layer") in errors
 
 
 def test_rules_see_the_facts_not_the_interpreter():
@@ -215,14 +260,6 @@ def test_analysis_modules_stay_small():
         if name.startswith("fsdp2_lint.analysis")
     }
     assert {name: lines for name, lines in sizes.items() if lines > ANALYSIS_MAX_LINES} == {}
-
-
-def test_fixing_is_a_library_beneath_the_engine():
-    """Rules and the engine use ``fsdp2_lint.fixing``; it uses neither, nor anything above them."""
-    graph = _graph()
-    above = {"fsdp2_lint.engine", "fsdp2_lint.pipeline", "fsdp2_lint.rule", "fsdp2_lint.isolation", "fsdp2_lint.cli"}
-    fixing = [name for name in graph if name.startswith("fsdp2_lint.fixing")]
-    assert fixing and {name: graph[name] & above for name in fixing} == dict.fromkeys(fixing, set())
 
 
 def test_the_engine_lints_one_file_and_the_pipeline_does_the_rest():
