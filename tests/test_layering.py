@@ -107,7 +107,7 @@ def test_configuration_and_diagnostics_need_no_parser():
 ANALYSIS_LAYERS = (
     ("syntax", "apis"),
     ("model",),
-    ("interpreter.state",),
+    ("interpreter.state", "interpreter.summaries"),
     ("interpreter.guards", "interpreter.torch_api"),
     ("interpreter.flow",),
     ("interpreter.calls", "interpreter.expressions"),

@@ -23,6 +23,7 @@ from fsdp2_lint.analysis.interpreter import flow, torch_api
 from fsdp2_lint.analysis.interpreter.calls import Calls, is_dataclass, name_unnamed
 from fsdp2_lint.analysis.interpreter.expressions import Expressions
 from fsdp2_lint.analysis.interpreter.state import TERMINATED, Continuation, EntryRun, Env, Frame, Slot, adopt
+from fsdp2_lint.analysis.interpreter.summaries import Summaries, WatchedDict, World
 from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Choice,
@@ -65,9 +66,10 @@ class Interpreter(Expressions, Calls):
         self.decorators: dict[FunctionInfo, tuple[Value, ...]] = {}
         self._collect(statements(module), None)
         self.events: list[Event] = []
-        self.heap: dict[Slot, Value] = {}
+        self.world = World()  # the version of the heap, the module's variables and the objects
+        self.heap: dict[Slot, Value] = WatchedDict(self.world)
         self.ctx = Context()
-        self.frame = Frame(Env())
+        self.frame = Frame(Env(None, WatchedDict(self.world)))
         self.module_env = self.frame.env
         self.star_imports: list[str] = []
         self.free_names: dict[str, Value] = {}
@@ -75,7 +77,7 @@ class Interpreter(Expressions, Calls):
         self.active_lambdas: list[cst.Lambda] = []
         self.invoked: set[FunctionInfo] = set()
         self.steps = 0
-        self.entry_expansions = 0  # calls the current entry point expanded
+        self.summaries = Summaries()
         self.loops_seen = 0
 
     # --- entry points ------------------------------------------------------------------------
@@ -103,8 +105,8 @@ class Interpreter(Expressions, Calls):
         return info.name in called
 
     def _run_root(self, info: FunctionInfo, module_heap: dict) -> EntryRun:
-        self.events, self.heap, self.ctx = [], dict(module_heap), Context()
-        self.entry_expansions = 0
+        self.events, self.heap, self.ctx = [], WatchedDict(self.world, module_heap), Context()
+        self.summaries.start_entry()
         self.frame = Frame(self.module_env)
         instance = Ref(Obj("self", "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
         init = info.cls.method("__init__") if info.cls else None
@@ -140,6 +142,8 @@ class Interpreter(Expressions, Calls):
         return len(self.events) - 1
 
     def record(self, kind: str, node: cst.CSTNode, **fields: object) -> Event:
+        if kind in ("store", "inplace"):  # changes an object a summarised call may read
+            self.world.changed()
         event = Event(len(self.events), kind, node, self.frame.stack, self.ctx, **fields)
         self.events.append(event)
         return event
