@@ -397,7 +397,7 @@ class Calls:
             args,
             kwargs,
             self.ctx,
-            len(self.frame.stack),
+            (len(self.frame.stack), len(self.active), len(self.active_lambdas)),
             node is not None,
             self.world.version,
             len(self.star_imports),

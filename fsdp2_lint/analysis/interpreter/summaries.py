@@ -4,15 +4,16 @@ time linear in its number of functions.
 
 **The key** is everything the callee can observe (:func:`key`): the function, its bound receiver,
 its arguments (constants keyed with their type: ``1`` is not ``True``), the caller's
-:class:`~fsdp2_lint.analysis.model.Context` (branches, loops, guards, ``with`` blocks), the call
-depth (events keep their stack; a guard records its depth), whether the call has a call site, the
-star imports seen, and the version of the shared state (:class:`World`). The shared state is what
-a callee reads besides its arguments: the heap and the module's variables, both
-:class:`WatchedDict` that count their writes, and the objects themselves, whose changes (a store,
-an augmented assignment, an item added to a container, a torch call that adopts its arguments)
-count too. So a summary is looked up only where nothing it could read has changed since it was
-made. Functions whose variables come from an enclosing function (closures) and calls given a
-closure are not keyed: they are expanded every time.
+:class:`~fsdp2_lint.analysis.model.Context` (branches, loops, guards, ``with`` blocks), the call's
+depth (the frames above it, for the stacks of its events and the depth its guards record; the
+functions and lambdas being expanded, for the depth bound), whether it has a call site, the star
+imports seen, and the version of the shared state (:class:`World`). The shared state is what a
+callee reads besides its arguments: the heap and the module's variables, both :class:`WatchedDict`
+that count their writes, and the objects themselves, whose changes (a store, an augmented
+assignment, an item added to a container, a torch call that adopts its arguments) count too. So a
+summary is looked up only where nothing it could read has changed since it was made. Functions
+whose variables come from an enclosing function (closures) and calls given a closure are not
+keyed: they are expanded every time.
 
 **The summary** holds the events the first expansion recorded and its return value. Replaying it
 appends the same events with the indexes that follow the trace, the stack of the new call site
@@ -28,16 +29,17 @@ call whose replay is exactly what expanding it again would record (:func:`summar
 - nothing it did depends on the index of the event before the call (a value captured there is
   ambiguous between an argument and the call's own start).
 
-Depth and recursion are decided at the call as before (``MAX_CALL_DEPTH``, ``MAX_RECURSION`` on
-the frames being expanded); a summary holds what its first expansion's nested calls were allowed,
-and is replayed as it is where the same call is made deeper or shallower.
+Depth and recursion are decided at the call as before (``MAX_CALL_DEPTH``, ``MAX_RECURSION``, on
+the functions being expanded). Which functions those are is not in the key, only how many: a
+summary made below one recursive call is replayed as it is below another, with the nested calls
+its first expansion was allowed.
 
 **The bound.** A function is expanded (rather than replayed) at most
-``MAX_EXPANSIONS_PER_FUNCTION`` times per file, and a file does at most ``MAX_WORK`` units of work
-(a statement interpreted or an event replayed is one). A call past either bound is analysed like
-a call of a function of another file: its events are not in the caller's trace, its result is
-unknown, and the function, if no call expanded it, is still analysed as an entry point of its own.
-Entry points themselves always run.
+``MAX_EXPANSIONS_PER_FUNCTION`` times per file; a file interprets at most ``MAX_STEPS``
+statements and replays at most ``MAX_REPLAYED`` events (a replay that would pass it is not made).
+A call past the bound is analysed like a call of a function of another file: its events are not
+in the caller's trace, its result is unknown, and the function, if no call expanded it, is still
+analysed as an entry point of its own. Entry points themselves always run.
 """
 
 from __future__ import annotations
@@ -182,9 +184,10 @@ class Summaries:
 
 
 def key(
-    fn: Function, args: tuple, kwargs: dict, ctx: Context, depth: int, site: bool, world: int, stars: int, module_env
+    fn: Function, args: tuple, kwargs: dict, ctx: Context, depth: tuple, site: bool, world: int, stars: int, module_env
 ) -> tuple | None:
-    """What the call of ``fn`` can observe, or None for a call that is never summarised."""
+    """What the call of ``fn`` can observe, or None for a call that is never summarised.
+    ``depth``: the frames, functions and lambdas above the call."""
     if fn.closure is not None and fn.closure is not module_env:
         return None
     inputs = (fn.bound, *args, *kwargs.values())
