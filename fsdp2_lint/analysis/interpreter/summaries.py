@@ -124,6 +124,14 @@ class WatchedDict(dict):
         self.world.changed()
         return super().setdefault(key, default)
 
+    def popitem(self):
+        self.world.changed()
+        return super().popitem()
+
+    def __ior__(self, other):
+        self.world.changed()
+        return super().__ior__(other)
+
 
 @dataclass(frozen=True)
 class Summary:
