@@ -211,3 +211,28 @@ def test_a_summary_is_not_replayed_once_what_it_read_has_changed():
     assert interpreter.summaries.hits == 1
     sharded = [event.args[0].root.label for event in runs[0].events if event.qname and event.name == "fully_shard"]
     assert sharded == ["first", "first", "second"]
+
+
+def test_a_replay_that_records_nothing_inside_a_summarised_call(monkeypatch):
+    source = textwrap.dedent(
+        """\
+        from torch.distributed.fsdp import fully_shard
+
+
+        def check(model):
+            pass
+
+
+        def shard(model):
+            check(model)
+            check(model)
+            fully_shard(model)
+
+
+        shard(model)
+        shard(model)
+        """
+    )
+    interpreter, runs, fresh = with_and_without_summaries(source, monkeypatch)
+    assert interpreter.summaries.hits == 2  # the second `check`, the second `shard`
+    assert canonical(runs) == canonical(fresh)

@@ -343,7 +343,8 @@ def replay(interp, summary: Summary, stack: tuple) -> Value:
                 shift.value(event.result),
             )
         interp.events.append(clone)
-    interp.summaries.blocks[first] = (len(interp.events), summary)
+    if summary.events:  # what an empty one's result names is read where the caller uses it
+        interp.summaries.blocks[first] = (len(interp.events), summary)
     interp.loops_seen += summary.loops
     return summary.result if shift is None else shift.value(summary.result)
 
