@@ -1,6 +1,7 @@
-"""A file of many mutually calling helpers costs time linear in its functions (issue 13, group A):
-the interpreter expands at most ``MAX_EXPANSIONS_PER_ENTRY`` same-file calls per entry point, so
-an exponential call tree (sympy's gruntz.py, numpy's crackfortran.py) cannot take a run or an
+"""A file of many mutually calling helpers costs time linear in its functions (issue 13, group A;
+issue 14): a same-file call is expanded once per distinct input and replayed from its summary after
+that, within a bound per function and per file (:mod:`fsdp2_lint.analysis.interpreter.summaries`),
+so an exponential call tree (sympy's gruntz.py, numpy's crackfortran.py) cannot take a run or an
 editor down, and what comes after such helpers is still analysed."""
 
 from __future__ import annotations
@@ -9,63 +10,28 @@ import textwrap
 
 import libcst as cst
 import pytest
+from samples import CLUSTERS, HELPERS
 
-from fsdp2_lint.analysis import facts
-from fsdp2_lint.analysis.interpreter import calls, core
+from fsdp2_lint.analysis.interpreter import core, summaries
 from fsdp2_lint.engine import lint_source
 
-HELPERS = 12
-FAN_OUT = 5  # each helper calls the next five: 5**8 calls at the depth limit, for one call of the first
 
-
-def _helper(receiver: str, index: int, count: int) -> list[str]:
-    """A helper's lines (unindented); ``receiver`` is what its calls go through ("self." or "")."""
-    calls = " + ".join(f"{receiver}helper_{(index + step) % count}(z)" for step in range(1, FAN_OUT + 1))
-    params = "self, x" if receiver else "x"
-    return [f"def helper_{index}({params}):", "    y = x + 1", "    z = y * 2", f"    return {calls}"]
-
-
-def function_cluster(count: int) -> str:
-    """Helpers that call each other, as sympy's gruntz.py does."""
-    return "".join(line + "\n" for index in range(count) for line in _helper("", index, count))
-
-
-def method_cluster(count: int) -> str:
-    """Methods that call each other through ``self``."""
-    lines = [line for index in range(count) for line in _helper("self.", index, count)]
-    return "class Helpers:\n" + "".join(f"    {line}\n" for line in lines)
-
-
-CLUSTERS = {
-    "functions": (function_cluster, "helper_0(1)"),
-    "methods": (method_cluster, "Helpers().helper_0(1)"),
-}
-
-
-def expansions_of(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
-    """(same-file calls the interpreter expanded, entry points it analysed) for ``source``."""
-    expanded = 0
-    call_function = core.Interpreter.call_function
-
-    def counting(self, fn, args, kwargs, node, symbolic=False):
-        nonlocal expanded
-        result = call_function(self, fn, args, kwargs, node, symbolic)
-        expanded += result is not None and not symbolic
-        return result
-
-    monkeypatch.setattr(core.Interpreter, "call_function", counting)
-    module = cst.parse_module(source)
-    traces = facts.interpret(module, source.encode())
-    return expanded, len(traces)
+def interpreted(source: str) -> tuple[core.Interpreter, int]:
+    """The interpreter that ran ``source``, and the number of entry points it analysed."""
+    interpreter = core.Interpreter(cst.parse_module(source), source.encode())
+    return interpreter, len(interpreter.run())
 
 
 @pytest.mark.parametrize("kind", CLUSTERS)
-def test_mutually_calling_helpers_expand_within_the_budget_of_each_entry_point(kind, monkeypatch):
+def test_mutually_calling_helpers_stay_within_the_bound(kind):
     make_cluster, call = CLUSTERS[kind]
-    source = f"from torch.distributed.fsdp import fully_shard\n{make_cluster(HELPERS)}{call}\n"
-    expanded, entry_points = expansions_of(source, monkeypatch)
+    interpreter, entry_points = interpreted(f"from torch.distributed.fsdp import fully_shard\n{make_cluster()}{call}\n")
+    bound = interpreter.summaries
     assert entry_points <= HELPERS + 1  # the module body and each helper
-    assert expanded <= calls.MAX_EXPANSIONS_PER_ENTRY * entry_points
+    assert len(bound.expansions) == HELPERS
+    assert max(bound.expansions.values()) <= summaries.MAX_EXPANSIONS_PER_FUNCTION
+    assert 0 < bound.replayed <= summaries.MAX_REPLAYED
+    assert interpreter.steps <= summaries.MAX_STEPS
 
 
 def misuse_after_helpers(kind: str) -> tuple[str, list[tuple[str, int, str]]]:
@@ -108,15 +74,15 @@ def diagnostics_of(source: str) -> list[tuple[str, int, str]]:
 
 @pytest.mark.parametrize("kind", CLUSTERS)
 def test_a_misuse_after_the_helpers_is_still_reported(kind):
-    """The helpers spend the module body's budget, so its call of ``main`` is not expanded; ``main``
-    is then analysed as an entry point of its own, with a budget of its own. (Before, the helpers
+    """The helpers' replays spend the file's bound, so the module body's call of ``main`` is not
+    expanded; ``main`` is then analysed as an entry point of its own. (Before issue 13, the helpers
     spent the file's statement budget, after which not even an entry point's own code ran.)"""
     source, expected = misuse_after_helpers(kind)
     assert diagnostics_of(source) == expected
 
 
 def test_entry_points_still_run_once_the_file_statement_budget_is_spent(monkeypatch):
-    """Past ``MAX_STEPS`` no call is expanded any more, but every entry point's own code still runs."""
-    monkeypatch.setattr(calls, "MAX_STEPS", 100)
+    """Past ``MAX_STEPS`` no call is expanded or replayed any more, but every entry point's own code still runs."""
+    monkeypatch.setattr(summaries, "MAX_STEPS", 100)
     source, expected = misuse_after_helpers("functions")
     assert diagnostics_of(source) == expected

@@ -177,7 +177,7 @@ ANALYSIS_LAYERS = (
     ("model",),
     ("apis",),
     ("interpreter.state",),
-    ("interpreter.guards", "interpreter.torch_api"),
+    ("interpreter.guards", "interpreter.torch_api", "interpreter.summaries"),
     ("interpreter.flow",),
     ("interpreter.calls", "interpreter.expressions"),
     ("interpreter.core",),

@@ -3,12 +3,12 @@ methods, lambdas and constructors are expanded in place with their arguments bou
 move values around (``list``, ``getattr``, ``map``, ...) are evaluated here; torch's calls are
 answered by :mod:`.torch_api`. Mixed into the interpreter, whose state and expressions it uses.
 
-Expansion is bounded, so that a file of many mutually calling helpers costs time linear in its
-number of functions instead of exponential in the call depth: each entry point (the module body,
-and each function analysed on its own) expands at most ``MAX_EXPANSIONS_PER_ENTRY`` calls, and no
-call is expanded once the file has run ``MAX_STEPS`` statements. A call past a bound is analysed
-like a call to a function of another file (its events are not in the caller's trace), and a
-function no call expanded is still analysed as an entry point of its own.
+A call of a same-file function is expanded once per distinct input and replayed from its
+summary after that (:mod:`.summaries`: what the key holds, which calls are replayed and which
+expanded each time, and the bound on both). A call past the bound, deeper than
+``MAX_CALL_DEPTH`` or recursing more than ``MAX_RECURSION`` times is analysed like a call to a
+function of another file (its events are not in the caller's trace), and a function no call
+expanded is still analysed as an entry point of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.interpreter import flow, torch_api
+from fsdp2_lint.analysis.interpreter import flow, summaries, torch_api
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, slot_keys
 from fsdp2_lint.analysis.model import (
     ANY,
@@ -56,13 +56,12 @@ from fsdp2_lint.analysis.model import (
     elements,
     options,
     refs,
+    walk_contents,
 )
 from fsdp2_lint.analysis.syntax import dotted, statements
 
 MAX_CALL_DEPTH = 8
 MAX_RECURSION = 2  # a recursive function is expanded one level deep (children, then the module)
-MAX_EXPANSIONS_PER_ENTRY = 512  # same-file calls expanded per entry point (FSDP2 repositories need 496 at most)
-MAX_STEPS = 200_000  # statements interpreted per file before same-file calls stop being expanded
 
 
 class Calls:
@@ -151,7 +150,7 @@ class Calls:
     def call_lambda(self, fn: Lambda, args: tuple, kwargs: dict) -> Value:
         """Evaluate a lambda's body with its parameters bound, in the scope it was written in."""
         depth = len(self.active) + len(self.active_lambdas)
-        if fn.node in self.active_lambdas or depth >= MAX_CALL_DEPTH or not self.within_budget():
+        if fn.node in self.active_lambdas or depth >= MAX_CALL_DEPTH or self.summaries.exhausted(self.steps):
             return UNKNOWN
         params = fn.node.params
         positional = list(params.posonly_params) + list(params.params)
@@ -195,7 +194,10 @@ class Calls:
             if result is not None:
                 return result
         event = self.record(EventKind.CALL, node, qname=qname, name=qname.rpartition(".")[2], args=args, kwargs=kwargs)
+        owners = [(ref.root, ref.root.parent) for value in (*args, *kwargs.values()) for ref in _refs_inside(value)]
         event.result = torch_api.call_symbol(self, event)
+        if any(obj.parent is not parent for obj, parent in owners):  # `nn.ModuleList([a, b])` adopts a and b
+            self.world.changed()
         return event.result
 
     def call_builtin(self, name: str, args: tuple, kwargs: dict, node: cst.Call) -> Value | None:
@@ -322,8 +324,10 @@ class Calls:
                 receiver, None if key is NotImplemented else key, args[1] if len(args) > 1 else Const(None)
             )
         if name in ("append", "add", "insert") and args:
+            self.world.changed()
             items.append((None, args[-1]))
         elif name in ("extend", "update") and args:
+            self.world.changed()
             items.extend((None, item) for item in elements(args[0]))
         elif name in ("items", "values"):
             return Iter(IterKind.ITEMS, (receiver,)) if name == "items" else receiver
@@ -377,23 +381,47 @@ class Calls:
     def call_function(
         self, fn: Function, args: tuple, kwargs: dict, node: cst.CSTNode | None, symbolic: bool = False
     ) -> Value | None:
-        """Expand a same-file function in place; None when it cannot be (recursion, depth, budget).
-        ``symbolic``: an entry point's own run, which always happens."""
+        """Expand a same-file function in place, or replay its summary; None when it is neither
+        (recursion, depth, the bound). ``symbolic``: an entry point's own run, which always happens."""
         info = fn.info
-        if not symbolic and (
-            self.active.count(info) >= MAX_RECURSION or len(self.active) >= MAX_CALL_DEPTH or not self.within_budget()
-        ):
+        if not symbolic and (self.active.count(info) >= MAX_RECURSION or len(self.active) >= MAX_CALL_DEPTH):
             return None
+        stack = self.frame.stack + ((node,) if node is not None else ())
+        token = None if symbolic else self.summary_key(fn, args, kwargs, node)
+        summary = self.summaries.table.get(token) if token is not None else None
+        if summary is not None:
+            return summaries.replay(self, summary, stack) if self.summaries.may_replay(summary, self.steps) else None
+        if not symbolic and not self.summaries.may_expand(info, self.steps):
+            return None
+        start, before = len(self.events), (self.world.version, self.loops_seen)
+        result = self.expand(fn, args, kwargs, stack, symbolic)
+        if token is not None:
+            found = summaries.summarize(self, (fn.bound, *args, *kwargs.values()), start, stack, result, before)
+            if found is not None:
+                self.summaries.table[token] = found
+        return result
+
+    def summary_key(self, fn: Function, args: tuple, kwargs: dict, node: cst.CSTNode | None) -> tuple | None:
+        return summaries.key(
+            fn,
+            args,
+            kwargs,
+            self.ctx,
+            (len(self.frame.stack), len(self.active), len(self.active_lambdas)),
+            node is not None,
+            self.world.version,
+            len(self.star_imports),
+            self.module_env,
+        )
+
+    def expand(self, fn: Function, args: tuple, kwargs: dict, stack: tuple, symbolic: bool) -> Value:
+        """Run the function's body with its parameters bound, under the frames ``stack``."""
+        info = fn.info
         self.invoked.add(info)
         self.active.append(info)
         outer_frame, outer_ctx = self.frame, self.ctx
         closure = fn.closure if isinstance(fn.closure, Env) else self.module_env
-        self.frame = Frame(
-            Env(closure),
-            outer_frame.stack + ((node,) if node is not None else ()),
-            fn.bound,
-            info.cls,
-        )
+        self.frame = Frame(Env(closure), stack, fn.bound, info.cls)
         self.ctx = torch_api.decorated(outer_ctx.in_function(), self._decorators(info), info, len(self.frame.stack))
         try:
             self.bind_parameters(fn, args, kwargs, symbolic)
@@ -403,13 +431,6 @@ class Calls:
             self.frame, self.ctx = outer_frame, outer_ctx
             self.active.pop()
         return choice(returns) if returns else Const(None)
-
-    def within_budget(self) -> bool:
-        """Whether another call may be expanded; if so, it is counted against the entry point."""
-        if self.entry_expansions >= MAX_EXPANSIONS_PER_ENTRY or self.steps > MAX_STEPS:
-            return False
-        self.entry_expansions += 1
-        return True
 
     def bind_parameters(self, fn: Function, args: tuple, kwargs: dict, symbolic: bool) -> None:
         params = fn.info.node.params
@@ -496,6 +517,10 @@ def _reversed(value: Value) -> Value:
         copy = Obj.container(list(reversed(value.root.items)), value.root.node)
         return Ref(copy)
     return value
+
+
+def _refs_inside(value: Value):
+    return (ref for option in walk_contents(value) for ref in refs(option))
 
 
 def _super_method(value: Super, name: str) -> FunctionInfo | None:

@@ -22,7 +22,18 @@ from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, torch_api
 from fsdp2_lint.analysis.interpreter.calls import Calls, is_dataclass, name_unnamed
 from fsdp2_lint.analysis.interpreter.expressions import Expressions
-from fsdp2_lint.analysis.interpreter.state import TERMINATED, Continuation, EntryRun, Env, Frame, Heap, adopt
+from fsdp2_lint.analysis.interpreter.state import (
+    TERMINATED,
+    Continuation,
+    EntryRun,
+    Env,
+    Frame,
+    Heap,
+    WatchedDict,
+    World,
+    adopt,
+)
+from fsdp2_lint.analysis.interpreter.summaries import Summaries
 from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Choice,
@@ -69,9 +80,10 @@ class Interpreter(Expressions, Calls):
         self.decorators: dict[FunctionInfo, tuple[Value, ...]] = {}
         self._collect(statements(module), None)
         self.events: list[Event] = []
-        self.heap = Heap()
+        self.world = World()  # the version of the heap, the module's variables and the objects
+        self.heap = Heap(self.world)
         self.ctx = Context()
-        self.frame = Frame(Env())
+        self.frame = Frame(Env(None, WatchedDict(self.world)))
         self.module_env = self.frame.env
         self.star_imports: list[str] = []
         self.free_names: dict[str, Value] = {}
@@ -79,7 +91,7 @@ class Interpreter(Expressions, Calls):
         self.active_lambdas: list[cst.Lambda] = []
         self.invoked: set[FunctionInfo] = set()
         self.steps = 0
-        self.entry_expansions = 0  # calls the current entry point expanded
+        self.summaries = Summaries()
         self.loops_seen = 0
 
     # --- entry points ------------------------------------------------------------------------
@@ -107,8 +119,8 @@ class Interpreter(Expressions, Calls):
         return info.name in called
 
     def _run_root(self, info: FunctionInfo, module_heap: Heap) -> EntryRun:
-        self.events, self.heap, self.ctx = [], Heap(module_heap), Context()
-        self.entry_expansions = 0
+        self.events, self.heap, self.ctx = [], Heap(self.world, module_heap), Context()
+        self.summaries.start_entry()
         self.frame = Frame(self.module_env)
         instance = Ref(Obj(ObjKind.SELF, "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
         init = info.cls.method("__init__") if info.cls else None
@@ -144,6 +156,8 @@ class Interpreter(Expressions, Calls):
         return len(self.events) - 1
 
     def record(self, kind: str, node: cst.CSTNode, **fields: object) -> Event:
+        if kind in (EventKind.STORE, EventKind.INPLACE):  # changes an object a summarised call may read
+            self.world.changed()
         event = Event(len(self.events), kind, node, self.frame.stack, self.ctx, **fields)
         self.events.append(event)
         return event

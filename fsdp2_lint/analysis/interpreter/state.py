@@ -38,7 +38,7 @@ class Env:
         return None
 
     def branch(self) -> Env:
-        return Env(self.parent, dict(self.vars))
+        return Env(self.parent, self.vars.copy())  # the module's variables stay watched
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,7 +136,65 @@ def slot_keys(ref: Ref, name: str) -> list[Slot]:
     return keys[::-1]
 
 
-class Heap(dict[Slot, Value]):
+class World:
+    """The version of the state a callee can read besides its arguments; it changes on each write."""
+
+    __slots__ = ("version",)
+
+    def __init__(self) -> None:
+        self.version = 0
+
+    def changed(self) -> None:
+        self.version += 1
+
+
+class WatchedDict(dict):
+    """A dict (the heap, the module's variables) whose writes change the :class:`World`."""
+
+    __slots__ = ("world",)
+
+    def __init__(self, world: World, *args: object) -> None:
+        super().__init__(*args)
+        self.world = world
+
+    def __setitem__(self, key, value) -> None:
+        self.world.changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        self.world.changed()
+        super().__delitem__(key)
+
+    def update(self, *args, **kwargs) -> None:
+        self.world.changed()
+        super().update(*args, **kwargs)
+
+    def clear(self) -> None:
+        self.world.changed()
+        super().clear()
+
+    def pop(self, *args):
+        self.world.changed()
+        return super().pop(*args)
+
+    def setdefault(self, key, default=None):
+        self.world.changed()
+        return super().setdefault(key, default)
+
+    def popitem(self):
+        self.world.changed()
+        return super().popitem()
+
+    def __ior__(self, other):
+        self.world.changed()
+        return super().__ior__(other)
+
+    def copy(self) -> WatchedDict:
+        """A copy watched by the same world (an arm's variables: :meth:`Env.branch`)."""
+        return WatchedDict(self.world, self)
+
+
+class Heap(WatchedDict):
     """Attribute slots, keyed by :data:`Slot`. Each arm of a branch writes to it in turn: the
     writes an arm makes are logged (:meth:`open_arm`), and :meth:`close_arm` takes them back out,
     so that the next arm starts from the heap before the branch and :mod:`.flow` can join the arms.
@@ -149,8 +207,8 @@ class Heap(dict[Slot, Value]):
 
     __slots__ = ("_log",)
 
-    def __init__(self, slots: dict[Slot, Value] | None = None) -> None:
-        super().__init__(slots or {})
+    def __init__(self, world: World, slots: dict[Slot, Value] | None = None) -> None:
+        super().__init__(world, slots or {})
         self._log: list[tuple[Slot, Value | None]] | None = None  # (slot, what it held before)
 
     def __setitem__(self, slot: Slot, value: Value) -> None:
