@@ -276,3 +276,22 @@ def test_filter_keeps_the_modules_its_predicates_true_arm_leaves(predicate, root
     (call,) = calls_of(facts, "forward", "main")
     (module,) = options(call.receiver)
     assert (module.path[-2:-1] != (ANY,)) is root_included
+
+
+def test_a_function_called_in_an_arm_reads_what_the_arm_bound():
+    """An arm runs in its scope's own variables: a helper defined outside the branch reads a global
+    the arm rebound, and after the branch the global is the join of the arms."""
+    facts = facts_of(
+        """
+        model = Other()
+        def step(x):
+            return model.forward(x)
+        if c:
+            model = fully_shard(Net())
+            step(1)
+        step(2)
+        """
+    )
+    in_arm, after = calls_of(facts, "forward", "<module>")
+    assert made_by(facts, in_arm) == {SHARDED}
+    assert made_by(facts, after) == {SHARDED, OTHER}

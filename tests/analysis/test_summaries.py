@@ -234,3 +234,31 @@ def test_a_replay_that_records_nothing_inside_a_summarised_call(monkeypatch):
     interpreter, runs, fresh = with_and_without_summaries(source, monkeypatch)
     assert interpreter.summaries.hits == 2  # the second `check`, the second `shard`
     assert canonical(runs) == canonical(fresh)
+
+
+GLOBAL_REBOUND_IN_AN_ARM = textwrap.dedent(
+    """\
+    from torch.distributed.fsdp import fully_shard
+
+    model = Net()
+
+
+    def step(x):
+        return model.forward(x)
+
+
+    if distributed:
+        step(1)
+        model = fully_shard(Net())
+        step(1)
+    """
+)
+
+
+def test_a_global_rebound_inside_an_arm_is_seen_by_the_next_call(monkeypatch):
+    """An arm's variables are a copy of the module's; a write there still changes what a summary
+    keyed before it may read, so the second ``step(1)`` is expanded again and sees the sharded model."""
+    interpreter, runs, fresh = with_and_without_summaries(GLOBAL_REBOUND_IN_AN_ARM, monkeypatch)
+    assert interpreter.summaries.hits == 0
+    assert canonical(runs) == canonical(fresh)
+    assert [(d.code, d.line) for d in lint_source(GLOBAL_REBOUND_IN_AN_ARM.encode(), "train.py")] == [("FSDP003", 7)]

@@ -75,11 +75,13 @@ def continued(ctx: Context, continuation: Continuation) -> Context:
 
 def run_arm(interp: Evaluator, arm: Arm, body: Callable[[list[Continuation]], bool]) -> ArmRun:
     """Run ``body`` (True when it always exits) in ``arm``, then put the variables, the heap and
-    the context back as they were before it."""
-    base, outer = interp.frame.env, interp.ctx
-    interp.frame.env = base.branch()
-    interp.frame.env.vars.update(arm.type_facts)
-    interp.frame.env.vars.update(arm.narrowing)
+    the context back as they were before it. The arm runs in the scope's own variables, so that a
+    function defined outside the branch and called in it reads what the arm bound (a global
+    rebound in an ``if`` at module level); what it bound is taken back out afterwards."""
+    scope, outer = interp.frame.env, interp.ctx
+    before = dict(scope.vars)
+    scope.vars.update(arm.type_facts)
+    scope.vars.update(arm.narrowing)
     outer_log = interp.heap.open_arm()
     interp.heap.update(arm.slots)
     interp.ctx = in_arm(outer, arm)
@@ -88,7 +90,10 @@ def run_arm(interp: Evaluator, arm: Arm, body: Callable[[list[Continuation]], bo
         done = body(exits)
     finally:
         writes = interp.heap.close_arm(outer_log)
-        env, interp.frame.env, interp.ctx = interp.frame.env, base, outer
+        env = Env(scope.parent, dict(scope.vars))
+        scope.vars.clear()
+        scope.vars.update(before)
+        interp.frame.env, interp.ctx = scope, outer
     if done:  # what it wrote holds where its exit leads
         interp.frame.escaped.append(writes)
     return ArmRun(arm, env, writes, done, exits)

@@ -37,9 +37,6 @@ class Env:
             env = env.parent
         return None
 
-    def branch(self) -> Env:
-        return Env(self.parent, self.vars.copy())  # the module's variables stay watched
-
 
 @dataclass(frozen=True, eq=False)
 class Arm:
@@ -188,10 +185,6 @@ class WatchedDict(dict):
     def __ior__(self, other):
         self.world.changed()
         return super().__ior__(other)
-
-    def copy(self) -> WatchedDict:
-        """A copy watched by the same world (an arm's variables: :meth:`Env.branch`)."""
-        return WatchedDict(self.world, self)
 
 
 class Heap(WatchedDict):
