@@ -108,6 +108,23 @@ class Summaries:
         self.hits = 0  # calls answered by replaying a summary
         self.replayed = 0  # events replayed
         self.blocks: dict[int, tuple[int, Summary]] = {}  # first event of a replay -> (its end, the summary)
+        self._shared: tuple[tuple[int, ...], set[int]] = ((), set())  # (the state it was read from, the objects)
+
+    def shared_objects(self, interp) -> set[int]:
+        """The ids of the objects reachable from the shared state (heap, module variables, names
+        defined elsewhere, class namespaces), read again only after the state changed: every write
+        to it changes the world's version (an object it reaches later, through an event's result,
+        is only found by a walk from the call's inputs: a summary missed, never a wrong one)."""
+        state = (interp.world.version, id(interp.heap), len(interp.free_names), len(interp.class_objs))
+        if self._shared[0] != state:
+            roots = [
+                *interp.heap.values(),
+                *interp.module_env.vars.values(),
+                *interp.free_names.values(),
+                *interp.class_objs.values(),
+            ]
+            self._shared = (state, _reachable(roots))
+        return self._shared[1]
 
     def start_entry(self) -> None:
         """Forget the summaries: they describe the previous entry point's trace and heap."""
@@ -434,22 +451,25 @@ def _is_deep_loop(element: str) -> bool:
 def _all_reachable(interp, objects: dict[int, Obj], inputs: tuple) -> bool:
     """Are all ``objects`` reachable from the call's ``inputs`` or the shared state (so none was
     created by the call: one that wrote no shared state left it as it found it)?"""
-    wanted = set(objects)
+    wanted = set(objects) - interp.summaries.shared_objects(interp)
+    return not wanted or not wanted - _reachable([value for value in inputs if value is not None], wanted)
+
+
+def _reachable(roots: list[object], wanted: set[int] | None = None) -> set[int]:
+    """The ids of the objects reachable from ``roots`` (through items, owners, wrapped modules,
+    parameters and the values of the events that made them); the walk stops once every id in
+    ``wanted`` is found."""
     seen: set[int] = set()
-    stack: list[object] = [
-        *interp.heap.values(),
-        *interp.module_env.vars.values(),
-        *interp.free_names.values(),
-        *interp.class_objs.values(),
-        *(value for value in inputs if value is not None),
-    ]
-    while stack and wanted:
+    left = set(wanted) if wanted is not None else None
+    stack = list(roots)
+    while stack and left != set():
         current = stack.pop()
         if isinstance(current, Obj):
             if id(current) in seen:
                 continue
             seen.add(id(current))
-            wanted.discard(id(current))
+            if left is not None:
+                left.discard(id(current))
             stack.extend(item for _, item in current.items)
             stack.extend(v for v in (current.parent, current.wrapped, current.params) if v is not None)
             if current.event is not None:
@@ -458,4 +478,4 @@ def _all_reachable(interp, objects: dict[int, Obj], inputs: tuple) -> bool:
         if isinstance(current, Value):
             for option in _values_in(current):
                 stack.extend(_objects_in(option))
-    return not wanted
+    return seen
