@@ -15,6 +15,7 @@ variable then names the same element, so ``blk`` is known to be the parent of ``
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from enum import Enum
@@ -135,6 +136,14 @@ class _Unknown(Value):
 UNKNOWN = _Unknown()
 
 
+_SERIALS = itertools.count()
+
+
+def next_serial() -> int:
+    """A number greater than every object's made so far (and smaller than every later one's)."""
+    return next(_SERIALS)
+
+
 class Obj:
     """An abstract runtime object. Identity is the Python object's identity.
 
@@ -144,7 +153,7 @@ class Obj:
     first bound to a name.
     """
 
-    __slots__ = ("kind", "label", "qname", "cls", "node", "items", "params", "event", "parent", "wrapped")
+    __slots__ = ("kind", "label", "qname", "cls", "node", "items", "params", "event", "parent", "wrapped", "serial")
 
     def __init__(
         self,
@@ -173,6 +182,7 @@ class Obj:
         # from then on it is the same module as ``owner.attr`` (see :func:`canonical`).
         self.parent: Ref | None = None
         self.wrapped = wrapped  # DDP / FSDP1 wrappers: the module they wrap
+        self.serial = next_serial()  # creation order: what a call created was made after it started
 
     @classmethod
     def container(cls, items: list[tuple[object, Value]], node: cst.CSTNode | None = None) -> Obj:

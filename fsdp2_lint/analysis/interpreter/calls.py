@@ -54,6 +54,7 @@ from fsdp2_lint.analysis.model import (
     const,
     container_items,
     elements,
+    next_serial,
     options,
     refs,
     walk_contents,
@@ -393,10 +394,10 @@ class Calls:
             return summaries.replay(self, summary, stack) if self.summaries.may_replay(summary, self.steps) else None
         if not symbolic and not self.summaries.may_expand(info, self.steps):
             return None
-        start, before = len(self.events), (self.world.version, self.loops_seen)
+        start, before = len(self.events), (self.world.version, self.loops_seen, next_serial())
         result = self.expand(fn, args, kwargs, stack, symbolic)
         if token is not None:
-            found = summaries.summarize(self, (fn.bound, *args, *kwargs.values()), start, stack, result, before)
+            found = summaries.summarize(self, start, stack, result, before)
             if found is not None:
                 self.summaries.table[token] = found
         return result

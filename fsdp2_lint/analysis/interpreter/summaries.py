@@ -108,23 +108,6 @@ class Summaries:
         self.hits = 0  # calls answered by replaying a summary
         self.replayed = 0  # events replayed
         self.blocks: dict[int, tuple[int, Summary]] = {}  # first event of a replay -> (its end, the summary)
-        self._shared: tuple[tuple[int, ...], set[int]] = ((), set())  # (the state it was read from, the objects)
-
-    def shared_objects(self, interp) -> set[int]:
-        """The ids of the objects reachable from the shared state (heap, module variables, names
-        defined elsewhere, class namespaces), read again only after the state changed: every write
-        to it changes the world's version (an object it reaches later, through an event's result,
-        is only found by a walk from the call's inputs: a summary missed, never a wrong one)."""
-        state = (interp.world.version, id(interp.heap), len(interp.free_names), len(interp.class_objs))
-        if self._shared[0] != state:
-            roots = [
-                *interp.heap.values(),
-                *interp.module_env.vars.values(),
-                *interp.free_names.values(),
-                *interp.class_objs.values(),
-            ]
-            self._shared = (state, _reachable(roots))
-        return self._shared[1]
 
     def start_entry(self) -> None:
         """Forget the summaries: they describe the previous entry point's trace and heap."""
@@ -203,14 +186,11 @@ def _closure_free(value: Value, module_env) -> bool:
 # --- recording ---------------------------------------------------------------------------------
 
 
-def summarize(
-    interp, inputs: tuple, start: int, stack: tuple, result: Value, before: tuple[int, int]
-) -> Summary | None:
+def summarize(interp, start: int, stack: tuple, result: Value, before: tuple[int, int, int]) -> Summary | None:
     """The summary of the expansion that recorded ``interp.events[start:]`` and returned
-    ``result``, given ``inputs`` (receiver and arguments), or None when replaying it would not
-    record what expanding it again would. ``before``: the world version and the loops numbered
-    when it started."""
-    world_before, loops_before = before
+    ``result``, or None when replaying it would not record what expanding it again would. ``before``: the world version and the loops numbered
+    when it started, and a serial below those of the objects it made."""
+    world_before, loops_before, first_serial = before
     if interp.world.version != world_before:
         return None  # it wrote shared state
     named = _Named(interp.module_env)
@@ -228,7 +208,7 @@ def summarize(
     named.value(result)
     if named.closures or start - 1 in named.indexes:
         return None  # a function it defined; or the event before the call: an argument's, or the call's start?
-    if named.objects and not _all_reachable(interp, named.objects, inputs):
+    if any(not _preexisting(interp, obj, first_serial) for obj in named.objects.values()):
         return None  # it created an object that a fresh expansion would create anew
     renumber = named.renumber or any(i >= start for i in named.indexes) or any(n > loops_before for n in named.loops)
     return Summary(
@@ -423,14 +403,6 @@ def _refs_of(value: Value) -> Iterator[Ref]:
         yield value.owner
 
 
-def _objects_in(value: Value) -> Iterator[Obj]:
-    for option in _values_in(value):
-        for ref in _refs_of(option):
-            yield ref.root
-        if isinstance(option, StateDict) and isinstance(option.owner, Obj):
-            yield option.owner
-
-
 def _indexes(value: Value) -> Iterator[int]:
     if isinstance(value, Params):
         yield from (source.captured_at for source in value.sources if source.captured_at is not None)
@@ -448,34 +420,15 @@ def _is_deep_loop(element: str) -> bool:
     return element[:2] == "**" and element[2:].isdigit()
 
 
-def _all_reachable(interp, objects: dict[int, Obj], inputs: tuple) -> bool:
-    """Are all ``objects`` reachable from the call's ``inputs`` or the shared state (so none was
-    created by the call: one that wrote no shared state left it as it found it)?"""
-    wanted = set(objects) - interp.summaries.shared_objects(interp)
-    return not wanted or not wanted - _reachable([value for value in inputs if value is not None], wanted)
-
-
-def _reachable(roots: list[object], wanted: set[int] | None = None) -> set[int]:
-    """The ids of the objects reachable from ``roots`` (through items, owners, wrapped modules,
-    parameters and the values of the events that made them); the walk stops once every id in
-    ``wanted`` is found."""
-    seen: set[int] = set()
-    left = set(wanted) if wanted is not None else None
-    stack = list(roots)
-    while stack and left != set():
-        current = stack.pop()
-        if isinstance(current, Obj):
-            if id(current) in seen:
-                continue
-            seen.add(id(current))
-            if left is not None:
-                left.discard(id(current))
-            stack.extend(item for _, item in current.items)
-            stack.extend(v for v in (current.parent, current.wrapped, current.params) if v is not None)
-            if current.event is not None:
-                stack.extend(_event_values(current.event))
-            continue
-        if isinstance(current, Value):
-            for option in _values_in(current):
-                stack.extend(_objects_in(option))
-    return seen
+def _preexisting(interp, obj: Obj, first_serial: int) -> bool:
+    """Was ``obj`` there before the call (made before it started, or made by it only as the one
+    object a name defined elsewhere or a class namespace always stands for)? A call that wrote no
+    shared state cannot have put an object it made anywhere a later call could reach it, so the
+    objects in its events and result are the ones it was given or found."""
+    if obj.serial < first_serial:
+        return True
+    lazily_made = (
+        *(name.root for name in interp.free_names.values() if isinstance(name, Ref)),
+        *interp.class_objs.values(),
+    )
+    return any(made is obj for made in lazily_made)
