@@ -26,7 +26,6 @@ LOADERS = frozenset(
 )
 DDP = "torch.nn.parallel.DistributedDataParallel"
 TORCH_SAVE = "torch.save"
-TORCH_LOAD = "torch.load"
 DCP = "torch.distributed.checkpoint"
 STATE_DICT = "torch.distributed.checkpoint.state_dict"
 GET_MODEL_STATE_DICT = f"{STATE_DICT}.get_model_state_dict"
