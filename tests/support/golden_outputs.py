@@ -105,5 +105,4 @@ def update() -> None:
 if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
         sys.exit(f"usage: python {sys.argv[0]} --update   (rewrites {GOLDEN})")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     update()
