@@ -175,11 +175,11 @@ PACKAGE_LAYERS = (
 ANALYSIS_LAYERS = (
     ("syntax",),
     ("model",),
-    ("apis",),
+    ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),
     ("interpreter.guards", "interpreter.torch_api", "interpreter.summaries"),
     ("interpreter.flow",),
-    ("interpreter.calls", "interpreter.expressions"),
+    ("interpreter.calls", "interpreter.expressions", "interpreter.imports"),
     ("interpreter.core",),
     ("trace",),
     ("facts",),

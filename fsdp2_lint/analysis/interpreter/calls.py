@@ -162,7 +162,7 @@ class Calls:
         for param in params.kwonly_params:
             variables[param.name.value] = kwargs.get(param.name.value, UNKNOWN)
         outer = self.frame.env
-        self.frame.env = Env(fn.closure if isinstance(fn.closure, Env) else self.module_env, variables)
+        self.frame.env = Env(fn.closure if isinstance(fn.closure, Env) else self.frame.scope.env, variables)
         self.active_lambdas.append(fn.node)
         try:
             return self.eval(fn.node.body)
@@ -172,6 +172,9 @@ class Calls:
 
     def call_defined(self, fn: Function, args: tuple, kwargs: dict, node: cst.Call) -> Value:
         """Call a same-file function. A bound one (``step = model.forward; step(x)``) is a method call."""
+        if not self.follows(fn, args, kwargs):  # another module's function nothing that matters reaches
+            event = self.record(EventKind.CALL, node, name=fn.info.name, args=args, kwargs=kwargs)
+            return self.new_object(event, None)
         event = None
         if fn.bound is not None:
             event = self.record(EventKind.METHOD, node, name=fn.info.name, receiver=fn.bound, args=args, kwargs=kwargs)
@@ -296,7 +299,7 @@ class Calls:
             cls = receiver.root.cls if not receiver.path else None
             method = cls.method(name) if cls else None
             if method is not None:
-                return self.call_function(Function(method, self.module_env, receiver), args, kwargs, node) or UNKNOWN
+                return self.call_function(self.function_value(method, receiver), args, kwargs, node) or UNKNOWN
             if receiver.root.kind is ObjKind.CONTAINER and not receiver.path:
                 return self.container_method(receiver, name, args)
             if receiver.root.kind is ObjKind.OPTIMIZER and not receiver.path:
@@ -307,14 +310,14 @@ class Calls:
         if isinstance(receiver, Super):
             method = _super_method(receiver, name)
             if method is not None:
-                bound = Function(method, self.module_env, receiver.receiver)
+                bound = self.function_value(method, receiver.receiver)
                 return self.call_function(bound, args, kwargs, node) or UNKNOWN
             return UNKNOWN
         if isinstance(receiver, Class):
             method = receiver.info.method(name)
             if method is None:
                 return UNKNOWN
-            return self.call_function(Function(method, self.module_env), args, kwargs, node) or UNKNOWN
+            return self.call_function(self.function_value(method), args, kwargs, node) or UNKNOWN
         return torch_api.value_method(receiver, name, event)
 
     def container_method(self, receiver: Ref, name: str, args: tuple) -> Value:
@@ -348,7 +351,7 @@ class Calls:
             return self.new_object(event, None)
         outer = self.ctx
         self.ctx = outer.with_(forward_of=outer.forward_of + (canonical(ref),))
-        result = self.call_function(Function(method, self.module_env, ref), args, dict(event.kwargs), event.node)
+        result = self.call_function(self.function_value(method, ref), args, dict(event.kwargs), event.node)
         self.ctx = outer
         return result if result is not None else self.new_object(event, None)
 
@@ -363,7 +366,7 @@ class Calls:
         if init is not None:
             # No frame for the constructor: a caller cannot reorder `__init__` after other
             # methods, so what happens inside it is reported inside it.
-            self.call_function(Function(init, self.module_env, instance), args, kwargs, None)
+            self.call_function(self.function_value(init, instance), args, kwargs, None)
         elif is_dataclass(info):
             self.init_dataclass(info, instance, args, kwargs, node)
         event.result = instance
@@ -377,7 +380,7 @@ class Calls:
                 self.store(instance, name, args[index] if index < len(args) else kwargs[name], node)
         post_init = info.method("__post_init__")
         if post_init is not None:
-            self.call_function(Function(post_init, self.module_env, instance), (), {}, None)
+            self.call_function(self.function_value(post_init, instance), (), {}, None)
 
     def call_function(
         self, fn: Function, args: tuple, kwargs: dict, node: cst.CSTNode | None, symbolic: bool = False
@@ -411,8 +414,8 @@ class Calls:
             (len(self.frame.stack), len(self.active), len(self.active_lambdas)),
             node is not None,
             self.world.version,
-            len(self.star_imports),
-            self.module_env,
+            self.star_count(),
+            self.module_envs,
         )
 
     def expand(self, fn: Function, args: tuple, kwargs: dict, stack: tuple, symbolic: bool) -> Value:
@@ -421,8 +424,9 @@ class Calls:
         self.invoked.add(info)
         self.active.append(info)
         outer_frame, outer_ctx = self.frame, self.ctx
-        closure = fn.closure if isinstance(fn.closure, Env) else self.module_env
-        self.frame = Frame(Env(closure), stack, fn.bound, info.cls)
+        scope = self.scope_of[info]
+        closure = fn.closure if isinstance(fn.closure, Env) else scope.env
+        self.frame = Frame(Env(closure), scope, stack, fn.bound, info.cls)
         self.ctx = torch_api.decorated(outer_ctx.in_function(), self._decorators(info), info, len(self.frame.stack))
         try:
             self.bind_parameters(fn, args, kwargs, symbolic)

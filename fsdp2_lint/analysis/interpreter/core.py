@@ -15,13 +15,15 @@ environment) does comes from :mod:`.torch_api`. Everything it does not understan
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from pathlib import Path
 
 import libcst as cst
 
-from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, torch_api
 from fsdp2_lint.analysis.interpreter.calls import Calls, is_dataclass, name_unnamed
 from fsdp2_lint.analysis.interpreter.expressions import Expressions
+from fsdp2_lint.analysis.interpreter.imports import Imports
 from fsdp2_lint.analysis.interpreter.state import (
     TERMINATED,
     Continuation,
@@ -29,6 +31,7 @@ from fsdp2_lint.analysis.interpreter.state import (
     Env,
     Frame,
     Heap,
+    ModuleScope,
     WatchedDict,
     World,
     adopt,
@@ -50,7 +53,6 @@ from fsdp2_lint.analysis.model import (
     ObjKind,
     Params,
     Ref,
-    Symbol,
     Tuple,
     Value,
     canonical,
@@ -61,32 +63,47 @@ from fsdp2_lint.analysis.model import (
     options,
     refs,
 )
-from fsdp2_lint.analysis.syntax import child_nodes, dotted, statements
+from fsdp2_lint.analysis.project import Project
+from fsdp2_lint.analysis.syntax import child_nodes, statements
 
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
 
 
-class Interpreter(Expressions, Calls):
+class Interpreter(Expressions, Calls, Imports):
     """Interprets one module: statements here, expressions and calls in the classes it joins."""
 
-    def __init__(self, module: cst.Module, source: bytes) -> None:
-        self.module = module
+    def __init__(
+        self,
+        module: cst.Module,
+        source: bytes,
+        project: Project | None = None,
+        path: Path | None = None,
+        relevant: Callable[[bytes], bool] | None = None,
+    ) -> None:
         self.source = source
-        self.mentions_dtensor = b"DTensor" in source
+        self.project = project
+        self.relevant = relevant or (lambda data: True)
         self.dtensor_checks_of: dict[int, tuple[str, ...]] = {}
         self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
         self.class_objs: dict[ClassInfo, Obj] = {}
         self.decorators: dict[FunctionInfo, tuple[Value, ...]] = {}
-        self._collect(statements(module), None)
+        self.scopes: list[ModuleScope] = []
+        self.scope_of: dict[FunctionInfo, ModuleScope] = {}
+        self.module_envs: set[Env] = set()
+        self.loaded: dict[Path, ModuleScope | None] = {}
         self.events: list[Event] = []
-        self.world = World()  # the version of the heap, the module's variables and the objects
+        self.world = World()  # the version of the heap, the modules' variables and the objects
         self.heap = Heap(self.world)
         self.ctx = Context()
-        self.frame = Frame(Env(None, WatchedDict(self.world)))
-        self.module_env = self.frame.env
-        self.star_imports: list[str] = []
-        self.free_names: dict[str, Value] = {}
+        name = project.module_name(path) if project is not None and path is not None else ""
+        package = name if path is not None and path.name == "__init__.py" else name.rpartition(".")[0]
+        self.main = ModuleScope(name, package, module, Env(None, WatchedDict(self.world)), path)
+        self.main.mentions_dtensor = b"DTensor" in source
+        if path is not None:
+            self.loaded[path] = self.main
+        self.add_scope(self.main)
+        self.frame = Frame(self.main.env, self.main)
         self.active: list[FunctionInfo] = []
         self.active_lambdas: list[cst.Lambda] = []
         self.invoked: set[FunctionInfo] = set()
@@ -94,16 +111,33 @@ class Interpreter(Expressions, Calls):
         self.summaries = Summaries()
         self.loops_seen = 0
 
+    @property
+    def module_env(self) -> Env:
+        """The variables of the module the running code belongs to."""
+        return self.frame.scope.env
+
+    def add_scope(self, scope: ModuleScope) -> None:
+        self.scopes.append(scope)
+        self.module_envs.add(scope.env)
+        self._collect(statements(scope.module), None, scope)
+
+    def star_count(self) -> int:
+        return sum(len(scope.star_imports) for scope in self.scopes)
+
+    def function_value(self, info: FunctionInfo, bound: Ref | None = None) -> Function:
+        """A function or method as a value, closed over its own module's variables."""
+        return Function(info, self.scope_of[info].env, bound)
+
     # --- entry points ------------------------------------------------------------------------
 
     def run(self) -> list[EntryRun]:
         """Run the module body, then each function no run has expanded (those the file never
         calls first), each from the heap the module body left."""
-        self.exec_block(statements(self.module))
+        self.exec_block(statements(self.main.module))
         runs = [EntryRun("<module>", self.events)]
         module_heap = self.heap
         called = {match.decode() for match in CALLED_NAME.findall(self.source)}
-        functions = list(self.functions.values())
+        functions = list(self.main.functions)
         uncalled = [info for info in functions if not self._called(info, called)]
         for info in uncalled + [info for info in functions if info not in uncalled]:
             if info not in self.invoked:
@@ -121,33 +155,35 @@ class Interpreter(Expressions, Calls):
     def _run_root(self, info: FunctionInfo, module_heap: Heap) -> EntryRun:
         self.events, self.heap, self.ctx = [], Heap(self.world, module_heap), Context()
         self.summaries.start_entry()
-        self.frame = Frame(self.module_env)
+        self.frame = Frame(self.main.env, self.main)
         instance = Ref(Obj(ObjKind.SELF, "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
         init = info.cls.method("__init__") if info.cls else None
         if init is None and info.cls is not None and is_dataclass(info.cls):
             init = info.cls.method("__post_init__")
         if instance is not None and init is not None and init is not info:
-            self.call_function(Function(init, self.module_env, instance), (), {}, None, symbolic=True)
+            self.call_function(self.function_value(init, instance), (), {}, None, symbolic=True)
         if instance is not None and info.name in ("forward", "__call__"):  # runs through `module(...)`
             self.ctx = self.ctx.with_(forward_of=(instance,))
-        self.call_function(Function(info, self.module_env, instance), (), {}, None, symbolic=True)
+        self.call_function(self.function_value(info, instance), (), {}, None, symbolic=True)
         return EntryRun(info.qualname, self.events, instance=instance)
 
-    def _collect(self, body: list[cst.CSTNode], cls: ClassInfo | None) -> None:
+    def _collect(self, body: list[cst.CSTNode], cls: ClassInfo | None, scope: ModuleScope) -> None:
         for stmt in body:
             if isinstance(stmt, cst.FunctionDef):
                 info = FunctionInfo(stmt, cls)
                 self.functions[stmt] = info
+                self.scope_of[info] = scope
+                scope.functions.append(info)
                 if cls is not None and not info.decorator_names & {"setter", "deleter"}:
                     cls.methods[info.name] = info  # a property's setter keeps its getter
-                self._collect(statements(stmt.body), None)
+                self._collect(statements(stmt.body), None, scope)
             elif isinstance(stmt, cst.ClassDef):
                 info_cls = ClassInfo(stmt)
                 self.classes[stmt] = info_cls
-                self._collect(statements(stmt.body), info_cls)
+                self._collect(statements(stmt.body), info_cls, scope)
             elif isinstance(stmt, cst.BaseCompoundStatement):
                 for block in _blocks(stmt):
-                    self._collect(statements(block), cls)
+                    self._collect(statements(block), cls, scope)
 
     # --- events ------------------------------------------------------------------------------
 
@@ -242,25 +278,6 @@ class Interpreter(Expressions, Calls):
             finally:
                 self.ctx = outer
         return None
-
-    def exec_import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            module = dotted(alias.name)
-            if alias.asname is not None:
-                self.bind(alias.asname.name.value, Symbol(apis.canonical(module)))
-            else:
-                top = module.split(".")[0]
-                self.bind(top, Symbol(top))
-
-    def exec_import_from(self, node: cst.ImportFrom) -> None:
-        module = "." * len(node.relative) + (dotted(node.module) if node.module else "")
-        if isinstance(node.names, cst.ImportStar):
-            self.star_imports.append(apis.canonical(module))
-            return
-        for alias in node.names:
-            name = dotted(alias.name)
-            local = alias.asname.name.value if alias.asname is not None else name
-            self.bind(local, Symbol(apis.canonical(f"{module}.{name}")))
 
     def exec_function_def(self, node: cst.FunctionDef) -> None:
         info = self.functions[node]

@@ -22,7 +22,6 @@ from fsdp2_lint.analysis.model import (
     Const,
     Derived,
     EventKind,
-    Function,
     Iter,
     IterKind,
     Loaded,
@@ -65,23 +64,27 @@ class Expressions:
         value = self.frame.env.lookup(name)
         if value is None:
             value = self.unbound(name)
-        return torch_api.rank_by_name(name, value)
+        return torch_api.rank_by_name(name, self.resolved(value))
 
     def unbound(self, name: str) -> Value:
-        for module in self.star_imports:
-            if name in apis.STAR_EXPORTS.get(module, ()):
-                return Symbol(f"{module}.{name}")
+        scope = self.frame.scope
+        for module in scope.star_imports:
+            star = self.star_imported(module, name)
+            if star is not None:
+                return star
         if name in BUILTIN_NAMES:
             return Symbol(f"builtins.{name}")
         # Defined where the file cannot show (a star import, exec, a notebook cell): still one
         # object, so that every mention of the name agrees.
-        if name not in self.free_names:
-            self.free_names[name] = Ref(Obj(ObjKind.PARAM, name))
-        return self.free_names[name]
+        if name not in scope.free_names:
+            scope.free_names[name] = Ref(Obj(ObjKind.PARAM, name))
+        return scope.free_names[name]
 
     def eval_attribute(self, node: cst.Attribute) -> Value:
         value = self.attribute(self.eval(node.value), node.attr.value, node)
-        if isinstance(value, RankDep) and torch_api.LOW_RANK_OWNER.search(self.module.code_for_node(node.value)):
+        if isinstance(value, RankDep) and torch_api.LOW_RANK_OWNER.search(
+            self.frame.scope.module.code_for_node(node.value)
+        ):
             return UNKNOWN
         return value
 
@@ -89,13 +92,13 @@ class Expressions:
         results: list[Value] = []
         for option in options(base):
             if isinstance(option, Symbol):
-                results.append(Symbol(apis.canonical(f"{option.qname}.{name}")))
+                results.append(self.resolved(Symbol(apis.canonical(f"{option.qname}.{name}"))))
             elif isinstance(option, Ref):
                 results.append(self.ref_attribute(option, name, node))
             elif isinstance(option, Class):
                 method = option.info.method(name)
                 attribute = None if method else self.class_attribute(option.info, name)
-                results.append(Function(method, self.module_env) if method else attribute or UNKNOWN)
+                results.append(self.function_value(method) if method else attribute or UNKNOWN)
             elif isinstance(option, Super):
                 results.append(BoundMethod(option, name))
             else:
@@ -115,9 +118,9 @@ class Expressions:
         cls = ref.root.cls if not ref.path else None
         method = cls.method(name) if cls else None
         if method is not None and method.decorator_names & PROPERTIES:
-            return self.call_function(Function(method, self.module_env, ref), (), {}, node) or UNKNOWN
+            return self.call_function(self.function_value(method, ref), (), {}, node) or UNKNOWN
         if method is not None:
-            return Function(method, self.module_env, ref)
+            return self.function_value(method, ref)
         attribute = self.class_attribute(cls, name) if cls else None
         if attribute is not None:
             return attribute

@@ -224,11 +224,12 @@ def _peek(interp: Evaluator, node: cst.BaseExpression) -> Value:
 def dtensor_checks(interp: Evaluator, test: cst.BaseExpression) -> tuple[str, ...]:
     """The source of each ``x`` the test checks with ``isinstance(x, T)``, ``T`` naming ``DTensor``
     (however it is spelled or imported)."""
-    if not interp.mentions_dtensor:
+    scope = interp.frame.scope
+    if not scope.mentions_dtensor:
         return ()
     found = interp.dtensor_checks_of.get(id(test))
     if found is None:
-        code = interp.module.code_for_node
+        code = scope.module.code_for_node
         found = tuple(
             code(call.args[0].value)
             for call in _calls_in(test)

@@ -14,7 +14,19 @@ from typing import Protocol
 
 import libcst as cst
 
-from fsdp2_lint.analysis.model import ClassInfo, Context, Event, Obj, ObjKind, RankGuard, Ref, Value, key_element, refs
+from fsdp2_lint.analysis.model import (
+    ClassInfo,
+    Context,
+    Event,
+    FunctionInfo,
+    Obj,
+    ObjKind,
+    RankGuard,
+    Ref,
+    Value,
+    key_element,
+    refs,
+)
 
 Slot = tuple[int, tuple[str, ...]]  # a heap key: (id of the owning object, attribute path)
 TERMINATED = object()  # a block that ends in return/raise/break/continue
@@ -71,9 +83,27 @@ def joined(continuations: list[Continuation]) -> Continuation:
     return Continuation(tuple(arm for c in continuations for arm in c.arms))
 
 
+@dataclass(eq=False)
+class ModuleScope:
+    """One module the run reads: the linted file, or a project module it reached. ``name`` is its
+    dotted module name ("" when it is not known); ``package`` where its relative imports start."""
+
+    name: str
+    package: str
+    module: cst.Module
+    env: Env
+    path: object = None  # the file (a Path), None for the linted text of no known file
+    star_imports: list[str] = field(default_factory=list)
+    free_names: dict[str, Value] = field(default_factory=dict)  # names it never binds, one object each
+    functions: list[FunctionInfo] = field(default_factory=list)
+    mentions_dtensor: bool = False  # does its source spell `DTensor` anywhere?
+    relevant: bool = True  # may its code matter to a rule (its tokens pass the prefilter)?
+
+
 @dataclass
 class Frame:
     env: Env
+    scope: ModuleScope
     stack: tuple[cst.CSTNode, ...] = ()
     self_ref: Ref | None = None
     cls: ClassInfo | None = None
@@ -101,9 +131,7 @@ class Evaluator(Protocol):
     frame: Frame
     ctx: Context
     heap: Heap
-    module_env: Env
-    module: cst.Module
-    mentions_dtensor: bool  # does the file's source spell `DTensor` anywhere?
+    module_env: Env  # the variables of the module the running code is in
     dtensor_checks_of: dict[int, tuple[str, ...]]  # guards.dtensor_checks by id of the test
 
     def now(self) -> int: ...

@@ -138,14 +138,14 @@ class Summaries:
 
 
 def key(
-    fn: Function, args: tuple, kwargs: dict, ctx: Context, depth: tuple, site: bool, world: int, stars: int, module_env
+    fn: Function, args: tuple, kwargs: dict, ctx: Context, depth: tuple, site: bool, world: int, stars: int, module_envs
 ) -> tuple | None:
     """What the call of ``fn`` can observe, or None for a call that is never summarised.
     ``depth``: the frames, functions and lambdas above the call."""
-    if fn.closure is not None and fn.closure is not module_env:
+    if fn.closure is not None and fn.closure not in module_envs:
         return None
     inputs = (fn.bound, *args, *kwargs.values())
-    if not all(_closure_free(value, module_env) for value in inputs if value is not None):
+    if not all(_closure_free(value, module_envs) for value in inputs if value is not None):
         return None
     token = (
         fn.info,
@@ -175,10 +175,10 @@ def _typed(value: Value) -> object:
     return value
 
 
-def _closure_free(value: Value, module_env) -> bool:
+def _closure_free(value: Value, module_envs) -> bool:
     """No function in ``value`` sees variables of an enclosing function (values compare without them)."""
     for option in _values_in(value):
-        if isinstance(option, (Function, Lambda)) and option.closure is not None and option.closure is not module_env:
+        if isinstance(option, (Function, Lambda)) and option.closure is not None and option.closure not in module_envs:
             return False
     return True
 
@@ -193,7 +193,7 @@ def summarize(interp, start: int, stack: tuple, result: Value, before: tuple[int
     world_before, loops_before, first_serial = before
     if interp.world.version != world_before:
         return None  # it wrote shared state
-    named = _Named(interp.module_env)
+    named = _Named(interp.module_envs)
     events = interp.events
     index = start
     while index < len(events):  # a replay inside it is read from its summary
@@ -228,8 +228,8 @@ def summarize(interp, start: int, stack: tuple, result: Value, before: tuple[int
 class _Named:
     """What the values of an expansion name: objects, event indexes, loop numbers, closures."""
 
-    def __init__(self, module_env) -> None:
-        self.module_env = module_env
+    def __init__(self, module_envs) -> None:
+        self.module_envs = module_envs
         self.objects: dict[int, Obj] = {}
         self.indexes: set[int] = set()
         self.loops: set[int] = set()
@@ -242,7 +242,11 @@ class _Named:
             if id(option) in self.seen:
                 continue
             self.seen.add(id(option))
-            if isinstance(option, (Function, Lambda)) and option.closure not in (None, self.module_env):
+            if (
+                isinstance(option, (Function, Lambda))
+                and option.closure is not None
+                and option.closure not in self.module_envs
+            ):
                 self.closures = True
             self.indexes.update(_indexes(option))
             for ref in _refs_of(option):
@@ -428,7 +432,7 @@ def _preexisting(interp, obj: Obj, first_serial: int) -> bool:
     if obj.serial < first_serial:
         return True
     lazily_made = (
-        *(name.root for name in interp.free_names.values() if isinstance(name, Ref)),
+        *(name.root for scope in interp.scopes for name in scope.free_names.values() if isinstance(name, Ref)),
         *interp.class_objs.values(),
     )
     return any(made is obj for made in lazily_made)

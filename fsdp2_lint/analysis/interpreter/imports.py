@@ -1,0 +1,184 @@
+"""Imports, and the project's own modules behind them; part of :class:`~.core.Interpreter`.
+
+An import binds names to :class:`~fsdp2_lint.analysis.model.Symbol`\\ s (``from .parallel import
+shard`` in ``trainer/train.py`` binds ``shard`` to ``trainer.parallel.shard``: relative imports are
+made absolute). A symbol that names something a project module defines is *resolved* where code
+uses it (a name read, an attribute of a module read): the module is loaded (:meth:`Imports.load`:
+parsed once per run, its body run once, in its own variables, as Python imports it, with
+``__name__`` its module name) and the symbol becomes what the module binds: its function, class,
+constant, or the torch API it re-exports. Calls of its functions are then expanded as same-file
+calls are, when a value that matters flows into them (:meth:`Imports.follows`); others stay opaque.
+A module is read only when a name of it is used by code the analysis runs: not the whole closure of
+imports. Without a project (``--no-follow-imports``, text of no known file) nothing is loaded and
+every imported name stays a symbol, as in a per-file analysis.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+
+from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.interpreter.state import Env, Frame, ModuleScope, WatchedDict
+from fsdp2_lint.analysis.model import (
+    UNKNOWN,
+    Const,
+    Context,
+    Function,
+    Lambda,
+    Partial,
+    Ref,
+    StateDict,
+    Symbol,
+    Value,
+    options,
+    walk_contents,
+)
+from fsdp2_lint.analysis.project import Project
+from fsdp2_lint.analysis.syntax import dotted, statements
+
+MAX_ALIAS_HOPS = 16  # `shard = _impl` re-exported through packages: a chain this long is a cycle
+
+
+class Imports:
+    """Imports and project modules; part of :class:`~.core.Interpreter`."""
+
+    project: Project | None
+    relevant: object  # callable(bytes) -> bool: may the module's code matter to a rule?
+
+    def exec_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            module = dotted(alias.name)
+            if alias.asname is not None:
+                self.bind(alias.asname.name.value, Symbol(apis.canonical(module)))
+            else:
+                top = module.split(".")[0]
+                self.bind(top, Symbol(top))
+
+    def exec_import_from(self, node: cst.ImportFrom) -> None:
+        module = self.absolute_module(len(node.relative), dotted(node.module) if node.module else "")
+        if isinstance(node.names, cst.ImportStar):
+            self.frame.scope.star_imports.append(apis.canonical(module))
+            return
+        for alias in node.names:
+            name = dotted(alias.name)
+            local = alias.asname.name.value if alias.asname is not None else name
+            self.bind(local, Symbol(apis.canonical(f"{module}.{name}" if module else name)))
+
+    def absolute_module(self, level: int, name: str) -> str:
+        """The module a ``from`` import names: relative ones made absolute in a project."""
+        if not level or self.project is None:
+            return "." * level + name
+        return self.project.absolute(self.frame.scope.package, level, name, is_package=True)
+
+    def star_imported(self, module: str, name: str) -> Value | None:
+        """What ``name`` is when ``from module import *`` may have bound it, else None."""
+        if name in apis.STAR_EXPORTS.get(module, ()):
+            return Symbol(f"{module}.{name}")
+        path = self.project.find(module, self.frame.scope.path) if self.project is not None else None
+        scope = self.load(path) if path is not None else None
+        if scope is None or name.startswith("_") and name not in _dunder_all(scope):
+            return None
+        return scope.env.vars.get(name)
+
+    # --- project names -------------------------------------------------------------------------
+
+    def resolved(self, value: Value) -> Value:
+        """``value`` with each symbol that names a project module's binding replaced by it."""
+        if not isinstance(value, Symbol) or self.project is None:
+            return value
+        for _ in range(MAX_ALIAS_HOPS):
+            found = self.project_binding(value.qname)
+            if found is None:
+                return value
+            if not isinstance(found, Symbol):
+                return found
+            value = found
+        return UNKNOWN
+
+    def project_binding(self, qname: str) -> Value | None:
+        """What the project module ``a.b`` binds to ``c`` for ``a.b.c``; None when ``qname`` is no
+        name in a project module (a module itself stays a symbol: its attributes resolve in turn)."""
+        module, _, name = qname.rpartition(".")
+        importer = self.frame.scope.path
+        if not module or self.project.find(qname.partition(".")[0], importer) is None:
+            return None
+        if self.project.find(qname, importer) is not None:
+            return None
+        path = self.project.find(module, importer)
+        if path is None:
+            return None
+        scope = self.load(path)
+        if scope is None:
+            return UNKNOWN  # a module of the project the analysis cannot read
+        found = scope.env.vars.get(name)
+        if found is None:
+            for star in scope.star_imports:
+                found = self._in_module(scope, star, name)
+                if found is not None:
+                    break
+        return found if found is not None else UNKNOWN
+
+    def _in_module(self, scope: ModuleScope, module: str, name: str) -> Value | None:
+        outer = self.frame
+        self.frame = Frame(scope.env, scope)
+        try:
+            return self.star_imported(module, name)
+        finally:
+            self.frame = outer
+
+    def load(self, path: Path) -> ModuleScope | None:
+        """The project module in ``path``, its body run once (Python's import); None when it cannot be
+        read or parsed. A module asked for while its body runs (an import cycle) is what it has bound
+        so far, as in Python."""
+        if path in self.loaded:
+            return self.loaded[path]
+        parsed = self.project.parse(path)
+        if parsed is None:
+            self.loaded[path] = None
+            return None
+        env = Env(None, WatchedDict(self.world))
+        env.vars["__name__"] = Const(parsed.name)
+        scope = ModuleScope(parsed.name, parsed.package, parsed.module, env, path)
+        scope.mentions_dtensor = b"DTensor" in parsed.source
+        scope.relevant = self.relevant(parsed.source)
+        self.loaded[path] = scope
+        self.add_scope(scope)
+        self._run_module_body(scope)
+        return scope
+
+    def _run_module_body(self, scope: ModuleScope) -> None:
+        """Run a module's body as its import does: outside whatever code first used it."""
+        saved = self.frame, self.ctx, self.active, self.active_lambdas
+        self.frame, self.ctx, self.active, self.active_lambdas = Frame(scope.env, scope), Context(), [], []
+        try:
+            self.exec_block(statements(scope.module))
+        finally:
+            self.frame, self.ctx, self.active, self.active_lambdas = saved
+
+    def follows(self, fn: Function, args: tuple, kwargs: dict) -> bool:
+        """Is a call of ``fn`` expanded? Always in the linted file; in another project module when
+        that module's code can matter to a rule, or a value that matters is passed to it."""
+        scope = self.scope_of[fn.info]
+        if scope is self.main or scope.relevant:
+            return True
+        return any(_matters(value) for value in (fn.bound, *args, *kwargs.values()) if value is not None)
+
+
+def _matters(value: Value) -> bool:
+    return any(
+        isinstance(option, (Ref, StateDict, Function, Lambda, Partial))
+        for item in walk_contents(value)
+        for option in options(item)
+    )
+
+
+def _dunder_all(scope: ModuleScope) -> tuple[str, ...]:
+    listed = scope.env.vars.get("__all__")
+    return tuple(
+        item.value
+        for value in ([listed] if listed is not None else [])
+        for item in walk_contents(value)
+        if isinstance(item, Const) and isinstance(item.value, str)
+    )

@@ -1,0 +1,211 @@
+"""The project a linted file belongs to, and its own modules: where they are, read and parsed at most
+once per run.
+
+- **Root**: the nearest folder above the file with ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or
+  ``.git`` (:func:`find_root`).
+- **Import roots**: the configured ones (``roots`` in ``[tool.fsdp2-lint]``), else ``src/`` and
+  ``python/`` where they exist, then the root itself. A file's module name is its path under the first
+  root that holds it, whatever folder the linter was started in or which file was named.
+- **Finding a module** (:meth:`Project.find`): in the import roots in order, a package
+  (``a/b/__init__.py``) before a module (``a/b.py``), folders without ``__init__.py`` taking part as
+  namespace packages; then, for script projects run as ``python train.py``, in the importing file's
+  folder and its parents up to the root (as pyright and ty do). Names of third-party packages the
+  rules know by name (``torch``) are never project modules: the rules know their API.
+- **Reading** goes through :class:`Sources`, which answers from unsaved text first (an editor's
+  buffers, standard input) and from disk second, and remembers the content of every file it read: a
+  file's cached result depends on exactly those (:meth:`Project.reads`).
+
+What a module's code means is the interpreter's business: it asks for a module when a value that
+matters flows into it (:mod:`fsdp2_lint.analysis.interpreter.modules`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+AUTO_ROOTS = ("src", "python")
+# Packages the rules know by name: a project folder named like one must not change what they mean.
+KNOWN_THIRD_PARTY = frozenset({"torch", "torchvision", "numpy", "transformers", "accelerate", "lightning"})
+MAX_WALK_UP = 8  # folders above an importing script searched for its sibling modules
+
+
+def find_root(start: Path) -> Path:
+    """The project root of a file or folder: the nearest folder with a project marker, else the
+    folder itself."""
+    folder = start if start.is_dir() else start.parent
+    folder = Path(os.path.realpath(folder))
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
+            return candidate
+    return folder
+
+
+def import_roots(root: Path, configured: Sequence[str] = ()) -> tuple[Path, ...]:
+    """The folders imports are resolved from, in order."""
+    if configured:
+        return tuple(Path(os.path.realpath(root / entry)) for entry in configured)
+    found = [root / name for name in AUTO_ROOTS if (root / name).is_dir()]
+    return (*found, root)
+
+
+class Sources:
+    """File contents: unsaved text first (``overlays``, by resolved path), disk second. Every
+    read is remembered with a hash of what it returned."""
+
+    def __init__(self, overlays: Mapping[Path, bytes] | None = None, max_file_size: int = 0) -> None:
+        self.overlays = dict(overlays or {})
+        self.max_file_size = max_file_size
+        self.read: dict[Path, str] = {}  # resolved path -> content hash ("" when it could not be read)
+        self._data: dict[Path, bytes | None] = {}
+
+    def get(self, path: Path) -> bytes | None:
+        """The file's bytes; None when it cannot be read or is larger than ``max_file_size``."""
+        if path not in self._data:
+            data = self.overlays.get(path)
+            if data is None:
+                try:
+                    data = path.read_bytes()
+                except OSError:
+                    data = None
+            if data is not None and self.max_file_size and len(data) > self.max_file_size:
+                data = None
+            self._data[path] = data
+            self.read[path] = hashlib.sha256(data).hexdigest() if data is not None else ""
+        return self._data[path]
+
+    def is_file(self, path: Path) -> bool:
+        return path in self.overlays or path.is_file()
+
+
+@dataclass(eq=False)
+class ProjectModule:
+    """A module of the project, parsed."""
+
+    name: str
+    path: Path
+    source: bytes
+    module: cst.Module
+
+    @property
+    def package(self) -> str:
+        """The package relative imports in this module start from."""
+        if self.path.name == "__init__.py":
+            return self.name
+        return self.name.rpartition(".")[0]
+
+
+class Project:
+    """One project's modules, found and parsed on demand, each at most once."""
+
+    def __init__(
+        self,
+        root: Path,
+        roots: Sequence[Path] | None = None,
+        sources: Sources | None = None,
+        parseable: Callable[[bytes], bool] | None = None,
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.roots = tuple(roots) if roots is not None else import_roots(self.root)
+        self.sources = sources or Sources()
+        self.parseable = parseable or (lambda data: True)
+        self._found: dict[tuple[str, Path | None], Path | None] = {}
+        self._parsed: dict[Path, ProjectModule | None] = {}
+        self.missing: set[str] = set()  # module names looked up and not found
+
+    # --- names ---------------------------------------------------------------------------------
+
+    def module_name(self, path: Path) -> str:
+        """The module name of a file: its path under the first import root that holds it, else its
+        path under its own folder (a script's name)."""
+        path = Path(os.path.realpath(path))
+        for root in self.roots:
+            if path.is_relative_to(root):
+                return _dotted(path.relative_to(root))
+        return _dotted(Path(path.name))
+
+    def absolute(self, importer: str, level: int, name: str, is_package: bool) -> str:
+        """The absolute name of a relative import (``from ..x import y`` in module ``importer``)."""
+        if not level:
+            return name
+        package = importer if is_package else importer.rpartition(".")[0]
+        parts = package.split(".") if package else []
+        base = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+        return ".".join([*base, name] if name else base)
+
+    # --- finding modules -------------------------------------------------------------------------
+
+    def find(self, name: str, importer: Path | None = None) -> Path | None:
+        """The file of project module ``name`` (a package's ``__init__.py``), or None."""
+        if not name or name.split(".")[0] in KNOWN_THIRD_PARTY:
+            return None
+        key = (name, importer.parent if importer is not None else None)
+        if key not in self._found:
+            found = self._in_roots(name)
+            if found is None and importer is not None:
+                found = self._walking_up(name, importer.parent)
+            if found is None:
+                self.missing.add(name)
+            self._found[key] = found
+        return self._found[key]
+
+    def _in_roots(self, name: str) -> Path | None:
+        key = (name, None)
+        if key not in self._found:
+            self._found[key] = next((f for root in self.roots if (f := self._under(root, name))), None)
+        return self._found[key]
+
+    def _walking_up(self, name: str, folder: Path) -> Path | None:
+        folder = Path(os.path.realpath(folder))
+        for _ in range(MAX_WALK_UP):
+            found = self._under(folder, name)
+            if found is not None or folder == self.root or not folder.is_relative_to(self.root):
+                return found
+            folder = folder.parent
+        return None
+
+    def _under(self, folder: Path, name: str) -> Path | None:
+        base = folder.joinpath(*name.split("."))
+        for candidate in (base / "__init__.py", base.with_name(base.name + ".py")):
+            if self.sources.is_file(candidate):
+                return Path(os.path.realpath(candidate))
+        return None
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def parse(self, path: Path) -> ProjectModule | None:
+        """The module in ``path`` parsed; None when it cannot be read, is refused by ``parseable``
+        (too large, nested too deep) or does not parse: its names are then unknown."""
+        if path not in self._parsed:
+            self._parsed[path] = self._parse(path)
+        return self._parsed[path]
+
+    def _parse(self, path: Path) -> ProjectModule | None:
+        data = self.sources.get(path)
+        if data is None or not self.parseable(data):
+            return None
+        try:
+            module = cst.parse_module(data)
+        except (cst.ParserSyntaxError, UnicodeDecodeError, LookupError, SyntaxError, RecursionError):
+            return None
+        return ProjectModule(self.module_name(path), path, data, module)
+
+    def reads(self) -> dict[str, str]:
+        """What the analysis depended on: each file read (path -> content hash) and each module
+        name looked up and not found (name -> "")."""
+        found = {str(path): digest for path, digest in self.sources.read.items()}
+        found.update({f"missing:{name}": "" for name in self.missing})
+        return found
+
+
+def _dotted(relative: Path) -> str:
+    parts = list(relative.with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
