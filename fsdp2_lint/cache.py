@@ -1,8 +1,10 @@
 """A content-addressed cache of each file's diagnostics, so an unchanged tree is not re-analysed.
 
 An entry's key hashes everything its diagnostics depend on: the file's bytes, the name it is
-reported under, the rules applied to it, and a fingerprint of the linter itself (its version and
-the source of the package, rules included, so that editing a rule invalidates every entry).
+reported under, the rules applied to it, the project modules its analysis can read (each one's
+path and bytes: editing a helper invalidates the files that import it, and nothing else; none when
+imports are not followed), and a fingerprint of the linter itself (its version and the source of
+the package, rules included, so that editing a rule invalidates every entry).
 Entries are written atomically (temporary file + ``os.replace``), so concurrent runs never see
 half an entry; an entry that cannot be read, verified or decoded is a miss, computed again.
 
@@ -70,10 +72,15 @@ class Cache:
         self._trusted: bool | None = None  # decided at first use, once per run
         self._secret: bytes | None = None
 
-    def key(self, data: bytes, display: str, rules: Sequence[type[Rule]]) -> str:
+    def key(
+        self, data: bytes, display: str, rules: Sequence[type[Rule]], reachable: Sequence[tuple[Path, bytes]] = ()
+    ) -> str:
         digest = hashlib.sha256(linter_fingerprint().encode())
         digest.update(json.dumps([display, [rule.code for rule in rules]]).encode())
         digest.update(data)
+        for path, text in reachable:
+            digest.update(json.dumps(str(path)).encode())
+            digest.update(hashlib.sha256(text).digest())
         return digest.hexdigest()
 
     def load(self, key: str) -> list[Diagnostic] | None:

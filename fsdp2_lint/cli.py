@@ -73,6 +73,8 @@ def main() -> None:
 @click.option("--max-file-size", type=click.IntRange(min=0), metavar="BYTES",
               help="Report larger files (FSDP000) instead of analysing them; 0: no limit "
               "(default: max-file-size in the configuration, else 1048576).")  # fmt: skip
+@click.option("--no-follow-imports", is_flag=True,
+              help="Analyse each file on its own, without following calls into the project's other modules.")  # fmt: skip
 @click.option("--no-cache", is_flag=True, help="Analyse every file again instead of reusing cached results.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar=CACHE_DIR_ENV, show_envvar=True,
               help="Where results are cached (default: .fsdp2-lint-cache in the project root).")  # fmt: skip
@@ -98,6 +100,7 @@ def check(
     isolated: bool,
     jobs: int | None,
     max_file_size: int | None,
+    no_follow_imports: bool,
     no_cache: bool,
     cache_dir: Path | None,
     fix: bool,
@@ -111,7 +114,7 @@ def check(
     --diff: a change to show), 2 on usage or configuration errors.
     """
     selection = Selection(_codes(select) or None, _codes(ignore), _codes(extend_select))
-    resolver = SettingsResolver(selection, config, isolated, max_file_size)
+    resolver = SettingsResolver(selection, config, isolated, max_file_size, no_follow_imports)
     reads_stdin = paths == (Path("-"),) or (stdin_filename is not None and not paths)
     if stdin_filename is not None and not reads_stdin:
         raise click.UsageError("--stdin-filename names standard input: pass no PATHS (or `-`) with it")

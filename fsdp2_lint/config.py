@@ -29,8 +29,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 SECTION = "fsdp2-lint"
-LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-KNOWN_KEYS = frozenset(LIST_KEYS + ("per-file-ignores", "max-file-size"))
+LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "import-roots")
+KNOWN_KEYS = frozenset(LIST_KEYS + ("per-file-ignores", "max-file-size", "follow-imports"))
 
 
 class ConfigError(Exception):
@@ -57,6 +57,8 @@ class Settings:
     source: Path | None = None  # the pyproject.toml it came from
     parse_errors_reported: bool = True
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are FSDP000, not analysed (0: no limit)
+    follow_imports: bool = True  # follow calls into the project's other modules
+    import_roots: tuple[Path, ...] = ()  # where the project's imports resolve from (empty: found automatically)
 
     def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
         ignored = self.ignored_codes(path)
@@ -117,6 +119,8 @@ def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
         source=config,
         parse_errors_reported=PARSE_ERROR in codes,
         max_file_size=_max_file_size(config, table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)),
+        follow_imports=_flag(config, table, "follow-imports", True),
+        import_roots=tuple(root / entry for entry in lists["import-roots"]),
     )
 
 
@@ -173,6 +177,13 @@ def _is_regular_file(path: Path) -> bool:
 def _max_file_size(config: Path | None, value: object) -> int:
     if type(value) is not int or value < 0:
         raise ConfigError(f"{config}: `max-file-size` must be a number of bytes (0: no limit)")
+    return value
+
+
+def _flag(config: Path | None, table: dict, key: str, default: bool) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{config}: `{key}` must be true or false")
     return value
 
 

@@ -50,6 +50,18 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another place that makes a diagnostic a misuse (where the model was sharded, say)."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     """One reported violation. Lines and columns are 1-based; the end column is exclusive."""
 
@@ -65,12 +77,15 @@ class Diagnostic:
     end_column: int
     source_line: str
     fix: Fix | None = None
+    related: tuple[Related, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data["severity"] = self.severity.value
         if self.fix is not None:
             data["fix"]["applicability"] = self.fix.applicability.value
+        if not self.related:
+            del data["related"]
         del data["source_line"]
         return data
 

@@ -15,6 +15,7 @@ parse) is defined in :mod:`fsdp2_lint.diagnostics`; the size limit's default in
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import warnings
@@ -24,8 +25,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from fsdp2_lint.analysis.facts import FileFacts, interpret
-from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, file_error
+from fsdp2_lint.analysis.facts import FileFacts, ModuleText, interpret
+from fsdp2_lint.analysis.project import Project
+from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, Related, file_error
 from fsdp2_lint.fixing.apply import apply_rewrites
 from fsdp2_lint.fixing.lines import fixed_bytes
 from fsdp2_lint.fixing.rewrite import Rewrite
@@ -40,7 +42,6 @@ _NOQA = re.compile(
     r"|fsdp2-lint\s*:\s*disable\s*=\s*(?P<disabled>[A-Za-z]+\d+(?:\s*,\s*[A-Za-z]+\d+)*))",
     re.IGNORECASE,
 )
-_NEWLINE = re.compile(r"\r\n|\r|\n")
 _DECODE_HINT = "save the file as UTF-8, or declare its encoding (PEP 263): fsdp2-lint checked nothing else in it"
 _READ_HINT = "check the path and its permissions"
 _TOO_DEEP_HINT = "Python itself cannot compile this file: fsdp2-lint checked nothing else in it"
@@ -60,13 +61,14 @@ def lint_file(
     rules: Sequence[type[Rule]] | None = None,
     display_path: str | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    project: Project | None = None,
 ) -> list[Diagnostic]:
     shown = display_path if display_path is not None else str(path)
     try:
         data = read_source(path)
     except OSError as error:
         return [read_error(shown, error)]
-    return lint_source(data, shown, rules, max_file_size)
+    return lint_source(data, shown, rules, max_file_size, InProject(project, path) if project else None)
 
 
 def read_error(path: str, error: OSError) -> Diagnostic:
@@ -74,12 +76,25 @@ def read_error(path: str, error: OSError) -> Diagnostic:
     return file_error(path, f"cannot read file: {reason(error)}", hint=_READ_HINT)
 
 
+@dataclass(frozen=True)
+class InProject:
+    """Where a file sits: the project whose modules its analysis follows, and the file's path."""
+
+    project: Project
+    file: Path
+
+
 def lint_source(
-    data: bytes, path: str, rules: Sequence[type[Rule]] | None = None, max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    data: bytes,
+    path: str,
+    rules: Sequence[type[Rule]] | None = None,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    where: InProject | None = None,
 ) -> list[Diagnostic]:
-    """Diagnostics for one file's bytes, sorted by position, suppressions applied. A MemoryError
+    """Diagnostics for one file's bytes, sorted by position (this file's first, then those the
+    analysis found in other project modules it followed), suppressions applied. A MemoryError
     propagates: the caller knows what memory the process had (see :mod:`fsdp2_lint.isolation`)."""
-    return _lint(data, path, rules, max_file_size).diagnostics
+    return _lint(data, path, rules, max_file_size, where).diagnostics
 
 
 def reaches_parser(data: bytes, rules: Sequence[type[Rule]] | None, max_file_size: int) -> bool:
@@ -88,6 +103,12 @@ def reaches_parser(data: bytes, rules: Sequence[type[Rule]] | None, max_file_siz
     return _oversized(data, "", max_file_size) is None and bool(
         applicable_rules(all_rules() if rules is None else rules, data)
     )
+
+
+def parseable(data: bytes) -> bool:
+    """May a project module the analysis follows be parsed: no deeper than the parser handles?
+    (A module too large to read is not read at all.)"""
+    return nesting_depth(data) <= MAX_NESTING
 
 
 @dataclass
@@ -104,9 +125,11 @@ class _Linted:
         return [diagnostic for diagnostic, _ in self.findings]
 
 
-def _lint(data: bytes, path: str, rules: Sequence[type[Rule]] | None, max_file_size: int) -> _Linted:
+def _lint(
+    data: bytes, path: str, rules: Sequence[type[Rule]] | None, max_file_size: int, where: InProject | None = None
+) -> _Linted:
     selected = all_rules() if rules is None else rules
-    applicable = applicable_rules(selected, data)
+    applicable = applicable_rules(selected, reachable_code(data, where))
     if not applicable:
         return _Linted([])
     refused = _oversized(data, path, max_file_size) or _too_deep(data, path)
@@ -118,9 +141,8 @@ def _lint(data: bytes, path: str, rules: Sequence[type[Rule]] | None, max_file_s
         return _Linted([(_syntax_error(data, path, error), None)], broken=True)
     except (UnicodeDecodeError, LookupError, SyntaxError) as error:
         return _Linted([(file_error(path, f"cannot decode file: {error}", hint=_DECODE_HINT), None)], broken=True)
-    lines = _NEWLINE.split(_decode(data, module))
     try:
-        facts = FileFacts(path, data, module, interpret(module, data))
+        facts = _facts(data, path, module, where, max_file_size)
     except RecursionError:
         return _Linted(
             [(file_error(path, "file is nested too deeply to analyse", hint=INTERNAL_HINT), None)], broken=True
@@ -132,17 +154,43 @@ def _lint(data: bytes, path: str, rules: Sequence[type[Rule]] | None, max_file_s
         return _Linted([(file_error(path, message, hint=INTERNAL_HINT), None)], broken=True)
     findings: list[tuple[Diagnostic, Rewrite | None]] = []
     for rule in applicable:
-        findings.extend(_run_rule(rule, facts, lines))
-    kept = (pair for pair in findings if not _suppressed(pair[0], lines))
-    return _Linted(sorted(kept, key=lambda pair: (pair[0].line, pair[0].column, pair[0].code)), facts)
+        findings.extend(_run_rule(rule, facts))
+    lines = {text.path: text.bare_lines for text in (facts.text, *facts.others)}
+    kept = (pair for pair in findings if not _suppressed(pair[0], lines[pair[0].path]))
+    order = lambda pair: (pair[0].path != path, pair[0].path, pair[0].line, pair[0].column, pair[0].code)  # noqa: E731
+    return _Linted(sorted(kept, key=order), facts)
 
 
-def _decode(data: bytes, module: cst.Module) -> str:
-    text = data.decode(module.encoding, errors="replace")
-    return text[1:] if text.startswith("\ufeff") else text
+def _facts(data: bytes, path: str, module: cst.Module, where: InProject | None, max_file_size: int) -> FileFacts:
+    """The file's facts; in a project, its runs follow its imports into the project's modules."""
+    if where is None:
+        return FileFacts(path, data, module, interpret(module, data).traces)
+    analysis = interpret(module, data, where.project, where.file, _may_matter)
+    others = [ModuleText(display_path(other), source, parsed) for other, source, parsed in analysis.modules]
+    return FileFacts(path, data, module, analysis.traces, others)
 
 
-def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[tuple[Diagnostic, Rewrite | None]]:
+def reachable_code(data: bytes, where: InProject | None) -> bytes:
+    """The code the file's analysis can read: its own, and in a project, that of every project module
+    it imports (directly or not). A rule none of it can satisfy reports nothing in the file."""
+    if where is None:
+        return data
+    return b"\n".join([data, *(text for _, text in where.project.imported_sources(where.file, data))])
+
+
+def _may_matter(data: bytes) -> bool:
+    """May a project module's code matter to some rule (do its tokens pass the prefilter)?"""
+    return bool(applicable_rules(all_rules(), data))
+
+
+def display_path(path: Path) -> str:
+    """How a project module the analysis followed is named in diagnostics: relative to the working
+    folder when it is under it, else in full."""
+    relative = os.path.relpath(path)
+    return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
+
+
+def _run_rule(rule: type[Rule], facts: FileFacts) -> Iterable[tuple[Diagnostic, Rewrite | None]]:
     instance = _RULE_INSTANCES.get(rule) or _RULE_INSTANCES.setdefault(rule, rule())
     seen: set[int] = set()
     found: list[tuple[Diagnostic, Rewrite | None]] = []
@@ -150,7 +198,7 @@ def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[
         for finding in instance.check(facts):
             if id(finding.node) not in seen and not facts.expects_exception(finding.node):
                 seen.add(id(finding.node))
-                found.append((_diagnostic(rule, finding, facts, lines), finding.fix))
+                found.append((_diagnostic(rule, finding, facts), finding.fix))
     except MemoryError:
         raise
     except Exception as error:  # one broken rule must not hide the others
@@ -159,22 +207,34 @@ def _run_rule(rule: type[Rule], facts: FileFacts, lines: list[str]) -> Iterable[
     return found
 
 
-def _diagnostic(rule: type[Rule], finding: Finding, facts: FileFacts, lines: list[str]) -> Diagnostic:
-    where = facts.position(finding.node)
+def _diagnostic(rule: type[Rule], finding: Finding, facts: FileFacts) -> Diagnostic:
+    """The finding as reported, in the file that holds its node. A fix is offered in the linted
+    file only: the rules build fixes against it."""
+    text = facts.text_of(finding.node)
+    where = text.layout.position(finding.node)
+    lines = text.bare_lines
     return Diagnostic(
         code=rule.code,
         name=rule.name,
         message=finding.message or rule.summary,
         hint=finding.hint or rule.hint,
         severity=finding.severity or rule.severity,
-        path=facts.path,
+        path=text.path,
         line=where.start.line,
         column=where.start.column + 1,
         end_line=where.end.line,
         end_column=where.end.column + 1,
         source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
-        fix=_fix(finding.fix, facts) if finding.fix else None,
+        fix=_fix(finding.fix, facts) if finding.fix and text is facts.text else None,
+        related=tuple(_related(facts, node, message) for node, message in finding.related),
     )
+
+
+def _related(facts: FileFacts, node: cst.CSTNode, message: str) -> Related:
+    text = facts.text_of(node)
+    where = text.layout.position(node)
+    start, end = where.start, where.end
+    return Related(text.path, start.line, start.column + 1, end.line, end.column + 1, message)
 
 
 def _fix(rewrite: Rewrite, facts: FileFacts) -> Fix:
@@ -202,13 +262,15 @@ def fix_source(
     rules: Sequence[type[Rule]] | None = None,
     unsafe: bool = False,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    where: InProject | None = None,
 ) -> FixResult:
     """Apply the fixes of the diagnostics :func:`lint_source` reports (safe ones; unsafe ones too
     with ``unsafe``), round after round until none is left, since a fix can expose another. Each
     round re-parses the file and applies every fix that does not overlap an earlier one in one libcst
     transformation. A round whose result does not parse or cannot be analysed is dropped: a faulty
-    fix must never break the user's file."""
-    linted = _lint(data, path, rules, max_file_size)
+    fix must never break the user's file. Only this file is edited: a fix is offered for a
+    diagnostic in the file itself."""
+    linted = _lint(data, path, rules, max_file_size, where)
     fixed: list[Diagnostic] = []
     for _ in range(MAX_FIX_ROUNDS):
         if linted.facts is None:
@@ -218,7 +280,7 @@ def fix_source(
             break
         fixed_module = apply_rewrites(linted.facts.module, [rewrite for _, rewrite in chosen], linted.facts.parents)
         candidate = fixed_bytes(data, linted.facts.module, fixed_module)
-        after = _lint(candidate, path, rules, max_file_size)
+        after = _lint(candidate, path, rules, max_file_size, where)
         if candidate == data or after.broken or (after.facts is None and not _parses(candidate)):
             break
         data, linted = candidate, after

@@ -19,16 +19,26 @@ and the pre-commit hooks all go through here; :mod:`fsdp2_lint.engine` lints one
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
+from fsdp2_lint.analysis.project import Projects
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Selection, Settings, find_config, load_settings
 from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, file_error
 from fsdp2_lint.discovery import Unlintable
-from fsdp2_lint.engine import FixResult, fix_source, lint_source, raise_recursion_limit, read_error
+from fsdp2_lint.engine import (
+    FixResult,
+    InProject,
+    fix_source,
+    lint_source,
+    parseable,
+    raise_recursion_limit,
+    reachable_code,
+    read_error,
+)
 from fsdp2_lint.fixing.atomic_write import NotWritten, remove_stale_temporaries, write_fixed
 from fsdp2_lint.fixing.lines import unified_diff
 from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
@@ -44,12 +54,18 @@ class SettingsResolver:
     ``max_file_size`` (the command line's) overrides the configured one."""
 
     def __init__(
-        self, cli: Selection, config: Path | None = None, isolated: bool = False, max_file_size: int | None = None
+        self,
+        cli: Selection,
+        config: Path | None = None,
+        isolated: bool = False,
+        max_file_size: int | None = None,
+        no_follow_imports: bool = False,
     ) -> None:
         self.cli = cli
         self.config = config
         self.isolated = isolated
         self.max_file_size = max_file_size
+        self.no_follow_imports = no_follow_imports
         self._by_config: dict[Path | None, Settings] = {}
         self._by_directory: dict[Path, Path | None] = {}
 
@@ -68,6 +84,8 @@ class SettingsResolver:
             settings = load_settings(config, self.cli, root)
             if self.max_file_size is not None:
                 settings = replace(settings, max_file_size=self.max_file_size)
+            if self.no_follow_imports:
+                settings = replace(settings, follow_imports=False)
             self._by_config[config] = settings
         return self._by_config[config]
 
@@ -83,11 +101,22 @@ class LintTask:
     report_parse_errors: bool = True
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     source: bytes | None = None
+    follow_imports: bool = True
+    import_roots: tuple[Path, ...] = ()
 
     @classmethod
     def of(cls, path: Path, settings: Settings, display: str, source: bytes | None = None) -> LintTask:
         rules = settings.rules_for(path)
-        return cls(path, display, rules, settings.reports_parse_errors(path), settings.max_file_size, source)
+        return cls(
+            path,
+            display,
+            rules,
+            settings.reports_parse_errors(path),
+            settings.max_file_size,
+            source,
+            settings.follow_imports,
+            settings.import_roots,
+        )
 
 
 def default_jobs() -> int:
@@ -99,15 +128,21 @@ def default_jobs() -> int:
 
 
 def lint_files(
-    tasks: Sequence[LintTask], jobs: int | None = None, cache: Cache | None = None
+    tasks: Sequence[LintTask],
+    jobs: int | None = None,
+    cache: Cache | None = None,
+    overlays: Mapping[Path, bytes] | None = None,
 ) -> list[list[Diagnostic]]:
-    """Each task's diagnostics (sorted by position), in task order."""
+    """Each task's diagnostics (sorted by position), in task order. A task's analysis may find a
+    misuse in another project module it follows: that diagnostic comes with the task, once in the
+    run however many tasks find it. ``overlays``: unsaved texts of other files (an editor's buffers)."""
     raise_recursion_limit()
+    projects = Projects(overlays, parseable)
     results: list[list[Diagnostic]] = [[] for _ in tasks]
     pending: list[tuple[int, int]] = []  # (size, task index)
     for index, task in enumerate(tasks):
         data = _read(task)
-        answer = data if isinstance(data, list) else _without_parsing(task, data, cache)
+        answer = data if isinstance(data, list) else _without_parsing(task, data, cache, projects)
         if answer is None:
             pending.append((len(data), index))
         else:
@@ -115,9 +150,21 @@ def lint_files(
     jobs = default_jobs() if jobs is None else max(1, jobs)
     workers = min(jobs, len(pending)) if len(pending) >= PARALLEL_THRESHOLD else 1
     order = [index for _, index in sorted(pending, key=lambda item: -item[0])]  # the largest first: no long tail
-    for index, diagnostics in zip(order, _analyse([tasks[index] for index in order], workers, cache), strict=True):
+    analysed = _analyse([tasks[index] for index in order], workers, cache, projects)
+    for index, diagnostics in zip(order, analysed, strict=True):
         results[index] = diagnostics
-    return [_reported(task.report_parse_errors, found) for task, found in zip(tasks, results, strict=True)]
+    return _once([_reported(task.report_parse_errors, found) for task, found in zip(tasks, results, strict=True)])
+
+
+def _once(results: list[list[Diagnostic]]) -> list[list[Diagnostic]]:
+    """The results without a diagnostic that an earlier task reported already (one in a module
+    that several linted files follow into)."""
+    seen: set[Diagnostic] = set()
+    kept: list[list[Diagnostic]] = []
+    for found in results:
+        kept.append([diagnostic for diagnostic in found if diagnostic not in seen])
+        seen.update(found)
+    return kept
 
 
 def unlintable(found: Unlintable, settings: Settings, display: str) -> list[Diagnostic]:
@@ -130,14 +177,21 @@ def _reported(report_parse_errors: bool, diagnostics: Iterable[Diagnostic]) -> l
     return [d for d in diagnostics if report_parse_errors or d.code != PARSE_ERROR]
 
 
-def _without_parsing(task: LintTask, data: bytes, cache: Cache | None) -> list[Diagnostic] | None:
-    """What this process answers without parsing: nothing for a file no selected rule can fire on,
-    FSDP000 for an oversized one, a cached result; None when the file must be analysed."""
-    if not applicable_rules(task.rules, data):
+def _without_parsing(task: LintTask, data: bytes, cache: Cache | None, projects: Projects) -> list[Diagnostic] | None:
+    """What this process answers without parsing: nothing for a file no selected rule can fire on
+    (in the code its analysis can read), FSDP000 for an oversized one, a cached result; None when
+    the file must be analysed."""
+    where = _in_project(task, data, projects)
+    if not applicable_rules(task.rules, reachable_code(data, where)):
         return []
     if task.max_file_size and len(data) > task.max_file_size:  # before the cache: its key has no limit
         return lint_source(data, task.display, task.rules, task.max_file_size)
-    return cache.load(cache.key(data, task.display, task.rules)) if cache is not None else None
+    return cache.load(_cache_key(cache, task, data, where)) if cache is not None else None
+
+
+def _cache_key(cache: Cache, task: LintTask, data: bytes, where: InProject | None) -> str:
+    reachable = where.project.imported_sources(where.file, data) if where is not None else ()
+    return cache.key(data, task.display, task.rules, reachable)
 
 
 def _read(task: LintTask) -> bytes | list[Diagnostic]:
@@ -150,35 +204,47 @@ def _read(task: LintTask) -> bytes | list[Diagnostic]:
         return [read_error(task.display, error)]
 
 
-def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None) -> list[list[Diagnostic]]:
+def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None, projects: Projects) -> list[list[Diagnostic]]:
     """Each task's diagnostics, in order; each result is cached by whoever computed it (a crash,
     which may not recur, is not cached)."""
     if workers <= 1:
-        return [_lint_guarded(task, cache) for task in tasks]
+        return [_lint_guarded(task, cache, projects) for task in tasks]
     limits = [memory_limit(task.max_file_size) for task in tasks]
     limit = None if None in limits else max(limits, default=None)
-    results = run_isolated(partial(_lint_in_worker, cache=cache), tasks, workers, limit)
+    results = run_isolated(partial(_lint_in_worker, cache=cache, projects=projects), tasks, workers, limit)
     return [_crash_diagnostics(task, result) for task, result in zip(tasks, results, strict=True)]
 
 
-def _lint_guarded(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
+def _lint_guarded(task: LintTask, cache: Cache | None, projects: Projects) -> list[Diagnostic]:
     """The task's lint in this process, or in a worker of its own for a heavy file."""
     data = _read(task)
     if isinstance(data, list):
         return data
-    work = partial(_lint_bytes, task, data, cache)
+    work = partial(_lint_bytes, task, data, cache, projects)
     return _crash_diagnostics(task, run_guarded(work, data, task.rules, task.max_file_size))
 
 
-def _lint_in_worker(task: LintTask, cache: Cache | None) -> list[Diagnostic]:
+def _lint_in_worker(task: LintTask, cache: Cache | None, projects: Projects) -> list[Diagnostic]:
     data = _read(task)  # read again: the parent keeps no file contents
-    return data if isinstance(data, list) else _lint_bytes(task, data, cache)
+    return data if isinstance(data, list) else _lint_bytes(task, data, cache, projects)
 
 
-def _lint_bytes(task: LintTask, data: bytes, cache: Cache | None) -> list[Diagnostic]:
-    diagnostics = lint_source(data, task.display, task.rules, task.max_file_size)
+def _in_project(task: LintTask, data: bytes, projects: Projects) -> InProject | None:
+    """Where the task's file sits in its project, for the analysis to follow its imports; None
+    when imports are not followed."""
+    if not task.follow_imports:
+        return None
+    file = Path(os.path.realpath(task.path))
+    project = projects.for_file(file, task.import_roots)
+    project.sources.overlays[file] = data  # the text linted is the text the other modules see
+    return InProject(project, file)
+
+
+def _lint_bytes(task: LintTask, data: bytes, cache: Cache | None, projects: Projects) -> list[Diagnostic]:
+    where = _in_project(task, data, projects)
+    diagnostics = lint_source(data, task.display, task.rules, task.max_file_size, where)
     if cache is not None:
-        cache.store(cache.key(data, task.display, task.rules), diagnostics)
+        cache.store(_cache_key(cache, task, data, where), diagnostics)
     return diagnostics
 
 
@@ -236,7 +302,8 @@ def fix_file(task: LintTask, unsafe: bool, write: bool) -> FileFix:
 
 def _fix_guarded(task: LintTask, data: bytes, unsafe: bool) -> FixResult:
     """:func:`fix_source` here, or in a worker of its own for a heavy file (as a lint runs)."""
-    work = partial(fix_source, data, task.display, task.rules, unsafe, task.max_file_size)
+    where = _in_project(task, data, Projects(parseable=parseable))
+    work = partial(fix_source, data, task.display, task.rules, unsafe, task.max_file_size, where)
     result = run_guarded(work, data, task.rules, task.max_file_size)
     if isinstance(result, Crash):
         result = FixResult(data, (), (crash_diagnostic(task.display, result),))

@@ -70,6 +70,8 @@ class Finding:
     hint: str | None = None
     severity: Severity | None = None
     fix: Rewrite | None = None
+    # Other places that make it a misuse, each with what happens there ("`model` is sharded here").
+    related: tuple[tuple[cst.CSTNode, str], ...] = ()
 
 
 class Rule:

@@ -3,45 +3,116 @@ interpreter (:mod:`fsdp2_lint.analysis.interpreter`) from each *entry point* (th
 every function or method that no code in the file calls) and makes each run a
 :class:`~fsdp2_lint.analysis.trace.Trace`; :class:`FileFacts` holds a file's traces and an index of
 its syntax (positions, source text, parents and enclosing statements).
+
+With a project, the runs follow calls into the project's other modules, so an event's node may sit
+in another file: :meth:`FileFacts.text_of` says which (:class:`ModuleText`), and
+:meth:`FileFacts.where` names a place for a message ("line 41", or "`trainer/parallel.py:41`").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
 from fsdp2_lint.analysis.interpreter.core import Interpreter
 from fsdp2_lint.analysis.model import Event
+from fsdp2_lint.analysis.project import Project
 from fsdp2_lint.analysis.syntax import Layout, child_nodes, dotted, source_lines
 from fsdp2_lint.analysis.trace import Trace, share_class_sharding
 
 
-def interpret(module: cst.Module, source: bytes) -> list[Trace]:
-    """The traces of a parsed file, one per entry point, the module body's first."""
-    traces = [Trace(run.entry, run.events, instance=run.instance) for run in Interpreter(module, source).run()]
+@dataclass(frozen=True)
+class Analysis:
+    """A file's traces, and the other project modules the runs read (path, source, parsed)."""
+
+    traces: list[Trace]
+    modules: tuple[tuple[Path, bytes, cst.Module], ...] = ()
+
+
+def interpret(
+    module: cst.Module,
+    source: bytes,
+    project: Project | None = None,
+    path: Path | None = None,
+    relevant: Callable[[bytes], bool] | None = None,
+) -> Analysis:
+    """The traces of a parsed file, one per entry point, the module body's first; with a project,
+    the runs follow what the file imports from it (``relevant``: may a module's code matter to a rule?)."""
+    interpreter = Interpreter(module, source, project, path, relevant)
+    traces = [Trace(run.entry, run.events, instance=run.instance) for run in interpreter.run()]
     share_class_sharding(traces)
-    return traces
+    others = tuple(
+        (scope.path, project.sources.get(scope.path), scope.module)
+        for scope in interpreter.scopes
+        if scope is not interpreter.main and project is not None
+    )
+    return Analysis(traces, others)
+
+
+class ModuleText:
+    """One module's text as findings in it are reported: its displayed path, source and layout."""
+
+    def __init__(self, path: str, source: bytes, module: cst.Module) -> None:
+        self.path = path
+        self.source = source
+        self.module = module
+
+    @cached_property
+    def layout(self) -> Layout:
+        # Computed only for modules that have findings: it costs a code-generation pass.
+        return Layout(self.module)
+
+    @cached_property
+    def code_lines(self) -> list[str]:
+        """The module's lines as Python and editors count them, line ends kept (its code is the
+        decoded file: libcst round-trips it)."""
+        return source_lines(self.source.decode(self.module.encoding))
+
+    @cached_property
+    def bare_lines(self) -> list[str]:
+        """The lines without their ends (nor the first line's byte order mark), as reported."""
+        lines = [line.rstrip("\r\n") for line in self.code_lines] or [""]
+        lines[0] = lines[0].removeprefix("\ufeff")
+        return lines
 
 
 class FileFacts:
-    """Everything rules know about one file."""
+    """Everything rules know about one file (and the other modules its runs read: ``others``)."""
 
-    def __init__(self, path: str, source: bytes, module: cst.Module, traces: list[Trace]) -> None:
+    def __init__(
+        self, path: str, source: bytes, module: cst.Module, traces: list[Trace], others: Sequence[ModuleText] = ()
+    ) -> None:
         self.path = path
         self.source = source
         self.module = module
         self.traces = traces
+        self.text = ModuleText(path, source, module)
+        self.others = tuple(others)
 
-    @cached_property
+    @property
     def layout(self) -> Layout:
-        # Computed only for files that have findings: it costs a code-generation pass.
-        return Layout(self.module)
+        return self.text.layout
+
+    def text_of(self, node: cst.CSTNode) -> ModuleText:
+        """The module that holds ``node``: this file, or another module its runs read."""
+        if not self.others or self.text.layout.holds(node):
+            return self.text
+        return next((other for other in self.others if other.layout.holds(node)), self.text)
 
     def position(self, node: cst.CSTNode) -> CodeRange:
-        return self.layout.position(node)
+        return self.text_of(node).layout.position(node)
+
+    def where(self, node: cst.CSTNode, reported: cst.CSTNode) -> str:
+        """Where ``node`` is, for the message of a finding reported at ``reported``: "line 41" in
+        the same file, "`trainer/parallel.py:41`" in another."""
+        text = self.text_of(node)
+        line = text.layout.position(node).start.line
+        return f"line {line}" if text is self.text_of(reported) else f"`{text.path}:{line}`"
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -50,11 +121,9 @@ class FileFacts:
     def module_code(self) -> str:
         return self.module.code
 
-    @cached_property
+    @property
     def code_lines(self) -> list[str]:
-        """The module's lines as Python and editors count them, line ends kept (its code is the
-        decoded file: libcst round-trips it)."""
-        return source_lines(self.source.decode(self.module.encoding))
+        return self.text.code_lines
 
     @cached_property
     def parents(self) -> dict[int, cst.CSTNode]:

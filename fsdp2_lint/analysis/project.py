@@ -12,8 +12,10 @@ once per run.
   folder and its parents up to the root (as pyright and ty do). Names of third-party packages the
   rules know by name (``torch``) are never project modules: the rules know their API.
 - **Reading** goes through :class:`Sources`, which answers from unsaved text first (an editor's
-  buffers, standard input) and from disk second, and remembers the content of every file it read: a
-  file's cached result depends on exactly those (:meth:`Project.reads`).
+  buffers, standard input) and from disk second.
+- **What a file can reach** (:meth:`Project.imported_sources`): the project modules its import
+  statements name, transitively, found without parsing. The prefilter reads their code with the
+  file's, and a file's cached result is keyed by their contents.
 
 What a module's code means is the interpreter's business: it asks for a module when a value that
 matters flows into it (:mod:`fsdp2_lint.analysis.interpreter.modules`).
@@ -23,17 +25,27 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
 
+from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
+
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 AUTO_ROOTS = ("src", "python")
 # Packages the rules know by name: a project folder named like one must not change what they mean.
 KNOWN_THIRD_PARTY = frozenset({"torch", "torchvision", "numpy", "transformers", "accelerate", "lightning"})
-MAX_WALK_UP = 8  # folders above an importing script searched for its sibling modules
+MAX_WALK_UP = 8
+# Import statements as text: `import a.b as c, d`, `from ..a import (b, c)`, import_module("a.b").
+_IMPORT = re.compile(
+    rb"^[ \t]*(?:import[ \t]+(?P<plain>[\w. \t,]+)"
+    rb"|from[ \t]+(?P<dots>\.*)(?P<module>[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\r\n#;]*))"
+    rb"|import_module\(\s*[\"'](?P<dynamic>[\w.]+)[\"']",
+    re.MULTILINE,
+)  # folders above an importing script searched for its sibling modules
 
 
 def find_root(start: Path) -> Path:
@@ -56,13 +68,12 @@ def import_roots(root: Path, configured: Sequence[str] = ()) -> tuple[Path, ...]
 
 
 class Sources:
-    """File contents: unsaved text first (``overlays``, by resolved path), disk second. Every
-    read is remembered with a hash of what it returned."""
+    """File contents: unsaved text first (``overlays``, by resolved path), disk second; each file
+    read at most once."""
 
     def __init__(self, overlays: Mapping[Path, bytes] | None = None, max_file_size: int = 0) -> None:
         self.overlays = dict(overlays or {})
         self.max_file_size = max_file_size
-        self.read: dict[Path, str] = {}  # resolved path -> content hash ("" when it could not be read)
         self._data: dict[Path, bytes | None] = {}
 
     def get(self, path: Path) -> bytes | None:
@@ -77,7 +88,6 @@ class Sources:
             if data is not None and self.max_file_size and len(data) > self.max_file_size:
                 data = None
             self._data[path] = data
-            self.read[path] = hashlib.sha256(data).hexdigest() if data is not None else ""
         return self._data[path]
 
     def is_file(self, path: Path) -> bool:
@@ -117,7 +127,7 @@ class Project:
         self.parseable = parseable or (lambda data: True)
         self._found: dict[tuple[str, Path | None], Path | None] = {}
         self._parsed: dict[Path, ProjectModule | None] = {}
-        self.missing: set[str] = set()  # module names looked up and not found
+        self._imported: dict[tuple[Path, bytes], list[tuple[Path, bytes]]] = {}
 
     # --- names ---------------------------------------------------------------------------------
 
@@ -150,8 +160,6 @@ class Project:
             found = self._in_roots(name)
             if found is None and importer is not None:
                 found = self._walking_up(name, importer.parent)
-            if found is None:
-                self.missing.add(name)
             self._found[key] = found
         return self._found[key]
 
@@ -177,6 +185,52 @@ class Project:
                 return Path(os.path.realpath(candidate))
         return None
 
+    # --- what a file can reach ------------------------------------------------------------------
+
+    def imported_sources(self, file: Path, data: bytes) -> list[tuple[Path, bytes]]:
+        """Every project module ``file`` (with text ``data``) imports, directly or through the
+        modules it imports, with its text: all the code its analysis could read, found from import
+        statements alone (nothing parsed), in a stable order. The prefilter decides on their code
+        with the file's own, and a cached result is valid while none of them changed."""
+        key = (file, hashlib.sha256(data).digest())
+        if key not in self._imported:
+            self._imported[key] = self._import_closure(file, data)
+        return self._imported[key]
+
+    def _import_closure(self, file: Path, data: bytes) -> list[tuple[Path, bytes]]:
+        seen = {file}
+        pending = [(file, data)]
+        found: list[tuple[Path, bytes]] = []
+        while pending:
+            path, text = pending.pop()
+            for name in self._imported_names(path, text):
+                target = self.find(name, path)
+                if target is None or target in seen:
+                    continue
+                seen.add(target)
+                content = self.sources.get(target)
+                if content is not None:
+                    found.append((target, content))
+                    pending.append((target, content))
+        return sorted(found)
+
+    def _imported_names(self, path: Path, text: bytes) -> list[str]:
+        package = self.module_name(path)
+        is_package = path.name == "__init__.py"
+        names: list[str] = []
+        for match in _IMPORT.finditer(text):
+            if match["plain"] is not None:
+                names += [part.split()[0] for part in match["plain"].decode().split(",") if part.split()]
+            elif match["dynamic"] is not None:
+                names.append(match["dynamic"].decode())
+            else:
+                dots = len(match["dots"])
+                module = self.absolute(package, dots, match["module"].decode(), is_package)
+                names.append(module)
+                imported = match["names"].decode().strip("()").replace("\\", " ").split(",")
+                names += [f"{module}.{part.split()[0]}" for part in imported if part.split() and module]
+        return [name for name in names if name and name.split(".")[0] not in KNOWN_THIRD_PARTY]
+
     # --- reading ---------------------------------------------------------------------------------
 
     def parse(self, path: Path) -> ProjectModule | None:
@@ -196,16 +250,31 @@ class Project:
             return None
         return ProjectModule(self.module_name(path), path, data, module)
 
-    def reads(self) -> dict[str, str]:
-        """What the analysis depended on: each file read (path -> content hash) and each module
-        name looked up and not found (name -> "")."""
-        found = {str(path): digest for path, digest in self.sources.read.items()}
-        found.update({f"missing:{name}": "" for name in self.missing})
-        return found
-
 
 def _dotted(relative: Path) -> str:
     parts = list(relative.with_suffix("").parts)
     if parts and parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+class Projects:
+    """The projects of one run, one per root and import roots, sharing the unsaved texts. A copy
+    sent to a worker process starts without what this one has read: each process reads for itself."""
+
+    def __init__(self, overlays: Mapping[Path, bytes] | None = None, parseable: Callable[[bytes], bool] | None = None):
+        self.overlays = {Path(os.path.realpath(path)): data for path, data in (overlays or {}).items()}
+        self.parseable = parseable
+        self._projects: dict[tuple[Path, tuple[Path, ...]], Project] = {}
+
+    def __getstate__(self) -> dict:
+        return {"overlays": self.overlays, "parseable": self.parseable, "_projects": {}}
+
+    def for_file(self, file: Path, roots: Sequence[Path] = ()) -> Project:
+        """The project of ``file``: under the configured import roots (their folder's project), or found."""
+        root = find_root(file)
+        key = (root, tuple(Path(os.path.realpath(r)) for r in roots))
+        if key not in self._projects:
+            sources = Sources(self.overlays, DEFAULT_MAX_FILE_SIZE)
+            self._projects[key] = Project(root, key[1] or None, sources, self.parseable)
+        return self._projects[key]

@@ -61,6 +61,10 @@ class Layout:
         self._tokens = state.tokens
         self._starts: list[tuple[int, int]] | None = None
 
+    def holds(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` part of this module?"""
+        return id(node) in self._ranges
+
     def position(self, node: cst.CSTNode) -> CodeRange:
         start, end = self._ranges[id(node)]
         return CodeRange(CodePosition(*self._start_of(start)), CodePosition(*self._start_of(end)))

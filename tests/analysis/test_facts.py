@@ -33,7 +33,7 @@ from fsdp2_lint.analysis.model import (
 def facts_of(source: str) -> FileFacts:
     source = textwrap.dedent(source)
     module = cst.parse_module(source)
-    return FileFacts("example.py", source.encode(), module, interpret(module, source.encode()))
+    return FileFacts("example.py", source.encode(), module, interpret(module, source.encode()).traces)
 
 
 def qualified_calls(source: str) -> list[str]:

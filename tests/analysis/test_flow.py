@@ -22,7 +22,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 def facts_of(source: str) -> FileFacts:
     source = HEADER + textwrap.dedent(source)
     module = cst.parse_module(source)
-    return FileFacts("example.py", source.encode(), module, interpret(module, source.encode()))
+    return FileFacts("example.py", source.encode(), module, interpret(module, source.encode()).traces)
 
 
 def calls_of(facts: FileFacts, name: str, entry: str) -> list[Event]:

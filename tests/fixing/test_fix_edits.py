@@ -30,7 +30,7 @@ CASES = {
 
 def fixes_of(source: str) -> tuple[FileFacts, list]:
     module = cst.parse_module(source)
-    facts = FileFacts("train.py", source.encode(), module, interpret(module, source.encode()))
+    facts = FileFacts("train.py", source.encode(), module, interpret(module, source.encode()).traces)
     found = [finding.fix for rule in all_rules() for finding in rule().check(facts) if finding.fix is not None]
     return facts, found
 
