@@ -355,20 +355,34 @@ def _sarif_parse_error_rule() -> dict[str, object]:
 
 
 def _sarif_result(d: Diagnostic, rule_index: int, fingerprint: str, root: Path) -> dict[str, object]:
-    path = repository_path(d.path, root)
-    if Path(path).is_absolute():
-        location: dict[str, str] = {"uri": Path(path).as_uri()}
-    else:
-        location = {"uri": quote(path), "uriBaseId": "%SRCROOT%"}
-    region = {"startLine": d.line, "startColumn": d.column, "endLine": d.end_line, "endColumn": d.end_column}
-    return {
+    result: dict[str, object] = {
         "ruleId": d.code,
         "ruleIndex": rule_index,
         "level": d.severity.value,
         "message": {"text": f"{d.message}\nhelp: {d.hint}"},
-        "locations": [{"physicalLocation": {"artifactLocation": location, "region": region}}],
+        "locations": [{"physicalLocation": _sarif_place(d.path, d.line, d.column, d.end_line, d.end_column, root)}],
         "partialFingerprints": {"fsdp2-lint/v1": fingerprint},
     }
+    if d.related:
+        result["relatedLocations"] = [
+            {
+                "id": number,
+                "physicalLocation": _sarif_place(r.path, r.line, r.column, r.end_line, r.end_column, root),
+                "message": {"text": r.message},
+            }
+            for number, r in enumerate(d.related, start=1)
+        ]
+    return result
+
+
+def _sarif_place(path: str, line: int, column: int, end_line: int, end_column: int, root: Path) -> dict[str, object]:
+    shown = repository_path(path, root)
+    if Path(shown).is_absolute():
+        location: dict[str, str] = {"uri": Path(shown).as_uri()}
+    else:
+        location = {"uri": quote(shown), "uriBaseId": "%SRCROOT%"}
+    region = {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column}
+    return {"artifactLocation": location, "region": region}
 
 
 def repository_root(start: Path) -> Path:

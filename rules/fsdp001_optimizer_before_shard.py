@@ -112,13 +112,14 @@ def main():
                 stale = self._stale_capture(trace, optimizer)
                 if stale is not None:
                     shard, module = stale
-                    line = facts.position(report_node(shard, optimizer)).start.line
+                    reported, sharding = report_node(optimizer, shard), report_node(shard, optimizer)
                     yield Finding(
-                        report_node(optimizer, shard),
+                        reported,
                         f"optimizer built from parameters of `{module}` captured before "
-                        f"`fully_shard` (line {line}): its step() updates the old, non-DTensor tensors "
-                        "and training silently does nothing",
+                        f"`fully_shard` ({facts.where(sharding, reported)}): its step() updates the old, "
+                        "non-DTensor tensors and training silently does nothing",
                         fix=_build_after_sharding(facts, trace, optimizer, shard),
+                        related=((sharding, f"`{module}` is sharded here"),),
                     )
 
     @staticmethod

@@ -87,12 +87,13 @@ for module in model.modules():
                         continue
                     ancestor = _ancestor_of_any(early.targets, late.targets)
                     if ancestor is not None:
-                        line = facts.position(report_node(early, late)).start.line
+                        reported, earlier = report_node(late, early), report_node(early, late)
                         yield Finding(
-                            report_node(late, early),
+                            reported,
                             f"`fully_shard` on a submodule of `{ancestor}`, which was already sharded "
-                            f"at line {line}: shard submodules before their ancestors",
+                            f"at {facts.where(earlier, reported)}: shard submodules before their ancestors",
                             fix=_shard_ancestor_last(facts, early, late),
+                            related=((earlier, f"`{ancestor}` is sharded here"),),
                         )
                         break
                 else:

@@ -188,11 +188,12 @@ def save(model, rank):
                 if guard is None or any(_matches(guard, other, other_name, name) for other, other_name in collectives):
                     continue
                 frames = event.frames()
-                line = facts.position(guard.node).start.line
+                reported = frames[min(guard.depth, len(frames) - 1)]
                 yield Finding(
-                    frames[min(guard.depth, len(frames) - 1)],
-                    f"`{name}` is a collective, but it runs only on {RANKS[guard.ranks]} (condition at line {line}): "
-                    "the other ranks never join it and the job hangs",
+                    reported,
+                    f"`{name}` is a collective, but it runs only on {RANKS[guard.ranks]} "
+                    f"(condition at {facts.where(guard.node, reported)}): the other ranks never join it and the job hangs",
+                    related=((guard.node, f"the condition that lets only {RANKS[guard.ranks]} through"),),
                 )
 
 

@@ -100,11 +100,12 @@ optimizer.step()
             for optimizer in trace.optimizers:
                 forward = _forward_before_capture(trace, optimizer)
                 if forward is not None:
-                    line = facts.position(report_node(forward, optimizer)).start.line
+                    reported, ran = report_node(optimizer, forward), report_node(forward, optimizer)
                     yield Finding(
-                        report_node(optimizer, forward),
-                        f"optimizer built after the sharded root ran forward (line {line}) without `reshard()`: "
-                        "it captures the root's unsharded plain tensors, which never train",
+                        reported,
+                        f"optimizer built after the sharded root ran forward ({facts.where(ran, reported)}) "
+                        "without `reshard()`: it captures the root's unsharded plain tensors, which never train",
+                        related=((ran, "the sharded root runs forward here"),),
                     )
 
 

@@ -78,11 +78,12 @@ fully_shard(model)
                 for module in _loaded_modules(load):
                     shard = _sharded_later_without_broadcast(trace, load, module)
                     if shard is not None:
-                        line = facts.position(shard.node).start.line
+                        name = canonical(module).text
                         yield Finding(
                             load.node,
-                            f"`{canonical(module).text}` is loaded on rank 0 only and sharded at line {line} with "
-                            "no broadcast: the other ranks keep their random initialisation",
+                            f"`{name}` is loaded on rank 0 only and sharded at {facts.where(shard.node, load.node)} "
+                            "with no broadcast: the other ranks keep their random initialisation",
+                            related=((shard.node, f"`{name}` is sharded here"),),
                         )
                         break
 

@@ -126,12 +126,12 @@ grad_norm = torch.sqrt(sum(p.grad.to_local().pow(2).sum() for p in model.paramet
             for clip in trace.calls(*CLIPPING):
                 stale = _stale_shard(trace, clip)
                 if stale is not None:
-                    line = facts.position(stale.node).start.line
                     yield Finding(
                         clip.node,
-                        f"clips parameters captured before `fully_shard` (line {line}): they never receive "
-                        "gradients, so the norm is 0 and nothing is clipped",
+                        f"clips parameters captured before `fully_shard` ({facts.where(stale.node, clip.node)}): "
+                        "they never receive gradients, so the norm is 0 and nothing is clipped",
                         fix=_current_parameters(facts, trace, clip),
+                        related=((stale.node, "the model is sharded here"),),
                     )
             yield from _local_norms(facts, trace)
 

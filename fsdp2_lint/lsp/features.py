@@ -3,13 +3,15 @@ actions. Pure functions of one document's text and lint results, so each is test
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from lsprotocol import types
 
-from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, Severity
+from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, Related, Severity
 from fsdp2_lint.lsp.text import DocumentText
 from fsdp2_lint.output import PARSE_ERROR_SUMMARY
 from fsdp2_lint.rule import Rule, all_rules
@@ -43,7 +45,17 @@ def lsp_diagnostic(d: Diagnostic, text: DocumentText) -> types.Diagnostic:
         code=d.code,
         code_description=types.CodeDescription(href=rule.url()) if rule else None,
         source=SOURCE,
+        related_information=[_related(r) for r in d.related] or None,
     )
+
+
+def _related(related: Related) -> types.DiagnosticRelatedInformation:
+    """Another place that makes the diagnostic a misuse, in the file it is in (opened or not)."""
+    position = types.Range(
+        types.Position(related.line - 1, related.column - 1), types.Position(related.end_line - 1, related.end_column - 1)
+    )
+    uri = Path(os.path.abspath(related.path)).as_uri()
+    return types.DiagnosticRelatedInformation(types.Location(uri, position), related.message)
 
 
 def at(found: Sequence[Finding], position: types.Position) -> list[Finding]:
