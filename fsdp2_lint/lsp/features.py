@@ -52,7 +52,8 @@ def lsp_diagnostic(d: Diagnostic, text: DocumentText) -> types.Diagnostic:
 def _related(related: Related) -> types.DiagnosticRelatedInformation:
     """Another place that makes the diagnostic a misuse, in the file it is in (opened or not)."""
     position = types.Range(
-        types.Position(related.line - 1, related.column - 1), types.Position(related.end_line - 1, related.end_column - 1)
+        types.Position(related.line - 1, related.column - 1),
+        types.Position(related.end_line - 1, related.end_column - 1),
     )
     uri = Path(os.path.abspath(related.path)).as_uri()
     return types.DiagnosticRelatedInformation(types.Location(uri, position), related.message)

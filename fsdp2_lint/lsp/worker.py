@@ -48,18 +48,19 @@ class Failure:
     reason: str
 
 
-def lint_document(path: Path, source: bytes) -> LintResult:
+def lint_document(path: Path, source: bytes, overlays: dict[Path, bytes] | None = None) -> LintResult:
     """What ``fsdp2-lint check --force-exclude --stdin-filename PATH`` reports for ``source``, with
     the configuration as it is on disk now: it is read afresh, since not every editor reports
-    changes to it (Neovim on Linux does not watch files)."""
+    changes to it (Neovim on Linux does not watch files). ``overlays``: the editor's other unsaved
+    documents, which the analysis reads instead of their files when it follows imports into them."""
     try:
         settings = _settings(path)
     except ConfigError as error:
         return LintResult((), str(error))
     if settings is None:
         return LintResult(())
-    (diagnostics,) = lint_files([LintTask.of(path, settings, str(path), source)])
-    return LintResult(tuple(diagnostics))
+    (diagnostics,) = lint_files([LintTask.of(path, settings, str(path), source)], overlays=overlays)
+    return LintResult(tuple(d for d in diagnostics if d.path == str(path)))  # others belong to other documents
 
 
 def fix_document(path: Path, source: bytes) -> str | None:

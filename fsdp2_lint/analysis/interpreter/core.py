@@ -64,7 +64,7 @@ from fsdp2_lint.analysis.model import (
     refs,
 )
 from fsdp2_lint.analysis.project import Project
-from fsdp2_lint.analysis.syntax import child_nodes, statements
+from fsdp2_lint.analysis.syntax import child_nodes, dotted, statements
 
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
 
@@ -353,7 +353,10 @@ class Interpreter(Expressions, Calls, Imports):
                 self.eval(handler.type)
             if handler.name is not None:
                 self.assign(handler.name.name, UNKNOWN)
+            before = dict(self.frame.env.vars) if _catches_import_error(handler) else None
             self.exec_block(statements(handler.body))
+            if before is not None:  # `try: from a import f / except ImportError: f = None`: either one
+                self._join_alternatives(before)
         self.ctx = outer
         for block in (node.orelse, node.finalbody):
             if block is not None:
@@ -421,8 +424,23 @@ class Interpreter(Expressions, Calls, Imports):
             self.heap[(id(slot.root), slot.path)] = value
             adopt(slot, value)
 
+    def _join_alternatives(self, before: dict[str, Value]) -> None:
+        variables = self.frame.env.vars
+        for name, value in list(variables.items()):
+            if name in before and before[name] is not value:
+                variables[name] = choice([before[name], value])
+
 
 # --- helpers without interpreter state ---------------------------------------------------------
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _catches_import_error(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:
+    caught = handler.type
+    names = [element.value for element in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
+    return any(dotted(name).rpartition(".")[2] in _IMPORT_ERRORS for name in names if name is not None)
 
 
 def _blocks(stmt: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:

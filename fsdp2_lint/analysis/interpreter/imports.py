@@ -23,6 +23,7 @@ from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, ModuleScope, WatchedDict
 from fsdp2_lint.analysis.model import (
     UNKNOWN,
+    Choice,
     Const,
     Context,
     Function,
@@ -32,6 +33,7 @@ from fsdp2_lint.analysis.model import (
     StateDict,
     Symbol,
     Value,
+    choice,
     options,
     walk_contents,
 )
@@ -80,12 +82,29 @@ class Imports:
         scope = self.load(path) if path is not None else None
         if scope is None or name.startswith("_") and name not in _dunder_all(scope):
             return None
-        return scope.env.vars.get(name)
+        return self.exported(scope, name, set())
+
+    def exported(self, scope: ModuleScope, name: str, seen: set[int]) -> Value | None:
+        """What module ``scope`` binds to ``name``, itself or through its own star imports."""
+        seen.add(id(scope))
+        found = scope.env.vars.get(name)
+        for star in scope.star_imports if found is None else ():
+            path = self.project.find(star, scope.path)
+            inner = self.load(path) if path is not None else None
+            if inner is not None and id(inner) not in seen:
+                found = self.exported(inner, name, seen)
+            elif star in apis.STAR_EXPORTS and name in apis.STAR_EXPORTS[star]:
+                found = Symbol(f"{star}.{name}")
+            if found is not None:
+                break
+        return found
 
     # --- project names -------------------------------------------------------------------------
 
     def resolved(self, value: Value) -> Value:
         """``value`` with each symbol that names a project module's binding replaced by it."""
+        if isinstance(value, Choice) and self.project is not None:
+            return choice([self.resolved(option) for option in value.options], value.sequential)
         if not isinstance(value, Symbol) or self.project is None:
             return value
         for _ in range(MAX_ALIAS_HOPS):
@@ -112,21 +131,8 @@ class Imports:
         scope = self.load(path)
         if scope is None:
             return UNKNOWN  # a module of the project the analysis cannot read
-        found = scope.env.vars.get(name)
-        if found is None:
-            for star in scope.star_imports:
-                found = self._in_module(scope, star, name)
-                if found is not None:
-                    break
+        found = self.exported(scope, name, set())
         return found if found is not None else UNKNOWN
-
-    def _in_module(self, scope: ModuleScope, module: str, name: str) -> Value | None:
-        outer = self.frame
-        self.frame = Frame(scope.env, scope)
-        try:
-            return self.star_imported(module, name)
-        finally:
-            self.frame = outer
 
     def load(self, path: Path) -> ModuleScope | None:
         """The project module in ``path``, its body run once (Python's import); None when it cannot be

@@ -1,0 +1,297 @@
+"""The analysis across a project's modules: finding the project, resolving its imports in every
+spelling, following calls into its modules, and where the findings go."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fsdp2_lint.analysis.project import Project, Projects, find_root
+from fsdp2_lint.cache import Cache
+from fsdp2_lint.config import Selection
+from fsdp2_lint.pipeline import LintTask, SettingsResolver, lint_files
+
+MODEL = """
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(2))
+    """
+PARALLEL = """
+    from torch.distributed.fsdp import fully_shard
+
+
+    def shard_model(model):
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        return model
+    """
+OPTIM = """
+    import torch
+
+
+    def build_optimizer(model):
+        return torch.optim.AdamW(model.parameters())
+    """
+TRAIN_WRONG_ORDER = """
+    {imports}
+
+
+    def main():
+        model = Model()
+        opt = build_optimizer(model)
+        model = shard_model(model)
+        opt.step()
+    """
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    (root / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip() if text.startswith("\n") else text)
+
+
+def lint(*paths: Path, follow: bool = True, cache: Cache | None = None) -> list:
+    resolver = SettingsResolver(Selection(), isolated=True, no_follow_imports=not follow)
+    tasks = [LintTask.of(path, resolver.for_path(path), str(path)) for path in paths]
+    return [d for found in lint_files(tasks, jobs=1, cache=cache) for d in found]
+
+
+def train_text(imports: str) -> str:
+    """train.py: the imports, then ``main`` (its first line is the import count + 4 further down)."""
+    return textwrap.dedent(TRAIN_WRONG_ORDER).lstrip().format(imports=imports)
+
+
+def codes_at(diagnostics: list) -> list[tuple[str, int, str]]:
+    return sorted((Path(d.path).name, d.line, d.code) for d in diagnostics)
+
+
+def optimizer_line(train: Path) -> int:
+    """The line of ``opt = build_optimizer(model)``, where FSDP001 goes."""
+    return next(n for n, line in enumerate(train.read_text().splitlines(), 1) if "build_optimizer(model)" in line)
+
+
+def package(root: Path, imports: str, extra: dict[str, str] | None = None) -> Path:
+    files = {
+        "trainer/__init__.py": "",
+        "trainer/model.py": MODEL,
+        "trainer/parallel.py": PARALLEL,
+        "trainer/optim.py": OPTIM,
+        "trainer/train.py": train_text(imports),
+        **(extra or {}),
+    }
+    write(root, files)
+    return root / "trainer" / "train.py"
+
+
+IMPORT_STYLES = {
+    "absolute": (
+        "from trainer.model import Model\nfrom trainer.optim import build_optimizer\n"
+        "from trainer.parallel import shard_model",
+        {},
+    ),
+    "relative": "from .model import Model\nfrom .optim import build_optimizer\nfrom .parallel import shard_model",
+    "module alias": (
+        "import trainer.optim as optim_lib\nfrom trainer.model import Model\nfrom trainer.parallel import shard_model\n"
+        "build_optimizer = optim_lib.build_optimizer",
+        {},
+    ),
+    "package re-export": (
+        "from trainer import Model, build_optimizer, shard_model",
+        {
+            "trainer/__init__.py": "from .model import Model\nfrom .optim import build_optimizer\n"
+            "from .parallel import shard_model\n\n__all__ = ['Model', 'build_optimizer', 'shard_model']\n"
+        },
+    ),
+    "star import": (
+        "from trainer.all import *",
+        {"trainer/all.py": "from .model import *\nfrom .optim import *\nfrom .parallel import *\n"},
+    ),
+    "try/except ImportError": (
+        "try:\n    from trainer.parallel import shard_model\nexcept ImportError:\n    shard_model = None\n"
+        "from trainer.model import Model\nfrom trainer.optim import build_optimizer",
+        {},
+    ),
+}
+
+
+@pytest.mark.parametrize("style", IMPORT_STYLES)
+def test_a_misuse_split_across_modules_is_found_in_every_import_style(tmp_path: Path, style: str) -> None:
+    imports, extra = IMPORT_STYLES[style] if isinstance(IMPORT_STYLES[style], tuple) else (IMPORT_STYLES[style], {})
+    train = package(tmp_path, imports, extra)
+    found = lint(train)
+    line = optimizer_line(train)
+    assert codes_at(found) == [("train.py", line, "FSDP001")]
+    assert f"(line {line + 1})" in found[0].message
+    assert [(Path(r.path).name, r.line) for r in found[0].related] == [("train.py", line + 1)]
+
+
+def test_without_following_imports_the_file_is_analysed_alone(tmp_path: Path) -> None:
+    train = package(tmp_path, IMPORT_STYLES["absolute"][0])
+    assert lint(train, follow=False) == []
+
+
+def test_a_src_layout_resolves_from_src(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "src/trainer/__init__.py": "",
+            "src/trainer/parallel.py": PARALLEL,
+            "src/trainer/optim.py": OPTIM,
+            "src/trainer/model.py": MODEL,
+            "src/trainer/train.py": train_text(IMPORT_STYLES["absolute"][0]),
+        },
+    )
+    train = tmp_path / "src/trainer/train.py"
+    assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
+
+
+def test_a_script_project_resolves_its_sibling_modules(tmp_path: Path) -> None:
+    """`python examples/train.py` puts the script's folder first on the path: `import parallel` is its sibling."""
+    imports = "from model import Model\nfrom optim import build_optimizer\nfrom parallel import shard_model"
+    write(
+        tmp_path,
+        {
+            "examples/model.py": MODEL,
+            "examples/parallel.py": PARALLEL,
+            "examples/optim.py": OPTIM,
+            "examples/train.py": train_text(imports),
+        },
+    )
+    train = tmp_path / "examples/train.py"
+    assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
+
+
+def test_a_re_exported_fully_shard_is_fully_shard(tmp_path: Path) -> None:
+    parallel = PARALLEL.replace(
+        "from torch.distributed.fsdp import fully_shard", "from trainer.fsdp import fully_shard"
+    )
+    train = package(
+        tmp_path,
+        IMPORT_STYLES["absolute"][0],
+        {"trainer/parallel.py": parallel, "trainer/fsdp.py": "from torch.distributed.fsdp import fully_shard\n"},
+    )
+    assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
+
+
+def test_a_rank_constant_from_a_config_module_is_its_value(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/config.py": "MAIN_PROCESS_RANK = 0\n",
+            "app/run.py": """
+                import torch.distributed as dist
+                from app.config import MAIN_PROCESS_RANK
+
+
+                def main():
+                    if dist.get_rank() == MAIN_PROCESS_RANK:
+                        dist.barrier()
+                """,
+        },
+    )
+    (found,) = lint(tmp_path / "app/run.py")
+    assert found.code == "FSDP007" and "only on rank 0" in found.message
+
+
+def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_file(tmp_path: Path) -> None:
+    """The sharding in one module makes a checkpoint helper in another save a sharded state dict."""
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/checkpoint.py": """
+                import torch
+
+
+                def save(model, path):
+                    torch.save(model.state_dict(), path)
+                """,
+            "trainer/train.py": """
+                from trainer.checkpoint import save
+                from trainer.model import Model
+                from trainer.parallel import shard_model
+
+
+                def main():
+                    model = shard_model(Model())
+                    save(model, "ckpt.pt")
+                """,
+        },
+    )
+    found = lint(tmp_path / "trainer/train.py")
+    assert [(Path(d.path).name, d.code) for d in found] == [("checkpoint.py", "FSDP004")]
+    assert found[0].path == str(tmp_path / "trainer/checkpoint.py") and found[0].line == 5
+
+
+def test_a_finding_two_linted_files_reach_is_reported_once(tmp_path: Path) -> None:
+    test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_file(tmp_path)
+    (tmp_path / "trainer/eval.py").write_text((tmp_path / "trainer/train.py").read_text())
+    found = lint(tmp_path / "trainer/train.py", tmp_path / "trainer/eval.py", tmp_path / "trainer/checkpoint.py")
+    assert [(Path(d.path).name, d.code) for d in found] == [("checkpoint.py", "FSDP004")]
+
+
+def test_import_cycles_terminate_and_still_resolve(tmp_path: Path) -> None:
+    train = package(
+        tmp_path,
+        IMPORT_STYLES["absolute"][0],
+        {
+            "trainer/optim.py": "from trainer import train as _train\n" + textwrap.dedent(OPTIM),
+            "trainer/parallel.py": "import trainer.optim\n" + textwrap.dedent(PARALLEL),
+        },
+    )
+    assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
+
+
+def test_a_project_folder_named_torch_never_replaces_torch(tmp_path: Path) -> None:
+    train = package(
+        tmp_path,
+        IMPORT_STYLES["absolute"][0],
+        {"torch/__init__.py": "", "torch/distributed/fsdp.py": "def fully_shard(module):\n    return module\n"},
+    )
+    assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
+
+
+def test_a_module_the_analysis_cannot_parse_makes_its_names_unknown(tmp_path: Path) -> None:
+    train = package(tmp_path, IMPORT_STYLES["absolute"][0], {"trainer/parallel.py": "def shard_model(model:\n"})
+    assert lint(train) == []
+
+
+def test_editing_a_helper_invalidates_the_cached_result_of_its_importers(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    train = package(project, IMPORT_STYLES["absolute"][0])
+    optim = project / "trainer/optim.py"
+    cache = Cache(tmp_path / "cache")
+    assert codes_at(lint(train, cache=cache)) == [("train.py", optimizer_line(train), "FSDP001")]
+    optim.write_text("def build_optimizer(model):\n    return None\n")
+    assert lint(train, cache=cache) == []
+
+
+def test_the_prefilter_admits_a_file_through_what_it_imports(tmp_path: Path) -> None:
+    """train.py names no FSDP API itself: its modules do."""
+    train = package(tmp_path, IMPORT_STYLES["absolute"][0])
+    assert b"fully_shard" not in train.read_bytes()
+    project = Projects().for_file(train)
+    reached = {path.name for path, _ in project.imported_sources(train, train.read_bytes())}
+    assert reached == {"model.py", "optim.py", "parallel.py"}
+
+
+def test_module_names_come_from_the_import_roots_not_the_working_folder(tmp_path: Path, monkeypatch) -> None:
+    write(tmp_path, {"src/pkg/__init__.py": "", "src/pkg/sub/mod.py": ""})
+    monkeypatch.chdir(tmp_path / "src/pkg")
+    project = Project(find_root(tmp_path / "src/pkg/sub/mod.py"))
+    assert project.module_name(tmp_path / "src/pkg/sub/mod.py") == "pkg.sub.mod"
+    assert project.absolute("pkg.sub.mod", 2, "other", is_package=False) == "pkg.other"
+    assert project.find("pkg.sub.mod") == (tmp_path / "src/pkg/sub/mod.py").resolve()
