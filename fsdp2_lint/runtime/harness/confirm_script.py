@@ -166,7 +166,7 @@ def run_script_check(
         run_dir=run_root / "run",
         timeout=timeout,
         argv=tuple(script_args),
-        cwd=Path.cwd(),  # the script runs where the user runs it (a project: see command.py)
+        cwd=entry.project if entry else Path.cwd(),  # a script runs where the user runs it, a project in its directory
         trace_lines=True,
         module=entry.module if entry else None,
         import_root=entry.import_root if entry else None,

@@ -54,17 +54,18 @@ def read_entry(project: Path) -> Entry:
     if not lines:
         raise ProjectError(f"{path}: empty; write `-m package.module` or a script's path, e.g. `train.py`")
     first, settings = lines[0], lines[1:]
-    root = None
+    import_path = None
     for setting in settings:
         key, equals, value = (part.strip() for part in setting.partition("="))
         if key != "path" or not equals or not value:
             raise ProjectError(f"{path}: unknown line {setting!r}; the only setting is `path = DIR`")
-        root = _inside(project, value, path, directory=True)
-    if first.startswith("-m"):
-        return module_entry(first[2:].strip(), root or project, project, where=f"{path}: ")
-    if root is not None:
-        raise ProjectError(f"{path}: `path = ...` applies to `-m package.module` entries only")
-    return Entry(project, _inside(project, first, path, directory=False))
+        import_path = value
+    if not first.startswith("-m"):
+        if import_path is not None:
+            raise ProjectError(f"{path}: `path = ...` applies to `-m package.module` entries only")
+        return Entry(project, _inside(project, first, path, directory=False))
+    root = _inside(project, import_path, path, directory=True) if import_path is not None else project
+    return module_entry(first[2:].strip(), root, project, where=f"{path}: ")
 
 
 def module_entry(module: str, import_root: Path, project: Path, where: str = "") -> Entry:
