@@ -34,9 +34,14 @@ def test_wheel_ships_rules_and_fixtures_under_fsdp2_lint_only(tmp_path):
     assert {name.split("/")[0] for name in names} == {"fsdp2_lint", wheel.name.split("-py3")[0] + ".dist-info"}
     shipped_rules = {name.rsplit("/", 1)[1] for name in names if name.startswith("fsdp2_lint/rules/")}
     assert {f"{sys.modules[rule.__module__].__name__.rsplit('.', 1)[1]}.py" for rule in all_rules()} <= shipped_rules
-    shipped_fixtures = [name for name in names if name.startswith("fsdp2_lint/fixtures/FSDP")]
-    on_disk = list((ROOT / "fixtures").glob("FSDP*/*.py"))
-    assert len(shipped_fixtures) == len(on_disk)
+    shipped_fixtures = sorted(name for name in names if name.startswith("fsdp2_lint/fixtures/FSDP"))
+    on_disk = sorted(  # the one-file fixtures and every file of the fixture projects (ENTRY included)
+        f"fsdp2_lint/{path.relative_to(ROOT).as_posix()}"
+        for path in (ROOT / "fixtures").glob("FSDP*/**/*")
+        if path.is_file() and "__pycache__" not in path.parts
+    )
+    assert any(name.endswith("/ENTRY") for name in on_disk)
+    assert shipped_fixtures == on_disk
     metadata = next(name for name in names if name.endswith(".dist-info/METADATA"))
     requirements = [
         line

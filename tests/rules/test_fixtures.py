@@ -1,12 +1,15 @@
-"""Every fixture produces exactly its marked diagnostics; good fixtures produce none."""
+"""Every fixture produces exactly its marked diagnostics; good fixtures produce none. Fixture
+projects are well formed (an ENTRY, marks as their kind says); what the linter reports on them is
+tests/rules/test_project_fixtures.py."""
 
 from __future__ import annotations
 
 import pytest
-from fixture_marks import FIXTURES, expected_diagnostics, fixture_files
+from fixture_marks import FIXTURES, expected_diagnostics, fixture_files, fixture_projects, project_marks
 
 from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import all_rules
+from fsdp2_lint.runtime.harness.project import read_entry
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -26,3 +29,25 @@ def test_every_rule_has_two_bad_and_two_good_fixtures(rule):
     folder = FIXTURES / rule.code
     assert len(list(folder.glob("bad_*.py"))) >= 2
     assert len(list(folder.glob("good_*.py"))) >= 2
+
+
+@pytest.mark.parametrize("project", fixture_projects(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fixture_project_has_an_entry_a_root_and_marks_as_its_kind_says(project):
+    assert project.name.startswith(("bad_", "good_")), "a fixture project is bad_<name>/ or good_<name>/"
+    entry = read_entry(project)  # raises on a missing or malformed ENTRY
+    assert entry.script.is_relative_to(project.resolve())
+    assert (project / "pyproject.toml").is_file(), "the project's root, as the analysis finds it"
+    marks = project_marks(project)
+    if project.name.startswith("good_"):
+        assert marks == [], "good fixture projects carry no marks"
+    else:
+        assert marks, "a bad fixture project marks at least one expected diagnostic, in whichever file"
+        assert {code for _, _, code in marks} == {project.parent.name}
+
+
+def test_every_rule_folder_with_a_bad_project_has_a_good_one():
+    folders = {project.parent for project in fixture_projects()}
+    assert folders, "no fixture projects"
+    for folder in folders:
+        kinds = {project.name.partition("_")[0] for project in fixture_projects() if project.parent == folder}
+        assert kinds == {"bad", "good"}, folder.name

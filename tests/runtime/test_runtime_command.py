@@ -33,7 +33,9 @@ def test_every_bad_fixture_is_confirmed_and_every_good_one_is_clean_on_cpu():
     assert (report["device"], report["backend"], report["nproc"]) == ("cpu", "gloo", 2)
     rules = {rule.code: rule for rule in all_rules()}
     on_disk = {(p.parent.name, p.stem) for p in fixtures_root().glob("FSDP*/*_*.py") if p.parent.name in rules}
-    assert on_disk, "no fixtures to confirm"
+    projects = {(p.parent.parent.name, p.parent.name) for p in fixtures_root().glob("FSDP*/*_*/ENTRY")}
+    assert on_disk and projects, "no fixtures to confirm"
+    on_disk |= projects
     assert {(r["rule"], r["fixture"]) for r in report["results"]} == on_disk
 
     def expected(r: dict) -> str:

@@ -21,4 +21,24 @@ def expected_diagnostics(source: str) -> list[tuple[int, str]]:
 
 
 def fixture_files() -> list[Path]:
+    """The one-file fixtures (``FSDP0NN/bad_*.py``, ``good_*.py``)."""
     return sorted(FIXTURES.glob("FSDP*/*.py"))
+
+
+def fixture_projects() -> list[Path]:
+    """The fixture projects: ``FSDP0NN/bad_<name>/`` and ``good_<name>/`` directories."""
+    return sorted(path for path in FIXTURES.glob("FSDP*/*_*") if path.is_dir() and path.name != "__pycache__")
+
+
+def project_files(project: Path) -> list[Path]:
+    """The Python files of a fixture project."""
+    return sorted(path for path in project.rglob("*.py") if "__pycache__" not in path.parts)
+
+
+def project_marks(project: Path) -> list[tuple[str, int, str]]:
+    """(file relative to the project, line, code) for every mark in every file of the project."""
+    return sorted(
+        (path.relative_to(project).as_posix(), line, code)
+        for path in project_files(project)
+        for line, code in expected_diagnostics(path.read_text())
+    )

@@ -15,6 +15,7 @@ from typing import Any
 
 from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.device import Device
+from fsdp2_lint.runtime.evidence.scope import Line, SourceScope, parse_line
 
 Event = dict[str, Any]
 THREAD_LINE = re.compile(r"^(?:Current thread|Thread) (?P<thread>0x[0-9a-fA-F]+)")
@@ -25,7 +26,7 @@ FATAL_ERROR = "Fatal Python error: "  # faulthandler's dump when a fatal signal 
 
 @dataclass(frozen=True)
 class RunSpec:
-    script: Path
+    script: Path  # the file the run starts: the script, or the file of ``module``
     run_dir: Path
     timeout: float
     argv: tuple[str, ...] = ()
@@ -34,18 +35,25 @@ class RunSpec:
     # Scheduling hint only (never used to judge): a run expected to hang waits idle until the pool
     # finds it stalled (or its timeout), so the pool runs it alongside the --jobs busy ones.
     expect_hang: bool = False
+    module: str | None = None  # run as ``python -m MODULE`` would, rather than ``python SCRIPT``
+    # first on sys.path; None: as Python puts it there (the script's directory; for -m, the cwd)
+    import_root: Path | None = None
+    project: Path | None = None  # its files are the user's code (see .scope); None: the script alone
+
+    def scope(self) -> SourceScope:
+        return SourceScope.of(self.script, self.project)
 
 
 @dataclass(frozen=True)
 class StackSite:
     """Where a rank was when the harness stopped it, from its faulthandler dump."""
 
-    lines: tuple[int, ...]  # lines of the user's script on the stack, innermost first
+    lines: tuple[Line, ...]  # lines of the user's code on the stack, innermost first
     innermost: str  # innermost frame of all, e.g. "barrier (distributed_c10d.py:4812)"
     innermost_file: str = ""  # its file's path
 
     @property
-    def line(self) -> int | None:
+    def line(self) -> Line | None:
         return self.lines[0] if self.lines else None
 
 
@@ -61,7 +69,7 @@ class RunRecord:
     stalled_for: float | None = None  # seconds without progress after which the harness found it stuck
     stopped: tuple[int, ...] = ()  # ranks the launcher stopped because another rank had failed
     stacks: dict[int, StackSite] = field(default_factory=dict)
-    reached_lines: frozenset[int] = frozenset()
+    reached_lines: frozenset[Line] = frozenset()
 
     @property
     def ranks(self) -> range:
@@ -107,7 +115,7 @@ class RunRecord:
         """Where ``rank`` was when a fatal signal (SIGSEGV, SIGABRT, ...) killed it: the last dump
         faulthandler wrote to its stderr."""
         _, header, dump = read_tail(events.stderr_path(self.spec.run_dir, rank)).rpartition(FATAL_ERROR)
-        return parse_stack(header + dump, str(self.spec.script.resolve())) if header else None
+        return parse_stack(header + dump, self.spec.scope()) if header else None
 
     def failed_ranks(self) -> list[int]:
         """Ranks that ended badly or never finished, those killed by a signal first: the other
@@ -152,19 +160,19 @@ def collect(
     stalled_for: float | None = None,
 ) -> RunRecord:
     """Read what every rank left in the run directory."""
-    script = str(spec.script.resolve())
+    scope = spec.scope()
     ranks = range(world_size)
     stacks = {}
     for rank in ranks:
         path = events.stack_path(spec.run_dir, rank)
         text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
         if text.strip():
-            stacks[rank] = parse_stack(text, script)
-    reached: set[int] = set()
+            stacks[rank] = parse_stack(text, scope)
+    reached: set[Line] = set()
     for rank in ranks:
         path = events.lines_path(spec.run_dir, rank)
         if path.exists():
-            reached.update(int(line) for line in path.read_text().split() if line.isdigit())
+            reached.update(line for line in map(parse_line, path.read_text().splitlines()) if line is not None)
     return RunRecord(
         spec=spec,
         world_size=world_size,
@@ -180,9 +188,12 @@ def collect(
     )
 
 
-def parse_stack(dump: str, script: str) -> StackSite:
+def parse_stack(dump: str, scope: SourceScope | str) -> StackSite:
     """Parse the last of the faulthandler dumps in ``dump`` (most recent call first, one block per
-    thread; a thread seen again starts the next dump); use the first thread inside the script."""
+    thread; a thread seen again starts the next dump); use the first thread inside the user's code
+    (``scope``, or the one script of that path)."""
+    if isinstance(scope, str):
+        scope = SourceScope(scope)
     dumps: list[dict[str, list[tuple[str, int, str]]]] = []
     frames: list[tuple[str, int, str]] = []
     for text in dump.splitlines():
@@ -196,7 +207,7 @@ def parse_stack(dump: str, script: str) -> StackSite:
         if match and dumps:
             frames.append((match["file"], int(match["line"]), match["function"].strip()))
     for frames in dumps[-1].values() if dumps else ():
-        script_lines = tuple(line for file, line, _ in frames if file == script)
+        script_lines = tuple(named for file, line, _ in frames if (named := scope.name(file, line)) is not None)
         if script_lines:
             file, line, function = frames[0]
             return StackSite(script_lines, f"{function} ({Path(file).name}:{line})", file)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fsdp2_lint.rule import RuntimeSignature
 from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.record import Event, RunRecord
+from fsdp2_lint.runtime.evidence.scope import Line
 
 MAX_SUMMARY_MESSAGE = 120
 
@@ -26,7 +27,7 @@ class Evidence:
     kind: str
     summary: str
     ranks: tuple[int, ...]
-    lines: tuple[int, ...] = ()  # lines of the user's script this evidence points at
+    lines: tuple[Line, ...] = ()  # lines of the user's script (or project: see .scope) this evidence points at
     exception_types: tuple[str, ...] = ()  # for exceptions: the class and its bases
     message: str = ""
 
@@ -85,12 +86,19 @@ def _ranks(ranks) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ",".join(map(str, ranks))
 
 
-def _at(line: int | None) -> str:
-    return f" at line {line}" if line is not None else ""
+def _at(line: Line | None) -> str:
+    """ " at line 42" in a script, " at pkg/parallel.py:42" in a project (see :mod:`.scope`)."""
+    if line is None:
+        return ""
+    return f" at line {line}" if isinstance(line, int) else f" at {line}"
 
 
-def _at_lines(lines: list[int]) -> str:
-    return f" at line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}" if lines else ""
+def _at_lines(lines: list[Line]) -> str:
+    if not lines:
+        return ""
+    if all(isinstance(line, int) for line in lines):
+        return f" at line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+    return f" at {', '.join(map(str, lines))}"
 
 
 # exception ----------------------------------------------------------------------------------------
@@ -148,12 +156,12 @@ def _step_evidence(
     kind: str,
     holds: Callable[[Event], bool],
     describe: Callable[[list[Event]], str],
-    cause_lines: Callable[[Event], tuple[int, ...]] = lambda step: (),
+    cause_lines: Callable[[Event], tuple[Line, ...]] = lambda step: (),
 ) -> list[Evidence]:
     """One item per optimizer (merged across ranks) whose every probed step ``holds``; its lines
     are the optimizer's construction (and the calls that led to it), the last probed step and the
     ``cause_lines`` of that step."""
-    grouped: dict[tuple[str, tuple[int, ...]], list[int]] = defaultdict(list)
+    grouped: dict[tuple[str, tuple[Line, ...]], list[int]] = defaultdict(list)
     for (rank, _), steps in _steps_by_optimizer(run).items():
         if all(holds(step) for step in steps):
             last = steps[-1]
@@ -444,7 +452,7 @@ def detect_crash(run: RunRecord) -> list[Evidence]:
     return found
 
 
-def _unfinished(run: RunRecord, rank: int) -> tuple[str, tuple[int, ...]]:
+def _unfinished(run: RunRecord, rank: int) -> tuple[str, tuple[Line, ...]]:
     """How a rank that never finished the script ended, and the lines of the script it was on."""
     last = describe_event(run.last_event(rank))
     killed_by = run.killed_by(rank)

@@ -14,6 +14,7 @@ import click
 
 from fsdp2_lint.rule import Rule
 from fsdp2_lint.runtime.evidence.device import DEVICE_CHOICES, DeviceUnavailable
+from fsdp2_lint.runtime.harness.project import Entry, ProjectError, is_project, module_entry, read_entry
 from fsdp2_lint.runtime.launch.launcher import LAUNCHERS, HarnessError
 from fsdp2_lint.runtime.launch.processes import exit_like
 
@@ -80,9 +81,36 @@ def _selected_rules(
         raise click.BadParameter(str(error), context, parameter) from None
 
 
+def _module_entry(context: click.Context, parameter: click.Parameter, module: str | None) -> Entry | None:
+    """``-m MODULE``: the current directory's project, run as ``python -m MODULE`` would run it
+    there. Eager, so that SCRIPT's callback knows it was given."""
+    if module is None:
+        return None
+    try:
+        return module_entry(module, Path.cwd(), Path.cwd())
+    except ProjectError as error:
+        raise click.BadParameter(str(error), context, parameter) from None
+
+
+def _script(context: click.Context, parameter: click.Parameter, value: str | None) -> Path | Entry | str | None:
+    """SCRIPT: a script (checked as ``click.Path(exists=True, dir_okay=False)`` checks it), or a
+    project directory holding an ``ENTRY``; after ``-m MODULE``, the first of the module's arguments."""
+    if value is None or context.params.get("module") is not None:
+        return value
+    if Path(value).is_dir() and is_project(Path(value)):
+        try:
+            return read_entry(Path(value))
+        except ProjectError as error:
+            raise click.BadParameter(str(error), context, parameter) from None
+    return click.Path(exists=True, dir_okay=False, path_type=Path).convert(value, parameter, context)
+
+
 @click.command(name="confirm")
-@click.argument("script", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("script", required=False, type=click.UNPROCESSED, callback=_script)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-m", "module", metavar="MODULE", is_eager=True, callback=_module_entry,
+              help="Run this module of the project in the current directory, as `python -m MODULE` would "
+                   "(SCRIPT_ARGS go to it).")  # fmt: skip
 @click.option("--rule", "rules", multiple=True, metavar="CODE", callback=_selected_rules,
               help="Only this rule (repeatable).")  # fmt: skip
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto", show_default=True,
@@ -100,8 +128,9 @@ def _selected_rules(
 @click.option("--keep-runs", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep every run's events, logs and stack dumps in this directory.")  # fmt: skip
 def confirm(
-    script: Path | None,
+    script: Path | Entry | str | None,
     script_args: tuple[str, ...],
+    module: Entry | None,
     rules: tuple[type[Rule], ...],
     device: str,
     nproc: int,
@@ -116,7 +145,8 @@ def confirm(
 
     With SCRIPT (and `-- ARGS` for it), run your own training script the same way and show, next
     to the static findings for it, which ones the run confirmed, which it never reached, and
-    which failures the static pass missed.
+    which failures the static pass missed. A project runs the same way, its findings in all its
+    files: `-m MODULE` in its directory, or SCRIPT a project directory with an ENTRY file.
 
     Exit status: 0 when every bad fixture is confirmed and every good one is clean (for SCRIPT:
     when the run showed no failure), 1 otherwise, 2 when the harness cannot run. On SIGTERM or
@@ -128,12 +158,17 @@ def confirm(
         sys.exit(2)
     try:
         with _terminating_signals_unwind(), _run_root(keep_runs) as root:
-            if script is not None:
+            if module is not None and script is not None:
+                script_args = (str(script), *script_args)
+            entry = module or (script if isinstance(script, Entry) else None)
+            if entry is not None or script is not None:
                 from fsdp2_lint.runtime.harness.confirm_script import run_script_check
 
+                started = entry.script if entry is not None else Path(script)  # type: ignore[arg-type]
                 code = run_script_check(
-                    script, script_args, rules, device, nproc, timeout or SCRIPT_TIMEOUT_SECONDS, root, output_format
-                )
+                    started, script_args, rules, device, nproc, timeout or SCRIPT_TIMEOUT_SECONDS, root, output_format,
+                    entry,
+                )  # fmt: skip
             else:
                 code = _run_fixtures(rules, device, nproc, timeout, jobs, launcher, root, output_format)
     except (HarnessError, DeviceUnavailable) as error:

@@ -68,12 +68,18 @@ def confirm_fixtures(
 
 
 def _spec(fixture: Fixture, run_root: Path, timeout: float) -> RunSpec:
+    """A project runs its entry, with the lines of all its files attributed (in its own scratch
+    directory like a script: a fixture writes only under ``FSDP2_LINT_OUTDIR``)."""
     run_dir = run_root / f"{fixture.rule}-{re.sub(r'[^A-Za-z0-9_.-]', '_', fixture.name)}"
+    entry = fixture.entry
     return RunSpec(
-        script=fixture.path,
+        script=entry.script if entry else fixture.path,
         run_dir=run_dir,
         timeout=timeout,
         expect_hang=fixture.bad and fixture.signature.evidence == "hang",
+        module=entry.module if entry else None,
+        import_root=entry.import_root if entry else None,
+        project=entry.project if entry else None,
     )
 
 

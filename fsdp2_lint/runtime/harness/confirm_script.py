@@ -1,5 +1,7 @@
 """``fsdp2-lint confirm path/to/train.py``: the static findings for a script next to what a run of
-it showed (torch-free; the run is one torchrun launch with probes and line tracing)."""
+it showed (torch-free; the run is one torchrun launch with probes and line tracing). For a project
+(``confirm -m pkg.train``, ``confirm path/to/project`` with an ``ENTRY``), the findings in all its
+files next to what the run of its entry showed in any of them."""
 
 from __future__ import annotations
 
@@ -17,11 +19,15 @@ from rich.table import Table
 from rich.text import Text
 
 from fsdp2_lint.diagnostics import Diagnostic
+from fsdp2_lint.discovery import discover
 from fsdp2_lint.engine import lint_file
+from fsdp2_lint.pipeline import LintTask, lint_files
 from fsdp2_lint.rule import Rule
 from fsdp2_lint.runtime.evidence.device import can_reproduce
 from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec
 from fsdp2_lint.runtime.evidence.registry import Evidence, matches, observe
+from fsdp2_lint.runtime.evidence.scope import split_line
+from fsdp2_lint.runtime.harness.project import Entry
 from fsdp2_lint.runtime.harness.report import evidence_json, report_console
 from fsdp2_lint.runtime.launch.factory import make_launcher
 from fsdp2_lint.runtime.launch.launcher import HarnessError
@@ -54,13 +60,16 @@ class _Finding:
     rule: type[Rule]
     span: range
     reached: bool
+    file: str | None = None  # in a project: its file, relative to the project (see evidence.scope)
 
     def distance(self, evidence: Evidence) -> float:
-        """0 when the evidence involves a line of the finding, else the gap to its nearest line."""
-        if not evidence.lines:
+        """0 when the evidence involves a line of the finding, else the gap to its nearest line
+        (lines of other files are no nearer than no line)."""
+        lines = [number for file, number in map(split_line, evidence.lines) if file == self.file]
+        if not lines:
             return math.inf
         return min(0 if line in self.span else min(abs(line - self.span.start), abs(line - self.span[-1]))
-                   for line in evidence.lines)  # fmt: skip
+                   for line in lines)  # fmt: skip
 
     def explains(self, evidence: Evidence) -> bool:
         """The rule declares this evidence, and the run went through the finding or the evidence involves it."""
@@ -68,19 +77,26 @@ class _Finding:
 
 
 def compare(
-    diagnostics: Sequence[Diagnostic], run: RunRecord, rules: Sequence[type[Rule]]
+    diagnostics: Sequence[Diagnostic],
+    run: RunRecord,
+    rules: Sequence[type[Rule]],
+    files: dict[str, str] | None = None,
 ) -> tuple[list[StaticFinding], list[RuntimeOnly]]:
     """A failure often shows away from the line a finding points at (the first forward of a model
     built on meta in a helper; the step of an optimizer built too early), so evidence of the kind a
     rule declares confirms a finding of that rule: one on whose lines it is, else the nearest one
     the run went through that no evidence is on. (Evidence away from a finding that has its own is
-    another occurrence of the failure, which the static pass missed.)"""
+    another occurrence of the failure, which the static pass missed.) In a project run, ``files``
+    maps each diagnostic's path to its file relative to the project, as the run names them."""
     by_code = {rule.code: rule for rule in rules}
-    findings = [
-        _Finding(d, by_code[d.code], span := range(d.line, d.end_line + 1), bool(set(span) & run.reached_lines))
-        for d in diagnostics
-        if d.code in by_code  # not FSDP000 (an unreadable file)
-    ]
+    reached = {split_line(line) for line in run.reached_lines}
+    findings = []
+    for d in diagnostics:
+        if d.code not in by_code:
+            continue  # FSDP000 (an unreadable file)
+        file = files.get(d.path) if files is not None else None
+        span = range(d.line, d.end_line + 1)
+        findings.append(_Finding(d, by_code[d.code], span, any((file, line) in reached for line in span), file))
     observed = observe(run)
     confirming: dict[int, list[Evidence]] = defaultdict(list)  # finding index -> its evidence
     away = []
@@ -136,28 +152,52 @@ def run_script_check(
     timeout: float,
     run_root: Path,
     output_format: str,
+    entry: Entry | None = None,
 ) -> int:
-    diagnostics = lint_file(script, rules, display_path=os.path.relpath(script))
+    """Run ``script`` (or the project ``entry``, whose ``script`` it is) and set its evidence next
+    to the static findings."""
+    files = None
+    if entry is None:
+        diagnostics = lint_file(script, rules, display_path=os.path.relpath(script))
+    else:
+        diagnostics, files = _lint_project(entry.project, rules)
     spec = RunSpec(
         script=script,
         run_dir=run_root / "run",
         timeout=timeout,
         argv=tuple(script_args),
-        cwd=Path.cwd(),  # the script runs where the user runs it
+        cwd=entry.project if entry else Path.cwd(),  # a script runs where the user runs it, a project in its directory
         trace_lines=True,
+        module=entry.module if entry else None,
+        import_root=entry.import_root if entry else None,
+        project=entry.project if entry else None,
     )
     with make_launcher("torchrun", nproc, device_request, run_root) as launcher:
         (run,) = launcher.run_all([spec])
     errors = run.harness_errors()
     if errors:
         raise HarnessError("; ".join(sorted(set(errors))))
-    static, runtime_only = compare(diagnostics, run, rules)
+    static, runtime_only = compare(diagnostics, run, rules, files)
     failed = any(item.status == CONFIRMED for item in static) or bool(runtime_only) or not run.completed()
     if output_format == "json":
-        print(json.dumps(_as_json(script, run, static, runtime_only, failed), indent=2))
+        print(json.dumps(_as_json(script, run, static, runtime_only, failed, entry), indent=2))
     else:
-        _print(report_console(), script, run, static, runtime_only, failed)
+        _print(report_console(), script, run, static, runtime_only, failed, entry)
     return 1 if failed else 0
+
+
+def _lint_project(project: Path, rules: Sequence[type[Rule]]) -> tuple[list[Diagnostic], dict[str, str]]:
+    """The diagnostics of every Python file of the project, as ``check PROJECT`` would find them
+    (no configuration: ``--rule`` selects), and each one's path relative to the project."""
+    paths = [path for path in discover([project], lambda path, is_dir: False) if isinstance(path, Path)]
+    paths = [path for path in paths if path.suffix == ".py"]
+    displays = [os.path.relpath(path) for path in paths]
+    tasks = [LintTask(path, display, tuple(rules)) for path, display in zip(paths, displays, strict=True)]
+    diagnostics = [d for found in lint_files(tasks, jobs=1) for d in found]
+    files = {
+        display: path.resolve().relative_to(project).as_posix() for path, display in zip(paths, displays, strict=True)
+    }
+    return diagnostics, files
 
 
 def _outcome(run: RunRecord) -> str:
@@ -175,9 +215,11 @@ def _print(
     static: list[StaticFinding],
     runtime_only: list[RuntimeOnly],
     failed: bool,
+    entry: Entry | None = None,
 ) -> None:
+    what = f"{entry.describe()} (project {os.path.relpath(entry.project)})" if entry else script
     console.print(
-        f"[bold]fsdp2-lint confirm[/bold] {script}: device {run.device.describe()}, {run.world_size} ranks, "
+        f"[bold]fsdp2-lint confirm[/bold] {what}: device {run.device.describe()}, {run.world_size} ranks, "
         f"{run.seconds:.1f}s — the run {_outcome(run)}"
     )
     table = Table(title="Static findings and what the run showed", title_justify="left", show_lines=True)
@@ -187,7 +229,8 @@ def _print(
         d = item.diagnostic
         evidence = f"[{item.evidence.kind}] {item.evidence.summary}" if item.evidence else ""
         style = "red" if item.status == CONFIRMED else "yellow"
-        table.add_row(str(d.line), d.code, Text(d.message), Text(item.status, style=style), Text(evidence))
+        line = f"{d.path}:{d.line}" if entry else str(d.line)
+        table.add_row(line, d.code, Text(d.message), Text(item.status, style=style), Text(evidence))
     if static:
         console.print(table)
     else:
@@ -211,10 +254,17 @@ def _print(
 
 
 def _as_json(
-    script: Path, run: RunRecord, static: list[StaticFinding], runtime_only: list[RuntimeOnly], failed: bool
+    script: Path,
+    run: RunRecord,
+    static: list[StaticFinding],
+    runtime_only: list[RuntimeOnly],
+    failed: bool,
+    entry: Entry | None = None,
 ) -> dict[str, Any]:
+    project = {"project": str(entry.project), "module": entry.module} if entry else {}
     return {
         "script": str(script),
+        **project,
         "device": run.device.kind,
         "backend": run.device.backend,
         "nproc": run.world_size,

@@ -204,7 +204,7 @@ class RankPool:
         spec.run_dir.mkdir(parents=True, exist_ok=True)
         cwd = spec.cwd or events.output_dir(spec.run_dir)
         cwd.mkdir(parents=True, exist_ok=True)
-        running[job] = _Run(job, spec, port, time.monotonic(), StallWatch(spec.run_dir, spec.script))
+        running[job] = _Run(job, spec, port, time.monotonic(), StallWatch(spec.run_dir, spec.scope()))
         for server in self.servers:
             server.send(
                 {
@@ -218,6 +218,7 @@ class RankPool:
                     "device": {"kind": self._device.kind, "backend": self._device.backend},
                     "world_size": self.nproc,
                     "trace_lines": spec.trace_lines,
+                    **_project_fields(spec),
                 }
             )
 
@@ -284,6 +285,12 @@ class RankPool:
             if port not in self._ports:
                 self._ports.add(port)
                 return port
+
+
+def _project_fields(spec: RunSpec) -> dict[str, str]:
+    """What a run of a project adds to its job (see :func:`fsdp2_lint.runtime.rank.script.run_script`)."""
+    fields = {"module": spec.module, "import_root": spec.import_root, "project": spec.project}
+    return {key: str(value.resolve()) if isinstance(value, Path) else value for key, value in fields.items() if value}
 
 
 def _rank_env(rank: int, nproc: int, port: int, job: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.record import parse_stack
+from fsdp2_lint.runtime.evidence.scope import SourceScope
 from fsdp2_lint.runtime.evidence.signals import dump_stacks
 
 STALL_SECONDS = 5.0  # no event and no CPU for this long, on every unfinished rank
@@ -36,9 +37,9 @@ class _Sample:
 class StallWatch:
     """The stall check of one run; :meth:`stalled` is polled while the run goes on."""
 
-    def __init__(self, run_dir: Path, script: Path) -> None:
+    def __init__(self, run_dir: Path, scope: SourceScope) -> None:
         self.run_dir = run_dir
-        self.script = str(script.resolve())
+        self.scope = scope
         self.pids: dict[int, int] = {}
         self.quiet_since: _Sample | None = None  # the last sample that showed progress
         self.dumped_at: float | None = None
@@ -87,12 +88,12 @@ class StallWatch:
     def _blocked_in_torch(self, rank: int) -> bool:
         """The script's thread, in the rank's latest stack dump, is inside torch."""
         path = events.stack_path(self.run_dir, rank)
-        site = parse_stack(path.read_text(encoding="utf-8", errors="replace"), self.script) if path.exists() else None
-        return site is not None and site.lines != () and _in_torch(site.innermost_file, self.script)
+        site = parse_stack(path.read_text(encoding="utf-8", errors="replace"), self.scope) if path.exists() else None
+        return site is not None and site.lines != () and _in_torch(site.innermost_file, self.scope)
 
 
-def _in_torch(filename: str, script: str) -> bool:
-    return filename != script and f"{os.sep}torch{os.sep}" in filename
+def _in_torch(filename: str, scope: SourceScope) -> bool:
+    return not scope.contains(filename) and f"{os.sep}torch{os.sep}" in filename
 
 
 def _started_pid(path: Path) -> int | None:

@@ -117,7 +117,7 @@ class TorchrunLauncher:
 
     def _launch(self, spec: RunSpec, cwd: Path, log: BinaryIO) -> subprocess.Popen:
         """Every Python here runs without the current directory on sys.path (see :mod:`.processes`);
-        the ranks run the script as ``python SCRIPT`` would, in ``cwd``."""
+        the ranks run the script as ``python SCRIPT`` (or ``python -m MODULE``) would, in ``cwd``."""
         command = [
             *python_module("fsdp2_lint.runtime.launch.keeper"), "--parent", str(os.getpid()),
             "--grace", str(TERMINATE_GRACE_SECONDS), "--",
@@ -126,6 +126,9 @@ class TorchrunLauncher:
             *python_module("fsdp2_lint.runtime.rank.main"), "--run-dir", str(spec.run_dir.resolve()),
             "--device", self.device_request,
             *(["--trace-lines"] if spec.trace_lines else []),
+            *(["--module", spec.module] if spec.module else []),
+            *(["--import-root", str(spec.import_root.resolve())] if spec.import_root else []),
+            *(["--project", str(spec.project.resolve())] if spec.project else []),
             str(spec.script.resolve()), *spec.argv,
         ]  # fmt: skip
         with self._lock:

@@ -1,6 +1,6 @@
 """Per-launch entry point of one rank, started by torchrun as ``python -m fsdp2_lint.runtime.rank.main
---run-dir DIR [--device auto|cpu|cuda] [--trace-lines] SCRIPT [ARGS...]`` without the current
-directory on sys.path (see :func:`fsdp2_lint.runtime.launch.processes.python_module`) (imports torch)."""
+--run-dir DIR [--device auto|cpu|cuda] [--trace-lines] [--module NAME] [--import-root DIR]
+[--project DIR] SCRIPT [ARGS...]`` without the current directory on sys.path (see :func:`fsdp2_lint.runtime.launch.processes.python_module`) (imports torch)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", type=Path, required=True)
     parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
     parser.add_argument("--trace-lines", action="store_true")
+    parser.add_argument("--module", help="run this module as `python -m` would (SCRIPT is its file)")
+    parser.add_argument("--import-root", type=Path, help="first on sys.path")
+    parser.add_argument("--project", type=Path, help="the directory whose files are the user's code")
     parser.add_argument("script", type=Path)
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = parser.parse_args(argv)
@@ -33,7 +36,16 @@ def main(argv: list[str] | None = None) -> int:
         EventLog(events.events_path(options.run_dir, rank)).write(events.HARNESS_ERROR, message=str(error))
         return 2
     return run_script(
-        options.script, options.args, options.run_dir, rank, world_size, device, trace_lines=options.trace_lines
+        options.script,
+        options.args,
+        options.run_dir,
+        rank,
+        world_size,
+        device,
+        trace_lines=options.trace_lines,
+        module=options.module,
+        import_root=options.import_root,
+        project=options.project,
     )
 
 

@@ -11,7 +11,6 @@ import os
 import sysconfig
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -21,14 +20,17 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.events import EventLog
+from fsdp2_lint.runtime.evidence.scope import Line, SourceScope
 
 
 class CodeLocator:
-    """Attributes a stack to the user's script: the innermost frame of the script, and the innermost
-    frame of any user code (not torch, not the standard library or site-packages, not this harness)."""
+    """Attributes a stack to the user's script: the innermost frame of the script (of any file of
+    the project, for a project's run: see :mod:`fsdp2_lint.runtime.evidence.scope`), and the
+    innermost frame of any user code (not torch, not the standard library or site-packages, not
+    this harness)."""
 
-    def __init__(self, script: Path) -> None:
-        self.script = str(script)
+    def __init__(self, scope: SourceScope) -> None:
+        self.scope = scope
         self.torch_root = os.path.dirname(torch.__file__) + os.sep
         paths = sysconfig.get_paths()
         library_roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
@@ -39,14 +41,17 @@ class CodeLocator:
         return filename.startswith(self.torch_root)
 
     def is_user_file(self, filename: str) -> bool:
-        return filename == self.script or not (filename.startswith("<") or filename.startswith(self.library_roots))
+        return self.scope.contains(filename) or not (
+            filename.startswith("<") or filename.startswith(self.library_roots)
+        )
 
     def locate(self, frames: Iterable[tuple[str, int]]) -> dict[str, Any]:
         """``line``: innermost line in the script; ``site``: innermost user frame elsewhere, if any."""
         site = None
         for filename, lineno in frames:
-            if filename == self.script:
-                return {"line": lineno, "site": site}
+            line = self.scope.name(filename, lineno)
+            if line is not None:
+                return {"line": line, "site": site}
             if site is None and self.is_user_file(filename):
                 site = f"{filename}:{lineno}"
         return {"line": None, "site": site}
@@ -54,9 +59,12 @@ class CodeLocator:
     def locate_stack(self, frame: FrameType | None) -> dict[str, Any]:
         return self.locate(_outward(frame))
 
-    def script_lines(self, frame: FrameType | None) -> list[int]:
+    def script_lines(self, frame: FrameType | None) -> list[Line]:
         """Every line of the script on the stack, innermost first: a helper's line, then its callers'."""
-        return [lineno for filename, lineno in _outward(frame) if filename == self.script]
+        return self._lines(_outward(frame))
+
+    def _lines(self, frames: Iterable[tuple[str, int]]) -> list[Line]:
+        return [line for filename, lineno in frames if (line := self.scope.name(filename, lineno)) is not None]
 
     def locate_traceback(self, tb: TracebackType | None) -> dict[str, Any]:
         """Also ``script_lines``: every line of the script in the traceback, innermost first (a
@@ -66,8 +74,7 @@ class CodeLocator:
             frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
             tb = tb.tb_next
         frames.reverse()
-        script_lines = [lineno for filename, lineno in frames if filename == self.script]
-        return {**self.locate(frames), "script_lines": script_lines}
+        return {**self.locate(frames), "script_lines": self._lines(frames)}
 
 
 def _outward(frame: FrameType | None) -> Iterator[tuple[str, int]]:
@@ -102,9 +109,9 @@ class ReplacedParameters:
 class ProbeCore:
     """The state the probes of one rank share; :class:`.probes.Probes` adds the probes themselves."""
 
-    def __init__(self, log: EventLog, script: Path) -> None:
+    def __init__(self, log: EventLog, scope: SourceScope) -> None:
         self.log = log
-        self.locator = CodeLocator(script)
+        self.locator = CodeLocator(scope)
         self.sharded: list[weakref.ref[torch.nn.Module]] = []
         self.replaced = ReplacedParameters()
 

@@ -35,6 +35,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.events import EventLog
+from fsdp2_lint.runtime.evidence.scope import Line, SourceScope
 from fsdp2_lint.runtime.evidence.signals import STACK_DUMP_SIGNAL
 from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
@@ -180,8 +181,8 @@ class GradientSyncProbe:
 class Probes(ProbeCore):
     """All probes of one rank, writing to one event log."""
 
-    def __init__(self, log: EventLog, script: Path, run_dir: Path, rank: int) -> None:
-        super().__init__(log, script)
+    def __init__(self, log: EventLog, scope: SourceScope, run_dir: Path, rank: int) -> None:
+        super().__init__(log, scope)
         self.stack_file = open(events.stack_path(run_dir, rank), "w", encoding="utf-8")
         # where each optimizer was built: the script's lines on the stack, innermost first
         self.optimizer_lines: weakref.WeakKeyDictionary[torch.optim.Optimizer, list[int]] = weakref.WeakKeyDictionary()
@@ -492,24 +493,26 @@ def _optimizer_params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
     return [p for group in optimizer.param_groups for p in group["params"]]
 
 
-def trace_script_lines(script: Path, path: Path) -> None:
-    """Append each line of ``script`` to ``path`` the first time any thread executes it, so the
-    harness can tell a static finding the run never reached from one it ran through silently."""
-    script_name = str(script)
+def trace_script_lines(scope: SourceScope, path: Path) -> None:
+    """Append each line of the user's code (see :mod:`fsdp2_lint.runtime.evidence.scope`) to ``path``
+    the first time any thread executes it, so the harness can tell a static finding the run never
+    reached from one it ran through silently."""
     out = open(path, "a", encoding="utf-8", buffering=1)
-    reached: set[int] = set()
+    reached: set[Line] = set()
     lock = threading.Lock()
 
     def trace_line(frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line" and frame.f_lineno not in reached:
-            with lock:
-                reached.add(frame.f_lineno)
-                out.write(f"{frame.f_lineno}\n")
-                out.flush()
+        if event == "line":
+            line = scope.name(frame.f_code.co_filename, frame.f_lineno)
+            if line is not None and line not in reached:
+                with lock:
+                    reached.add(line)
+                    out.write(f"{line}\n")
+                    out.flush()
         return trace_line
 
     def trace_call(frame: FrameType, event: str, arg: Any) -> Any:
-        return trace_line if frame.f_code.co_filename == script_name else None
+        return trace_line if scope.contains(frame.f_code.co_filename) else None
 
     sys.settrace(trace_call)
     threading.settrace(trace_call)

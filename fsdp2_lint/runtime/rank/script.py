@@ -1,7 +1,9 @@
 """Running the user's script on one rank, with probes, recording how it ended (imports torch).
 
 Shared by both launchers: :mod:`.main` (under torchrun) and :mod:`.server` (a forked
-child per run). The script runs as ``__main__`` via runpy, exactly as ``python script.py`` would.
+child per run). The script runs as ``__main__`` via runpy, exactly as ``python script.py`` would;
+a project's entry module as ``python -m package.module`` would, with its import root first on
+``sys.path``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.device import Device
 from fsdp2_lint.runtime.evidence.events import EventLog
+from fsdp2_lint.runtime.evidence.scope import SourceScope
 from fsdp2_lint.runtime.rank.probe_core import CodeLocator
 from fsdp2_lint.runtime.rank.probes import Probes, trace_script_lines
 
@@ -35,9 +38,15 @@ def run_script(
     world_size: int,
     device: Device,
     trace_lines: bool = False,
+    module: str | None = None,
+    import_root: Path | None = None,
+    project: Path | None = None,
 ) -> int:
-    """Run ``script`` on this rank and return the exit code the rank should end with."""
+    """Run ``script`` (or ``module``, whose file it is) on this rank and return the exit code the
+    rank should end with. ``import_root`` goes first on sys.path (default: as Python puts it
+    there); events name lines of any file of ``project`` (default: of the script alone)."""
     script = script.resolve()
+    scope = SourceScope.of(script, project)
     log = EventLog(events.events_path(run_dir, rank))
     capture_output(run_dir, rank)
     faulthandler.enable(all_threads=True)  # a rank killed by SIGSEGV, SIGABRT, ... prints where it was
@@ -55,24 +64,29 @@ def run_script(
         backend=device.backend,
         torch=torch.__version__,
     )
-    Probes(log, script, run_dir, rank).install()
-    locator = CodeLocator(script)
+    Probes(log, scope, run_dir, rank).install()
+    locator = CodeLocator(scope)
     record_thread_exceptions(log, locator)
     if trace_lines:
-        trace_script_lines(script, events.lines_path(run_dir, rank))
+        trace_script_lines(scope, events.lines_path(run_dir, rank))
     sys.argv = [str(script), *argv]
-    sys.path[0] = str(script.parent)  # as `python script.py` sets it
+    # as `python script.py` sets it; `python -m` puts the current directory there
+    default_root = Path.cwd() if module else script.parent
+    sys.path[0] = str((import_root or default_root).resolve())
     real_exit = os._exit
     os._exit = _recording_exit(log, real_exit)  # scripts that end with os._exit(0) still finished
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        if module:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(str(script), run_name="__main__")
     except SystemExit as stop:
         code = exit_code(stop)
         log.write(events.EXIT, code=code)
         return code
     except BaseException as error:
         log.write(events.EXCEPTION, **describe_exception(error, locator))
-        traceback.print_exception(type(error), error, _from_script(error.__traceback__, str(script)))
+        traceback.print_exception(type(error), error, _from_script(error.__traceback__, scope))
         return 1
     finally:
         os._exit = real_exit
@@ -103,10 +117,10 @@ def capture_output(run_dir: Path, rank: int) -> None:
         stream.reconfigure(line_buffering=True)  # a killed rank keeps what it printed
 
 
-def _from_script(tb, script: str):
+def _from_script(tb, scope: SourceScope):
     """The traceback without the harness's own frames (runpy and this module) above the script."""
     start = tb
-    while start is not None and start.tb_frame.f_code.co_filename != script:
+    while start is not None and not scope.contains(start.tb_frame.f_code.co_filename):
         start = start.tb_next
     return start or tb
 

@@ -6,7 +6,7 @@
 - server → harness: ``{"op": "hello", "rank", "gpus", "torch"}`` or ``{"op": "hello", "error"}``;
   ``{"op": "done", "job", "rank", "returncode"}`` when a run's child has exited;
 - harness → server: ``{"op": "run", "job", "script", "argv", "run_dir", "cwd", "env", "device",
-  "world_size", "trace_lines"}``; ``{"op": "stop", "job"}`` (dump the child's stacks, kill it shortly after);
+  "world_size", "trace_lines"}`` and, for a project, ``"module"``, ``"import_root"``, ``"project"``; ``{"op": "stop", "job"}`` (dump the child's stacks, kill it shortly after);
   ``{"op": "shutdown"}``.
 
 Fork safety: the server is single-threaded, never initialises a process group or CUDA and runs
@@ -289,6 +289,9 @@ def _child(job: dict[str, Any], rank: int, keeper: int) -> NoReturn:
             job["world_size"],
             Device(**job["device"]),
             trace_lines=job["trace_lines"],
+            module=job.get("module"),
+            import_root=Path(job["import_root"]) if "import_root" in job else None,
+            project=Path(job["project"]) if "project" in job else None,
         )
     except BaseException:
         traceback.print_exc()
