@@ -153,18 +153,29 @@ def lint_files(
     analysed = _analyse([tasks[index] for index in order], workers, cache, projects)
     for index, diagnostics in zip(order, analysed, strict=True):
         results[index] = diagnostics
-    return _once([_reported(task.report_parse_errors, found) for task, found in zip(tasks, results, strict=True)])
+    return _once(
+        tasks, [_reported(task.report_parse_errors, found) for task, found in zip(tasks, results, strict=True)]
+    )
 
 
-def _once(results: list[list[Diagnostic]]) -> list[list[Diagnostic]]:
-    """The results without a diagnostic that an earlier task reported already (one in a module
-    that several linted files follow into)."""
-    seen: set[Diagnostic] = set()
+def _once(tasks: Sequence[LintTask], results: list[list[Diagnostic]]) -> list[list[Diagnostic]]:
+    """The results with each finding once (one in a module that several linted files follow into),
+    where it was first reported, as the analysis of its own file words it if that found it too (it
+    names the objects as that file does, and offers the fix), else as first reported."""
+    best: dict[tuple, Diagnostic] = {}
+    for task, found in zip(tasks, results, strict=True):
+        for diagnostic in found:
+            key = _identity(diagnostic)
+            if key not in best or (diagnostic.path == task.display and best[key].fix is None):
+                best[key] = diagnostic
     kept: list[list[Diagnostic]] = []
     for found in results:
-        kept.append([diagnostic for diagnostic in found if diagnostic not in seen])
-        seen.update(found)
+        kept.append([best.pop(key) for key in map(_identity, found) if key in best])
     return kept
+
+
+def _identity(d: Diagnostic) -> tuple:
+    return (d.path, d.line, d.column, d.end_line, d.end_column, d.code)
 
 
 def unlintable(found: Unlintable, settings: Settings, display: str) -> list[Diagnostic]:

@@ -268,8 +268,9 @@ class Calls:
         """``receiver.name(...)``. ``attribute_read``: the attribute was already read (a bound
         method value), so what it holds must not be looked up again."""
         opts = options(receiver)
-        if opts and all(isinstance(option, Symbol) for option in opts):
-            return choice([self.call_symbol(apis.canonical(f"{o.qname}.{name}"), args, kwargs, node) for o in opts])
+        if opts and all(isinstance(option, Symbol) for option in opts):  # `checkpoint.save(...)`, `torch.save(...)`
+            targets = [self.resolved(Symbol(apis.canonical(f"{o.qname}.{name}"))) for o in opts]
+            return choice([self.call_value(target, args, kwargs, node) for target in targets])
         stored = None if attribute_read else self.stored_attribute(opts, name)
         if stored is not None:  # `self.model(x)`: call what the attribute holds
             return self.alternatives(stored, node, lambda option: self.call_value(option, args, kwargs, node))
