@@ -93,7 +93,18 @@ def test_json_output(project):
                 },
             ],
         },
+        "related": [  # the first `fully_shard` of the model's parameters, which the message names
+            {
+                "path": os.path.join("src", "bad.py"),
+                "line": 7,
+                "column": 5,
+                "end_line": 7,
+                "end_column": 5 + len("fully_shard(block)"),
+                "message": "`model` is sharded here",
+            }
+        ],
     }
+    assert "(line 7)" in diagnostic["message"]
 
 
 def test_absolute_paths_are_shown_relative_to_the_working_directory(project):
