@@ -105,10 +105,7 @@ class ProjectModule:
 
     @property
     def package(self) -> str:
-        """The package relative imports in this module start from."""
-        if self.path.name == "__init__.py":
-            return self.name
-        return self.name.rpartition(".")[0]
+        return package_of(self.name, self.path)
 
 
 class Project:
@@ -249,6 +246,11 @@ class Project:
         except (cst.ParserSyntaxError, UnicodeDecodeError, LookupError, SyntaxError, RecursionError):
             return None
         return ProjectModule(self.module_name(path), path, data, module)
+
+
+def package_of(name: str, path: Path) -> str:
+    """The package relative imports in module ``name`` (in ``path``) start from."""
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
 
 
 def _dotted(relative: Path) -> str:

@@ -63,7 +63,7 @@ from fsdp2_lint.analysis.model import (
     options,
     refs,
 )
-from fsdp2_lint.analysis.project import Project
+from fsdp2_lint.analysis.project import Project, package_of
 from fsdp2_lint.analysis.syntax import child_nodes, dotted, statements
 
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
@@ -97,7 +97,7 @@ class Interpreter(Expressions, Calls, Imports):
         self.heap = Heap(self.world)
         self.ctx = Context()
         name = project.module_name(path) if project is not None and path is not None else ""
-        package = name if path is not None and path.name == "__init__.py" else name.rpartition(".")[0]
+        package = package_of(name, path) if path is not None else ""
         self.main = ModuleScope(name, package, module, Env(None, WatchedDict(self.world)), path)
         self.main.mentions_dtensor = b"DTensor" in source
         if path is not None:
