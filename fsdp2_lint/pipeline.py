@@ -200,6 +200,15 @@ def _without_parsing(task: LintTask, data: bytes, cache: Cache | None, projects:
     return cache.load(_cache_key(cache, task, data, where)) if cache is not None else None
 
 
+def imported_files(task: LintTask, overlays: Mapping[Path, bytes] | None = None) -> list[Path]:
+    """The project modules the analysis of the task's file can read (its imports, transitively),
+    read with ``overlays`` first; none when imports are not followed. An editor lints the file
+    again when one of them changes."""
+    data = _read(task)
+    where = None if isinstance(data, list) else _in_project(task, data, Projects(overlays, parseable))
+    return [] if where is None else [path for path, _ in where.project.imported_sources(where.file, data)]
+
+
 def _cache_key(cache: Cache, task: LintTask, data: bytes, where: InProject | None) -> str:
     reachable = where.project.imported_sources(where.file, data) if where is not None else ()
     return cache.key(data, task.display, task.rules, reachable)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +32,15 @@ class Finding:
     lsp: types.Diagnostic
 
 
-def findings(diagnostics: Sequence[Diagnostic], text: DocumentText) -> tuple[Finding, ...]:
-    return tuple(Finding(d, lsp_diagnostic(d, text)) for d in diagnostics)
+# The text of the file a related location is in (None: unreadable), by the path the engine reports
+TextOf = Callable[[str], DocumentText | None]
 
 
-def lsp_diagnostic(d: Diagnostic, text: DocumentText) -> types.Diagnostic:
+def findings(diagnostics: Sequence[Diagnostic], text: DocumentText, text_of: TextOf) -> tuple[Finding, ...]:
+    return tuple(Finding(d, lsp_diagnostic(d, text, text_of)) for d in diagnostics)
+
+
+def lsp_diagnostic(d: Diagnostic, text: DocumentText, text_of: TextOf) -> types.Diagnostic:
     rule = _rule(d.code)
     return types.Diagnostic(
         range=text.range(d.line, d.column, d.end_line, d.end_column),
@@ -45,16 +49,21 @@ def lsp_diagnostic(d: Diagnostic, text: DocumentText) -> types.Diagnostic:
         code=d.code,
         code_description=types.CodeDescription(href=rule.url()) if rule else None,
         source=SOURCE,
-        related_information=[_related(r) for r in d.related] or None,
+        related_information=[_related(r, text_of(r.path)) for r in d.related] or None,
     )
 
 
-def _related(related: Related) -> types.DiagnosticRelatedInformation:
-    """Another place that makes the diagnostic a misuse, in the file it is in (opened or not)."""
-    position = types.Range(
-        types.Position(related.line - 1, related.column - 1),
-        types.Position(related.end_line - 1, related.end_column - 1),
-    )
+def _related(related: Related, text: DocumentText | None) -> types.DiagnosticRelatedInformation:
+    """Another place that makes the diagnostic a misuse, in the file it is in (opened or not),
+    positioned in that file's ``text`` (as the document's own ranges are); in characters when it
+    cannot be read."""
+    if text is not None:
+        position = text.range(related.line, related.column, related.end_line, related.end_column)
+    else:
+        position = types.Range(
+            types.Position(related.line - 1, related.column - 1),
+            types.Position(related.end_line - 1, related.end_column - 1),
+        )
     uri = Path(os.path.abspath(related.path)).as_uri()
     return types.DiagnosticRelatedInformation(types.Location(uri, position), related.message)
 

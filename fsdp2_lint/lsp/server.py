@@ -10,6 +10,12 @@ Diagnostics are pushed (``textDocument/publishDiagnostics``) on open, save and, 
 change, unless the client declared pull support: then the server offers ``textDocument/diagnostic``,
 the client asks, and nothing is pushed, so no editor shows a diagnostic twice.
 
+A lint follows the document's imports into the project's other modules, reading every other open
+document's unsaved text instead of its file. Each lint says which modules it read: when one of them
+is edited, opened or closed, the open documents whose lints read it are linted again (pushed, or
+the client is asked to pull again). A save changes no text a lint reads, so it re-lints no other
+document.
+
 Messages are read by ``transport``: a client's framing mistake costs that message, not the session.
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -52,6 +59,7 @@ class Analysis:
     text: DocumentText
     found: tuple[features.Finding, ...]
     config_error: str | None = None
+    reads: frozenset[Path] = frozenset()  # the project modules the lint read (resolved paths)
 
     @property
     def lsp_diagnostics(self) -> list[types.Diagnostic]:
@@ -74,6 +82,8 @@ class Fsdp2LintServer(LanguageServer):
         self._linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsdp2-lint")
         self._result_ids = itertools.count(1)
         self._shown_config_error: str | None = None
+        self._invalidations: dict[str, int] = {}  # per document: how often a module its lint read changed
+        self._refresh: asyncio.Task[None] | None = None
 
     def capability(self, field: str) -> object:
         return get_capability(self.client_capabilities, field, None)
@@ -108,17 +118,57 @@ class Fsdp2LintServer(LanguageServer):
     def _start_analysis(self, document: TextDocument) -> _Pending:
         uri, version, worker = document.uri, document.version, self.worker
         text = DocumentText(document.source, self.workspace.position_encoding)
+        others = self.other_files(uri)
         result_id = str(next(self._result_ids))
+        invalidations = self._invalidations.get(uri, 0)
 
         def run() -> Analysis | None:
             current = self.workspace.text_documents.get(uri)
             if current is not None and current.version != version:
                 return None  # superseded while queued
-            return analyse(uri, version, text, worker, result_id)
+            if self._invalidations.get(uri, 0) != invalidations:
+                return None  # a module it would read changed while queued
+            return analyse(uri, version, text, others, worker, result_id)
 
         pending = _Pending(version, document.source, asyncio.get_running_loop().run_in_executor(self._linter, run))
         self._analyses[uri] = pending
         return pending
+
+    def other_files(self, uri: str) -> dict[Path, DocumentText]:
+        """The text of every other open Python document that is a file: what a lint of ``uri``
+        reads instead of those files."""
+        return {
+            document_path(other): DocumentText(document.source, self.workspace.position_encoding)
+            for other in self.workspace.text_documents
+            if other != uri and is_file(other) and (document := self.open_python_document(other)) is not None
+        }
+
+    def relint_readers(self, uri: str) -> None:
+        """The text of ``uri`` changed for the other documents' lints (edited, opened, or closed
+        back to its file): the lints that read it, or may have (not finished), are dropped, and
+        those documents linted again."""
+        if not is_file(uri):
+            return
+        path = Path(os.path.realpath(document_path(uri)))
+        readers = [other for other, pending in self._analyses.items() if other != uri and _may_read(pending, path)]
+        for reader in readers:
+            del self._analyses[reader]
+            self._invalidations[reader] = self._invalidations.get(reader, 0) + 1
+        if readers and not self.pulls:
+            for reader in readers:
+                self.schedule_publish(reader, DEBOUNCE_SECONDS)
+        elif readers and self.capability("workspace.diagnostics.refresh_support"):
+            self.schedule_refresh(DEBOUNCE_SECONDS)
+
+    def schedule_refresh(self, delay: float) -> None:
+        """Ask the client to pull every document again after ``delay`` seconds without a newer ask."""
+        if self._refresh is not None:
+            self._refresh.cancel()
+        self._refresh = asyncio.ensure_future(self._refresh_after(delay))
+
+    async def _refresh_after(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self.workspace_diagnostic_refresh(None)
 
     async def fixed(self, uri: str, text: DocumentText) -> str | None:
         """``text`` with every safe fix applied (None: nothing to fix), on the linting thread."""
@@ -179,11 +229,50 @@ class Fsdp2LintServer(LanguageServer):
         self._shown_config_error = error
 
 
-def analyse(uri: str, version: int | None, text: DocumentText, worker: LintWorker, result_id: str) -> Analysis:
-    """Lint one version of a document (on the linting thread). A document never saved has no path:
-    its settings come from the server's working directory."""
-    result = worker.lint(document_path(uri), text.to_bytes())
-    return Analysis(version, result_id, text, features.findings(result.diagnostics, text), result.config_error)
+def _may_read(pending: _Pending, path: Path) -> bool:
+    """Whether the lint read ``path``, or may have: it has not finished, or failed."""
+    result = pending.result
+    if not result.done() or result.cancelled() or result.exception() is not None:
+        return True
+    return result.result() is None or path in result.result().reads
+
+
+def analyse(
+    uri: str,
+    version: int | None,
+    text: DocumentText,
+    others: dict[Path, DocumentText],
+    worker: LintWorker,
+    result_id: str,
+) -> Analysis:
+    """Lint one version of a document (on the linting thread), with the other open documents'
+    texts (``others``) instead of their files. A document never saved has no path: its settings
+    come from the server's working directory."""
+    path = document_path(uri)
+    result = worker.lint(path, text.to_bytes(), {other: other_text.to_bytes() for other, other_text in others.items()})
+    texts = {Path(os.path.realpath(other)): other_text for other, other_text in others.items()}
+    texts[Path(os.path.realpath(path))] = text
+
+    def text_of(reported: str) -> DocumentText | None:
+        """The text a related location's columns count in: an open document's, else its file's."""
+        real = Path(os.path.realpath(reported))
+        if real not in texts:
+            texts[real] = file_text(real, text.encoding)
+        return texts[real]
+
+    found = features.findings(result.diagnostics, text, text_of)
+    return Analysis(version, result_id, text, found, result.config_error, result.reads)
+
+
+def file_text(path: Path, encoding: str) -> DocumentText | None:
+    try:
+        return DocumentText.decoded(path.read_bytes(), encoding)
+    except OSError:
+        return None
+
+
+def is_file(uri: str) -> bool:
+    return urlparse(uri).scheme == "file"
 
 
 def document_path(uri: str) -> Path:
@@ -200,7 +289,7 @@ def initialize(ls: Fsdp2LintServer, params: types.InitializeParams) -> None:
     expects pushes from would show every diagnostic twice."""
     if ls.pulls:
         options = types.DiagnosticOptions(
-            identifier="fsdp2-lint", inter_file_dependencies=False, workspace_diagnostics=False
+            identifier="fsdp2-lint", inter_file_dependencies=True, workspace_diagnostics=False
         )
         ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, options)(pull_diagnostics)
 
@@ -225,12 +314,14 @@ async def initialized(ls: Fsdp2LintServer, params: types.InitializedParams) -> N
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: Fsdp2LintServer, params: types.DidOpenTextDocumentParams) -> None:
     ls.forget(params.text_document.uri)
+    ls.relint_readers(params.text_document.uri)
     if not ls.pulls:
         ls.schedule_publish(params.text_document.uri, 0)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: Fsdp2LintServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.relint_readers(params.text_document.uri)
     if not ls.pulls:
         ls.schedule_publish(params.text_document.uri, DEBOUNCE_SECONDS)
 
@@ -244,6 +335,7 @@ def did_save(ls: Fsdp2LintServer, params: types.DidSaveTextDocumentParams) -> No
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: Fsdp2LintServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.forget(params.text_document.uri)
+    ls.relint_readers(params.text_document.uri)
     if not ls.pulls:
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])

@@ -32,8 +32,19 @@ class DocumentText:
     def __init__(self, source: str, encoding: str = UTF16) -> None:
         """``encoding``: the negotiated position encoding (``PositionEncodingKind`` or its value)."""
         self.source = source
+        self.encoding = getattr(encoding, "value", encoding)
         self.lines = LINE_BREAK.split(source)
-        self._units = _UNIT_COUNTERS.get(getattr(encoding, "value", encoding), _UNIT_COUNTERS[UTF16])
+        self._units = _UNIT_COUNTERS.get(self.encoding, _UNIT_COUNTERS[UTF16])
+
+    @classmethod
+    def decoded(cls, data: bytes, encoding: str = UTF16) -> DocumentText:
+        """The text of a file's bytes, decoded as the engine decodes them (its coding cookie, else
+        UTF-8); a byte that does not decode is one character."""
+        try:
+            codec = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+            return cls(data.decode(codec, "replace"), encoding)
+        except (SyntaxError, LookupError):
+            return cls(data.decode("utf-8", "replace"), encoding)
 
     def position(self, line: int, column: int) -> types.Position:
         """The client position of the engine's 1-based ``line`` and character ``column``; a line

@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from fsdp2_lint.config import ConfigError, Selection, Settings, find_config
 from fsdp2_lint.diagnostics import Diagnostic, file_error
-from fsdp2_lint.pipeline import LintTask, SettingsResolver, fix_file, lint_files
+from fsdp2_lint.pipeline import LintTask, SettingsResolver, fix_file, imported_files, lint_files
 from fsdp2_lint.rule import all_rules
 
 TIMEOUT_SECONDS = 60.0  # a 100,000-line file lints in seconds; much longer than this is a bug
@@ -39,6 +39,7 @@ Result = TypeVar("Result")
 class LintResult:
     diagnostics: tuple[Diagnostic, ...]
     config_error: str | None = None  # the configuration is broken: nothing was linted
+    reads: frozenset[Path] = frozenset()  # the project modules the analysis could read (resolved paths)
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,10 @@ def lint_document(path: Path, source: bytes, overlays: dict[Path, bytes] | None 
         return LintResult((), str(error))
     if settings is None:
         return LintResult(())
-    (diagnostics,) = lint_files([LintTask.of(path, settings, str(path), source)], overlays=overlays)
-    return LintResult(tuple(d for d in diagnostics if d.path == str(path)))  # others belong to other documents
+    task = LintTask.of(path, settings, str(path), source)
+    (diagnostics,) = lint_files([task], overlays=overlays)
+    own = tuple(d for d in diagnostics if d.path == str(path))  # others belong to other documents
+    return LintResult(own, reads=frozenset(imported_files(task, overlays)))
 
 
 def fix_document(path: Path, source: bytes) -> str | None:
@@ -89,7 +92,7 @@ def _settings(path: Path) -> Settings | None:
 class LintWorker:
     """One child process that runs one call at a time (use it from one thread)."""
 
-    def __init__(self, timeout: float = TIMEOUT_SECONDS, lint: Callable[[Path, bytes], LintResult] = lint_document):
+    def __init__(self, timeout: float = TIMEOUT_SECONDS, lint: Callable[..., LintResult] = lint_document):
         """``lint``: the lint, a module-level function (the child imports it by name)."""
         self.timeout = timeout
         self._lint = lint
@@ -115,8 +118,9 @@ class LintWorker:
             self._connection.close()
         self._process = self._connection = None
 
-    def lint(self, path: Path, source: bytes) -> LintResult:
-        reply = self.call(self._lint, path, source)
+    def lint(self, path: Path, source: bytes, overlays: dict[Path, bytes] | None = None) -> LintResult:
+        """``lint(path, source, overlays)`` in the child (see :func:`lint_document`)."""
+        reply = self.call(self._lint, path, source, overlays)
         if isinstance(reply, Failure):
             return LintResult((file_error("", f"fsdp2-lint {reply.reason}", hint=CRASH_HINT),))
         return reply
@@ -126,23 +130,23 @@ class LintWorker:
         reply = self.call(fix_document, path, source)
         return None if isinstance(reply, Failure) else reply
 
-    def call(self, function: Callable[[Path, bytes], Result], path: Path, source: bytes) -> Result | Failure:
-        """``function(path, source)`` in the child; a failure replaces the child for the next call."""
+    def call(self, function: Callable[..., Result], *args: object) -> Result | Failure:
+        """``function(*args)`` in the child; a failure replaces the child for the next call."""
         self.start()
         try:
-            reply = self._exchange(function, path, source)
+            reply = self._exchange(function, args)
         except (EOFError, OSError):
             reply = Failure(f"crashed on this file ({self._death()})")
         if isinstance(reply, Failure):
             self.stop()
         return reply
 
-    def _exchange(self, function: Callable[[Path, bytes], Result], path: Path, source: bytes) -> Result | Failure:
+    def _exchange(self, function: Callable[..., Result], args: tuple[object, ...]) -> Result | Failure:
         if not self._ready:  # the timeout is for the call, not for the child's imports
             if not self._connection.poll(self.timeout):
                 return Failure(f"could not start within {self.timeout:g} seconds")
             self._ready = self._connection.recv() == READY
-        self._connection.send((function, path, source))
+        self._connection.send((function, args))
         if not self._connection.poll(self.timeout):
             return Failure(f"gave up on this file after {self.timeout:g} seconds")
         return self._connection.recv()
@@ -162,11 +166,11 @@ def _serve(connection: Connection) -> None:
     connection.send(READY)
     while True:
         try:
-            function, path, source = connection.recv()
+            function, args = connection.recv()
         except EOFError:
             return
         try:
-            reply = function(path, source)
+            reply = function(*args)
         except Exception as error:  # the engine catches its own; this is a bug outside it
             reply = Failure(f"failed on this file: {type(error).__name__}: {error}")
         connection.send(reply)

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from lsp_faulty_server import CRASH, HANG, RAISE, RULE_RAISES
 from lsp_faulty_server import TIMEOUT_SECONDS as FAULT_TIMEOUT
 from lsprotocol import types
+from pygls.uris import to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from samples import BAD_WITH_FIX as BAD
 from samples import write
@@ -511,3 +512,100 @@ async def test_a_pulling_client_is_asked_to_pull_again_when_the_configuration_ch
 async def wait_until(condition) -> None:
     while not condition():
         await asyncio.sleep(0.05)
+
+
+# A project whose train.py loads on rank 0 only and calls a helper that may shard: FSDP010 in
+# train.py, its related location the helper's first `fully_shard` (in the helper's file).
+LOADER = textwrap.dedent(
+    """\
+    import torch
+    import torch.distributed as dist
+
+    from trainer.parallel import shard_model
+
+
+    def main(model):
+        if dist.get_rank() == 0:
+            model.load_state_dict(torch.load("pretrained.pt"))
+        shard_model(model)
+    """
+)
+SHARDING = textwrap.dedent(
+    """\
+    from torch.distributed.fsdp import fully_shard
+
+
+    def shard_model(model):
+        for layer in model.layers:
+            label = "π😀"; fully_shard(layer)
+        fully_shard(model)
+        return model
+    """
+)
+NOT_SHARDING = "def shard_model(model):\n    return model\n"
+SHARD_PREFIX = '        label = "π😀"; '  # before the related `fully_shard(layer)`, on line 6
+
+
+def loader_project(root: Path, helper_on_disk: str) -> tuple[Path, Path]:
+    write(root / "pyproject.toml", "")
+    write(root / "trainer" / "__init__.py", "")
+    return write(root / "trainer" / "train.py", LOADER), write(root / "trainer" / "parallel.py", helper_on_disk)
+
+
+def related_span(diagnostic: types.Diagnostic) -> tuple[Path, tuple[int, int, int, int]]:
+    (related,) = diagnostic.related_information
+    where = related.location.range
+    path = Path(to_fs_path(related.location.uri)).resolve()
+    return path, (where.start.line, where.start.character, where.end.line, where.end.character)
+
+
+UTF16_START = len(SHARD_PREFIX.encode("utf-16-le")) // 2  # the emoji is two UTF-16 units, one character
+SHARD_SPAN = (5, UTF16_START, 5, UTF16_START + len("fully_shard(layer)"))
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_an_open_helpers_unsaved_text_is_what_its_importers_lints_read(client: LanguageClient, tmp_path):
+    train, parallel = loader_project(tmp_path, NOT_SHARDING)  # on disk, the helper shards nothing
+    train_uri = open_document(client, train, LOADER)
+    assert list(await published(client, train_uri, until=lambda found: True)) == []
+
+    parallel_uri = open_document(client, parallel, SHARDING)  # unsaved: the buffer shards
+    (loaded,) = await published(client, train_uri, lambda found: found == ["FSDP010"])
+    assert "sharded at" in loaded.message and "parallel.py:6" in loaded.message
+    assert related_span(loaded) == (parallel.resolve(), SHARD_SPAN)  # UTF-16 columns of the buffer's line
+
+    change_document(client, parallel_uri, NOT_SHARDING, 2)
+    await published(client, train_uri, lambda found: found == [])
+    change_document(client, parallel_uri, SHARDING, 3)
+    await published(client, train_uri, lambda found: found == ["FSDP010"])
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=parallel_uri))
+    )
+    await published(client, train_uri, lambda found: found == [])  # closed unsaved: the file again
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_a_related_location_in_a_file_not_open_has_the_clients_columns(client: LanguageClient, tmp_path):
+    train, parallel = loader_project(tmp_path, SHARDING)
+    (loaded,) = await published(client, open_document(client, train, LOADER))
+    assert loaded.code == "FSDP010" and related_span(loaded) == (parallel.resolve(), SHARD_SPAN)
+
+
+@ASYNC
+@editors(VSCODE_PULL)
+async def test_a_pulling_client_is_asked_to_pull_again_when_an_open_helper_changes(client: LanguageClient, tmp_path):
+    assert client.server_capabilities.diagnostic_provider.inter_file_dependencies
+    train, parallel = loader_project(tmp_path, SHARDING)
+    document = types.TextDocumentIdentifier(uri=open_document(client, train, LOADER))
+    parallel_uri = open_document(client, parallel, SHARDING)
+    report = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
+    assert codes(report.items) == ["FSDP010"]
+
+    refreshes = client.diagnostic_refresh_count
+    change_document(client, parallel_uri, NOT_SHARDING, 2)
+    await asyncio.wait_for(wait_until(lambda: client.diagnostic_refresh_count > refreshes), WAIT_SECONDS)
+    again = types.DocumentDiagnosticParams(text_document=document, previous_result_id=report.result_id)
+    report = await client.text_document_diagnostic_async(again)
+    assert report.kind == "full" and list(report.items) == []

@@ -18,7 +18,7 @@ RAISE, CRASH, HANG, RULE_RAISES = "# plant: raise", "# plant: segfault", "# plan
 TIMEOUT_SECONDS = 3
 
 
-def faulty_lint(path: Path, source: bytes) -> LintResult:
+def faulty_lint(path: Path, source: bytes, overlays: dict[Path, bytes] | None = None) -> LintResult:
     if RAISE.encode() in source:
         raise RuntimeError("planted fault")
     if CRASH.encode() in source:
@@ -28,8 +28,8 @@ def faulty_lint(path: Path, source: bytes) -> LintResult:
     if RULE_RAISES.encode() in source:
         rule = next(rule for rule in all_rules() if rule.code == "FSDP003")
         with mock.patch.object(rule, "check", side_effect=RuntimeError("planted rule fault")):
-            return lint_document(path, source)
-    return lint_document(path, source)
+            return lint_document(path, source, overlays)
+    return lint_document(path, source, overlays)
 
 
 if __name__ == "__main__":
