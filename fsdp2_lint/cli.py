@@ -15,6 +15,7 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from fsdp2_lint import __version__
+from fsdp2_lint.analysis.project import Project, Projects
 from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.config import ConfigError, Selection
 from fsdp2_lint.diagnostics import Diagnostic
@@ -75,6 +76,10 @@ def main() -> None:
               "(default: max-file-size in the configuration, else 1048576).")  # fmt: skip
 @click.option("--no-follow-imports", is_flag=True,
               help="Analyse each file on its own, without following calls into the project's other modules.")  # fmt: skip
+@click.option("--with-importers", is_flag=True,
+              help="Also analyse the project's files that import the files named (directly or not), and report "
+              "those of their findings that are in a named file or point to a line in one (what the pre-commit "
+              "hook uses: a staged helper is checked with its callers).")  # fmt: skip
 @click.option("--no-cache", is_flag=True, help="Analyse every file again instead of reusing cached results.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar=CACHE_DIR_ENV, show_envvar=True,
               help="Where results are cached (default: .fsdp2-lint-cache in the project root).")  # fmt: skip
@@ -101,6 +106,7 @@ def check(
     jobs: int | None,
     max_file_size: int | None,
     no_follow_imports: bool,
+    with_importers: bool,
     no_cache: bool,
     cache_dir: Path | None,
     fix: bool,
@@ -118,6 +124,8 @@ def check(
     reads_stdin = paths == (Path("-"),) or (stdin_filename is not None and not paths)
     if stdin_filename is not None and not reads_stdin:
         raise click.UsageError("--stdin-filename names standard input: pass no PATHS (or `-`) with it")
+    if with_importers and (reads_stdin or fix or diff):
+        raise click.UsageError("--with-importers checks files named on the command line, without --fix or --diff")
     if fix or diff:
         mode = _FixMode(unsafe_fixes, diff, show_fixes, output_format, statistics, quiet)
         try:
@@ -132,9 +140,8 @@ def check(
         if reads_stdin:
             diagnostics = _check_stdin(Path(stdin_filename or "-"), resolver, force_exclude)
         else:
-            diagnostics = _check_paths(
-                list(paths) or [Path(".")], resolver, force_exclude, jobs, _cache(no_cache, cache_dir, resolver)
-            )
+            cache = _cache(no_cache, cache_dir, resolver)
+            diagnostics = _check_paths(list(paths) or [Path(".")], resolver, force_exclude, jobs, cache, with_importers)
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     fixing = Fixing(unsafe=unsafe_fixes)
@@ -146,14 +153,54 @@ def check(
 
 
 def _check_paths(
-    targets: list[Path], resolver: SettingsResolver, force_exclude: bool, jobs: int | None, cache: Cache | None
+    targets: list[Path],
+    resolver: SettingsResolver,
+    force_exclude: bool,
+    jobs: int | None,
+    cache: Cache | None,
+    with_importers: bool = False,
 ) -> list[Diagnostic]:
+    """The diagnostics of the files found, in order; ``with_importers``: then those of their
+    importers' findings that involve them."""
     found = _files(targets, resolver, force_exclude)
     files = [item for item in found if isinstance(item, Path)]
-    linted = iter(
-        lint_files([LintTask.of(path, resolver.for_path(path), _display(path)) for path in files], jobs, cache)
-    )
-    return [d for item in found for d in (next(linted) if isinstance(item, Path) else item)]
+    importers = _importers(files, resolver) if with_importers else []
+    tasks = [LintTask.of(path, resolver.for_path(path), _display(path)) for path in [*files, *importers]]
+    results = lint_files(tasks, jobs, cache)
+    linted = iter(results[: len(files)])
+    own = [d for item in found for d in (next(linted) if isinstance(item, Path) else item)]
+    return own + _involving(files, results[len(files) :])
+
+
+def _importers(files: list[Path], resolver: SettingsResolver) -> list[Path]:
+    """The other files of the projects of ``files`` (those a walk of the project root finds) that
+    import one of ``files``, directly or not: those whose analysis a change to them can change.
+    None for a file whose settings do not follow imports."""
+    projects = Projects()
+    given = {Path(os.path.realpath(file)) for file in files}
+    targets: dict[Project, set[Path]] = {}
+    for file in files:
+        settings = resolver.for_path(file)
+        if settings.follow_imports:
+            real = Path(os.path.realpath(file))
+            targets.setdefault(projects.for_file(real, settings.import_roots), set()).add(real)
+    found: list[Path] = []
+    for project, named in targets.items():
+        walked = discover([project.root], lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir))
+        candidates = [Path(os.path.realpath(item)) for item in walked if isinstance(item, Path)]
+        found += project.importers(named, candidates)
+    return [path for path in dict.fromkeys(found) if path not in given]
+
+
+def _involving(files: list[Path], results: list[list[Diagnostic]]) -> list[Diagnostic]:
+    """The diagnostics that are in one of ``files`` or have a related location in one."""
+    named = {os.path.realpath(file) for file in files}
+    return [
+        d
+        for found in results
+        for d in found
+        if os.path.realpath(d.path) in named or any(os.path.realpath(r.path) in named for r in d.related)
+    ]
 
 
 def _files(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> list[Path | list[Diagnostic]]:

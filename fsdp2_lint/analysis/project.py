@@ -15,7 +15,9 @@ once per run.
   buffers, standard input) and from disk second.
 - **What a file can reach** (:meth:`Project.imported_sources`): the project modules its import
   statements name, transitively, found without parsing. The prefilter reads their code with the
-  file's, and a file's cached result is keyed by their contents.
+  file's, and a file's cached result is keyed by their contents. The other way round,
+  :meth:`Project.importers` finds the files whose analysis can read a given one (what the
+  pre-commit hook checks along with the staged files).
 
 What a module's code means is the interpreter's business: it asks for a module when a value that
 matters flows into it (:mod:`fsdp2_lint.analysis.interpreter.modules`).
@@ -26,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,6 +212,27 @@ class Project:
                     found.append((target, content))
                     pending.append((target, content))
         return sorted(found)
+
+    def importers(self, targets: Collection[Path], candidates: Sequence[Path]) -> list[Path]:
+        """The candidates (resolved paths) whose analysis can read one of ``targets``: those that
+        import one, directly or through other candidates, as :meth:`imported_sources` follows
+        imports; in the candidates' order, none of the targets. Every candidate's imports are read
+        once (nothing parsed)."""
+        imported_by: dict[Path, list[Path]] = {}
+        for candidate in candidates:
+            data = self.sources.get(candidate)
+            for name in self._imported_names(candidate, data) if data is not None else ():
+                target = self.find(name, candidate)
+                if target is not None:
+                    imported_by.setdefault(target, []).append(candidate)
+        reached: set[Path] = set()
+        pending = list(targets)
+        while pending:
+            for importer in imported_by.get(pending.pop(), ()):
+                if importer not in reached and importer not in targets:
+                    reached.add(importer)
+                    pending.append(importer)
+        return [candidate for candidate in candidates if candidate in reached]
 
     def _imported_names(self, path: Path, text: bytes) -> list[str]:
         package = self.module_name(path)

@@ -295,3 +295,28 @@ def test_module_names_come_from_the_import_roots_not_the_working_folder(tmp_path
     assert project.module_name(tmp_path / "src/pkg/sub/mod.py") == "pkg.sub.mod"
     assert project.absolute("pkg.sub.mod", 2, "other", is_package=False) == "pkg.other"
     assert project.find("pkg.sub.mod") == (tmp_path / "src/pkg/sub/mod.py").resolve()
+
+
+def test_importers_are_found_through_other_modules_and_cycles(tmp_path: Path) -> None:
+    """train imports sharding, which imports parallel; optim and train import each other."""
+    train = package(
+        tmp_path,
+        "from trainer.sharding import *\nfrom trainer.optim import build_optimizer",
+        {
+            "trainer/sharding.py": "from .parallel import shard_model\n",
+            "trainer/optim.py": "from trainer import train as _train\n" + textwrap.dedent(OPTIM),
+        },
+    )
+    candidates = sorted(path.resolve() for path in (tmp_path / "trainer").glob("*.py"))
+    project = Projects().for_file(train)
+
+    def importers(name: str) -> list[str]:
+        return [path.name for path in project.importers({(tmp_path / "trainer" / name).resolve()}, candidates)]
+
+    assert importers("parallel.py") == ["optim.py", "sharding.py", "train.py"]  # optim's analysis reaches it too
+    assert importers("optim.py") == ["train.py"]
+    assert importers("train.py") == ["optim.py"]
+    assert importers("model.py") == []  # nothing imports it
+    for target in candidates:  # the other way round from what each file's analysis can read
+        reading = [c for c in candidates if target in {path for path, _ in project.imported_sources(c, c.read_bytes())}]
+        assert project.importers({target}, candidates) == [c for c in reading if c != target]

@@ -4,17 +4,22 @@ runs it over a git repository holding training scripts."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
+from click.testing import CliRunner
 from fixture_marks import ROOT
 from pre_commit.clientlib import load_manifest
 from pre_commit.constants import VERSION as pre_commit_version
-from samples import BAD, GOOD
+from samples import BAD, GOOD, write
+
+from fsdp2_lint.cli import main
 
 GIT_IDENTITY = [
     "-c",
@@ -50,6 +55,7 @@ def test_hook_definition_is_valid_and_runs_the_linter_on_python_files():
     hooks = {hook["id"]: hook for hook in load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}  # pre-commit's schema
     hook = hooks["fsdp2-lint"]
     assert hook["entry"].split()[:2] == ["fsdp2-lint", "check"] and "--fix" not in hook["entry"]
+    assert "--with-importers" in hook["entry"].split()  # a staged helper is checked with its callers
     assert (hook["language"], hook["types_or"], hook["require_serial"]) == ("python", ["python", "pyi"], True)
     assert hook["additional_dependencies"] == []  # the linter alone: no torch
     minimum = tuple(int(part) for part in hook["minimum_pre_commit_version"].split("."))
@@ -122,3 +128,88 @@ def test_fix_hook_rewrites_the_file_and_fails_then_passes(tmp_path):
     passed = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed" in passed.stdout
+
+
+# A project where the staged helpers' findings show only in their callers' analyses
+PROJECT = {
+    "trainer/__init__.py": "",
+    "trainer/parallel.py": """
+        from torch.distributed.fsdp import fully_shard
+
+
+        def shard_model(model):
+            for layer in model.layers:
+                fully_shard(layer)
+            fully_shard(model)
+            return model
+        """,
+    "trainer/checkpoint.py": """
+        import torch
+
+
+        def save(model, path):
+            torch.save(model.state_dict(), path)
+        """,
+    "trainer/sharding.py": """
+        from trainer.parallel import shard_model
+
+
+        def prepare(model):
+            return shard_model(model)
+        """,
+    # loads on rank 0 only, then shards through sharding.py: FSDP010 here, related in parallel.py
+    "trainer/train.py": """
+        import torch
+        import torch.distributed as dist
+
+        from trainer.checkpoint import save
+        from trainer.sharding import prepare
+
+
+        def main(model):
+            if dist.get_rank() == 0:
+                model.load_state_dict(torch.load("pretrained.pt"))
+            model = prepare(model)
+            save(model, "ckpt.pt")
+        """,
+    # imports the helper, but its finding is its own (both locations here)
+    "trainer/local.py": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+
+        from trainer.parallel import shard_model
+
+
+        def main(model):
+            opt = torch.optim.AdamW(model.parameters())
+            fully_shard(model)
+            opt.step()
+        """,
+    "generated/train.py": "from trainer.parallel import shard_model\n",  # excluded: never analysed
+}
+
+
+def check_json(*args: str) -> tuple[int, list[tuple[str, int, str]]]:
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", *args])
+    found = json.loads(result.stdout) if result.exit_code in (0, 1) else result.output
+    return result.exit_code, [(d["path"], d["line"], d["code"]) for d in found]
+
+
+def test_with_importers_a_staged_helper_is_checked_with_its_callers(tmp_path, monkeypatch):
+    for name, text in PROJECT.items():
+        write(tmp_path / name, textwrap.dedent(text).lstrip())
+    write(tmp_path / "pyproject.toml", '[tool.fsdp2-lint]\nexclude = ["generated/"]\n')
+    monkeypatch.chdir(tmp_path)
+
+    assert check_json("trainer/parallel.py") == (0, [])  # plain `check FILE`: its own analysis only
+    shown = (1, [("trainer/train.py", 10, "FSDP010")])  # reached through sharding.py; local.py's is its own
+    assert check_json("--with-importers", "trainer/parallel.py") == shown
+    assert check_json("trainer/checkpoint.py") == (0, [])
+    # in the staged file, found by its caller's analysis (train.py shards what it saves)
+    assert check_json("--with-importers", "trainer/checkpoint.py") == (1, [("trainer/checkpoint.py", 5, "FSDP004")])
+    own = [("trainer/local.py", 8, "FSDP001"), ("trainer/local.py", 9, "FSDP034")]
+    assert check_json("--with-importers", "trainer/local.py") == (1, own)  # a named file's own, as plain `check`
+    assert check_json("--with-importers", "--no-follow-imports", "trainer/parallel.py") == (0, [])
+
+    refused = CliRunner().invoke(main, ["check", "--with-importers", "--fix", "trainer/parallel.py"])
+    assert refused.exit_code == 2 and "--with-importers checks files named on the command line" in refused.output
