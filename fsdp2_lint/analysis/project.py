@@ -38,14 +38,17 @@ ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 AUTO_ROOTS = ("src", "python")
 # Packages the rules know by name: a project folder named like one must not change what they mean.
 KNOWN_THIRD_PARTY = frozenset({"torch", "torchvision", "numpy", "transformers", "accelerate", "lightning"})
-MAX_WALK_UP = 8
-# Import statements as text: `import a.b as c, d`, `from ..a import (b, c)`, import_module("a.b").
+MAX_WALK_UP = 8  # folders above an importing script searched for its sibling modules
+# Import statements as text: `import a.b as c, d`, `from ..a import (b, c)`, and
+# `import_module("a.b")` or `import_module(".b", package=__name__)` with a literal name (the
+# interpreter resolves the same spellings: :func:`dynamic_import`).
 _IMPORT = re.compile(
     rb"^[ \t]*(?:import[ \t]+(?P<plain>[\w. \t,]+)"
     rb"|from[ \t]+(?P<dots>\.*)(?P<module>[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\r\n#;]*))"
-    rb"|import_module\(\s*[\"'](?P<dynamic>[\w.]+)[\"']",
+    rb"|import_module\(\s*[\"'](?P<dynamic>[\w.]+)[\"']"
+    rb"(?:\s*,\s*(?:package\s*=\s*)?(?P<package>[\"'][\w.]*[\"']|__name__|__package__))?",
     re.MULTILINE,
-)  # folders above an importing script searched for its sibling modules
+)
 
 
 def find_root(start: Path) -> Path:
@@ -137,7 +140,8 @@ class Project:
                 return _dotted(path.relative_to(root))
         return _dotted(Path(path.name))
 
-    def absolute(self, importer: str, level: int, name: str, is_package: bool) -> str:
+    @staticmethod
+    def absolute(importer: str, level: int, name: str, is_package: bool) -> str:
         """The absolute name of a relative import (``from ..x import y`` in module ``importer``)."""
         if not level:
             return name
@@ -219,7 +223,7 @@ class Project:
             if match["plain"] is not None:
                 names += [part.split()[0] for part in match["plain"].decode().split(",") if part.split()]
             elif match["dynamic"] is not None:
-                names.append(match["dynamic"].decode())
+                names.append(dynamic_import(match["dynamic"].decode(), self._package_argument(match["package"], path)))
             else:
                 dots = len(match["dots"])
                 module = self.absolute(package, dots, match["module"].decode(), is_package)
@@ -227,6 +231,15 @@ class Project:
                 imported = match["names"].decode().strip("()").replace("\\", " ").split(",")
                 names += [f"{module}.{part.split()[0]}" for part in imported if part.split() and module]
         return [name for name in names if name and name.split(".")[0] not in KNOWN_THIRD_PARTY]
+
+    def _package_argument(self, spelled: bytes | None, path: Path) -> str | None:
+        """``import_module``'s package spelled in module ``path``: a literal, or the module's own
+        ``__name__`` or ``__package__``."""
+        if spelled is None:
+            return None
+        own = self.module_name(path)
+        named = {b"__name__": own, b"__package__": package_of(own, path)}
+        return named.get(spelled, spelled.decode()[1:-1])
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -246,6 +259,15 @@ class Project:
         except (cst.ParserSyntaxError, UnicodeDecodeError, LookupError, SyntaxError, RecursionError):
             return None
         return ProjectModule(self.module_name(path), path, data, module)
+
+
+def dynamic_import(name: str, package: str | None) -> str:
+    """The module ``importlib.import_module(name, package)`` imports; "" for a relative name without
+    a package (Python refuses it)."""
+    level = len(name) - len(name.lstrip("."))
+    if not level:
+        return name
+    return Project.absolute(package, level, name[level:], is_package=True) if package else ""
 
 
 def package_of(name: str, path: Path) -> str:

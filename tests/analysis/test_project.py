@@ -115,6 +115,30 @@ IMPORT_STYLES = {
         "from trainer.all import *",
         {"trainer/all.py": "from .model import *\nfrom .optim import *\nfrom .parallel import *\n"},
     ),
+    "importlib.import_module": (
+        "import importlib\nfrom trainer.model import Model\nfrom trainer.parallel import shard_model\n"
+        "build_optimizer = importlib.import_module('trainer.optim').build_optimizer",
+        {},
+    ),
+    "import_module relative to __package__": (
+        "from importlib import import_module\nfrom trainer.model import Model\nfrom trainer.parallel import shard_model\n"
+        "optim_lib = import_module('.optim', package=__package__)\nbuild_optimizer = optim_lib.build_optimizer",
+        {},
+    ),
+    "import_module relative to a literal package": (
+        "import importlib\nfrom trainer.model import Model\nfrom trainer.parallel import shard_model\n"
+        "build_optimizer = importlib.import_module('.optim', 'trainer').build_optimizer",
+        {},
+    ),
+    "import_module in __init__ relative to __name__": (
+        "from trainer import Model, build_optimizer, shard_model",
+        {
+            "trainer/__init__.py": "from importlib import import_module\n\n"
+            "Model = import_module('.model', __name__).Model\n"
+            "build_optimizer = import_module('.optim', __name__).build_optimizer\n"
+            "shard_model = import_module('.parallel', __name__).shard_model\n"
+        },
+    ),
     "try/except ImportError": (
         "try:\n    from trainer.parallel import shard_model\nexcept ImportError:\n    shard_model = None\n"
         "from trainer.model import Model\nfrom trainer.optim import build_optimizer",
@@ -137,6 +161,30 @@ def test_a_misuse_split_across_modules_is_found_in_every_import_style(tmp_path: 
 def test_without_following_imports_the_file_is_analysed_alone(tmp_path: Path) -> None:
     train = package(tmp_path, IMPORT_STYLES["absolute"][0])
     assert lint(train, follow=False) == []
+
+
+def test_import_module_with_a_computed_name_stays_unknown(tmp_path: Path) -> None:
+    imports = (
+        "import importlib\nfrom trainer.model import Model\nfrom trainer.parallel import shard_model\n"
+        "OPTIM = 'trainer.optim'\nbuild_optimizer = importlib.import_module(OPTIM).build_optimizer"
+    )
+    assert lint(package(tmp_path, imports)) == []
+
+
+def test_the_import_closure_reads_the_import_module_spellings_the_analysis_resolves(tmp_path: Path) -> None:
+    imports, extra = IMPORT_STYLES["import_module in __init__ relative to __name__"]
+    train = package(tmp_path, imports, extra)
+    project = Projects().for_file(train)
+    reached = {path.name for path, _ in project.imported_sources(train, train.read_bytes())}
+    assert reached == {"__init__.py", "model.py", "optim.py", "parallel.py"}
+    # the package argument places a relative name, not the importing file's folder
+    write(
+        tmp_path,
+        {"tools/__init__.py": "", "tools/optim.py": "", "trainer/runner.py": "import_module('.optim', 'tools')\n"},
+    )
+    runner = tmp_path / "trainer/runner.py"
+    reached = [path.relative_to(tmp_path) for path, _ in project.imported_sources(runner, runner.read_bytes())]
+    assert reached == [Path("tools/optim.py")]
 
 
 def test_a_src_layout_resolves_from_src(tmp_path: Path) -> None:

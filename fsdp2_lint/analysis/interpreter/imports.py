@@ -15,17 +15,20 @@ every imported name stays a symbol, as in a per-file analysis.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, ModuleScope, WatchedDict
+from fsdp2_lint.analysis.interpreter.torch_api import SYMBOLS
 from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Choice,
     Const,
     Context,
+    Event,
     Function,
     Lambda,
     Partial,
@@ -37,10 +40,11 @@ from fsdp2_lint.analysis.model import (
     options,
     walk_contents,
 )
-from fsdp2_lint.analysis.project import Project
+from fsdp2_lint.analysis.project import Project, dynamic_import
 from fsdp2_lint.analysis.syntax import dotted, statements
 
 MAX_ALIAS_HOPS = 16  # `shard = _impl` re-exported through packages: a chain this long is a cycle
+MODULE_NAME = re.compile(r"[\w.]*")  # what the prefilter's import closure reads in `import_module("...")`
 
 
 class Imports:
@@ -170,6 +174,47 @@ class Imports:
         if scope is self.main or scope.relevant:
             return True
         return any(_matters(value) for value in (fn.bound, *args, *kwargs.values()) if value is not None)
+
+
+@SYMBOLS("importlib.import_module")
+def _import_module(interp: Imports, event: Event) -> Value:
+    """``importlib.import_module("a.b")`` is module ``a.b``, as ``import a.b as m`` binds it (its
+    attributes resolve in the project). Only the spellings the prefilter's import closure reads
+    (:mod:`fsdp2_lint.analysis.project`): a literal name, and for a relative one a literal package
+    or the module's own ``__name__`` or ``__package__``; any other name stays unknown."""
+    node = event.node
+    if not isinstance(node, cst.Call) or _last_name(node.func) != "import_module" or not node.args:
+        return UNKNOWN
+    name = _literal(node.args[0])
+    if not name:
+        return UNKNOWN
+    spelled = node.args[1] if len(node.args) > 1 else None
+    if spelled is not None and spelled.keyword is not None and spelled.keyword.value != "package":
+        spelled = None
+    package = _package(spelled.value, interp.frame.scope) if spelled is not None and not spelled.star else None
+    module = dynamic_import(name, package)
+    return Symbol(apis.canonical(module)) if module else UNKNOWN
+
+
+def _literal(arg: cst.Arg) -> str | None:
+    """A positional argument's text when it is a plain string literal naming a module."""
+    value = arg.value
+    if arg.keyword is not None or arg.star or not isinstance(value, cst.SimpleString) or value.prefix:
+        return None
+    text = value.evaluated_value
+    return text if isinstance(text, str) and len(value.quote) == 1 and MODULE_NAME.fullmatch(text) else None
+
+
+def _package(value: cst.BaseExpression, scope: ModuleScope) -> str | None:
+    if isinstance(value, cst.Name):
+        return {"__name__": scope.name, "__package__": scope.package}.get(value.value)
+    return _literal(cst.Arg(value))
+
+
+def _last_name(func: cst.BaseExpression) -> str:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 def _matters(value: Value) -> bool:
