@@ -9,8 +9,10 @@ once per run.
 - **Finding a module** (:meth:`Project.find`): in the import roots in order, a package
   (``a/b/__init__.py``) before a module (``a/b.py``), folders without ``__init__.py`` taking part as
   namespace packages; then, for script projects run as ``python train.py``, in the importing file's
-  folder and its parents up to the root (as pyright and ty do). Names of third-party packages the
-  rules know by name (``torch``) are never project modules: the rules know their API.
+  folder and its parents up to the root (as pyright and ty do). A project module named like a
+  third-party or standard-library one (a local ``utils/``, ``transformers.py``) is the project's, as
+  Python's path puts the script's folder first; only ``torch``, whose API the rules know by name, is
+  never a project module.
 - **Reading** goes through :class:`Sources`, which answers from unsaved text first (an editor's
   buffers, standard input) and from disk second.
 - **What a file can reach** (:meth:`Project.imported_sources`): the project modules its import
@@ -36,8 +38,8 @@ from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 AUTO_ROOTS = ("src", "python")
-# Packages the rules know by name: a project folder named like one must not change what they mean.
-KNOWN_THIRD_PARTY = frozenset({"torch", "torchvision", "numpy", "transformers", "accelerate", "lightning"})
+# The package the rules know by name: a project folder named like it must not change what they mean.
+RESERVED = "torch"
 MAX_WALK_UP = 8  # folders above an importing script searched for its sibling modules
 # Import statements as text: `import a.b as c, d`, `from ..a import (b, c)`, and
 # `import_module("a.b")` or `import_module(".b", package=__name__)` with a literal name (the
@@ -154,7 +156,7 @@ class Project:
 
     def find(self, name: str, importer: Path | None = None) -> Path | None:
         """The file of project module ``name`` (a package's ``__init__.py``), or None."""
-        if not name or name.split(".")[0] in KNOWN_THIRD_PARTY:
+        if not name or name.split(".")[0] == RESERVED:
             return None
         key = (name, importer.parent if importer is not None else None)
         if key not in self._found:
@@ -230,7 +232,7 @@ class Project:
                 names.append(module)
                 imported = match["names"].decode().strip("()").replace("\\", " ").split(",")
                 names += [f"{module}.{part.split()[0]}" for part in imported if part.split() and module]
-        return [name for name in names if name and name.split(".")[0] not in KNOWN_THIRD_PARTY]
+        return [name for name in names if name and name.split(".")[0] != RESERVED]
 
     def _package_argument(self, spelled: bytes | None, path: Path) -> str | None:
         """``import_module``'s package spelled in module ``path``: a literal, or the module's own

@@ -311,6 +311,18 @@ def test_a_project_folder_named_torch_never_replaces_torch(tmp_path: Path) -> No
     assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
 
 
+@pytest.mark.parametrize("module", ["transformers.py", "utils/__init__.py", "logging.py"])
+def test_a_project_module_named_like_another_package_is_the_projects(tmp_path: Path, module: str) -> None:
+    """Python's path puts the script's folder (the project) before site-packages and the standard
+    library: a local `transformers.py` is what `import transformers` runs."""
+    name = module.partition("/")[0].removesuffix(".py")
+    imports = (
+        f"from trainer.model import Model\nfrom trainer.optim import build_optimizer\nfrom {name} import shard_model"
+    )
+    train = package(tmp_path, imports, {module: PARALLEL})
+    assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
+
+
 def test_a_module_the_analysis_cannot_parse_makes_its_names_unknown(tmp_path: Path) -> None:
     train = package(tmp_path, IMPORT_STYLES["absolute"][0], {"trainer/parallel.py": "def shard_model(model:\n"})
     assert lint(train) == []
