@@ -188,6 +188,12 @@ class Project:
                 return Path(os.path.realpath(candidate))
         return None
 
+    def reserved_shadows(self) -> list[Path]:
+        """The project's own ``torch`` (a package or ``torch.py`` in an import root): never read, since
+        ``torch`` is PyTorch to the rules."""
+        found = (self._under(root, RESERVED) for root in self.roots)
+        return [path.parent if path.name == "__init__.py" else path for path in found if path is not None]
+
     # --- what a file can reach ------------------------------------------------------------------
 
     def imported_sources(self, file: Path, data: bytes) -> list[tuple[Path, bytes]]:
@@ -286,15 +292,18 @@ def _dotted(relative: Path) -> str:
 
 class Projects:
     """The projects of one run, one per root and import roots, sharing the unsaved texts. A copy
-    sent to a worker process starts without what this one has read: each process reads for itself."""
+    sent to a worker process starts without what this one has read: each process reads for itself.
+    ``problems``: what the user should know about the projects' layout (a project's own ``torch``),
+    by path, for the run to report once."""
 
     def __init__(self, overlays: Mapping[Path, bytes] | None = None, parseable: Callable[[bytes], bool] | None = None):
         self.overlays = {Path(os.path.realpath(path)): data for path, data in (overlays or {}).items()}
         self.parseable = parseable
+        self.problems: dict[Path, str] = {}
         self._projects: dict[tuple[Path, tuple[Path, ...]], Project] = {}
 
     def __getstate__(self) -> dict:
-        return {"overlays": self.overlays, "parseable": self.parseable, "_projects": {}}
+        return {"overlays": self.overlays, "parseable": self.parseable, "problems": {}, "_projects": {}}
 
     def for_file(self, file: Path, roots: Sequence[Path] = ()) -> Project:
         """The project of ``file``: under the configured import roots (their folder's project), or found."""
@@ -302,5 +311,10 @@ class Projects:
         key = (root, tuple(Path(os.path.realpath(r)) for r in roots))
         if key not in self._projects:
             sources = Sources(self.overlays, DEFAULT_MAX_FILE_SIZE)
-            self._projects[key] = Project(root, key[1] or None, sources, self.parseable)
+            project = self._projects[key] = Project(root, key[1] or None, sources, self.parseable)
+            for shadow in project.reserved_shadows():
+                self.problems[shadow] = (
+                    f"{shadow}: the project's own `{RESERVED}` is not analysed: fsdp2-lint treats `{RESERVED}` "
+                    "as PyTorch, whose API its rules know by name (rename the project's module to have it followed)"
+                )
         return self._projects[key]

@@ -3,6 +3,8 @@ spelling, following calls into its modules, and where the findings go."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -309,6 +311,32 @@ def test_a_project_folder_named_torch_never_replaces_torch(tmp_path: Path) -> No
         {"torch/__init__.py": "", "torch/distributed/fsdp.py": "def fully_shard(module):\n    return module\n"},
     )
     assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
+
+
+@pytest.mark.parametrize("fix", [[], ["--fix", "--unsafe-fixes"]], ids=["check", "fix"])
+def test_a_project_s_own_torch_is_reported_once_per_run_as_a_configuration_problem(tmp_path: Path, fix) -> None:
+    train = package(
+        tmp_path, IMPORT_STYLES["absolute"][0], {"torch.py": "def fully_shard(module):\n    return module\n"}
+    )
+    (tmp_path / "trainer/eval.py").write_text(train.read_text())
+    command = [sys.executable, "-m", "fsdp2_lint", "check", "--isolated", "--no-cache", *fix, "trainer"]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == (0 if fix else 1) and "Traceback" not in run.stderr
+    assert run.stderr.splitlines() == [
+        f"warning: {tmp_path.resolve() / 'torch.py'}: the project's own `torch` is not analysed: fsdp2-lint treats "
+        "`torch` as PyTorch, whose API its rules know by name (rename the project's module to have it followed)"
+    ]
+
+
+def test_a_project_without_its_own_torch_has_no_layout_problem(tmp_path: Path) -> None:
+    train = package(tmp_path, IMPORT_STYLES["absolute"][0], {"torch/README": "", "vendor/torch/__init__.py": ""})
+    projects = Projects()
+    projects.for_file(train)
+    assert projects.problems == {}  # a folder without `__init__.py` (a namespace package), one in no import root
+    (tmp_path / "torch/__init__.py").write_text("")
+    projects = Projects()
+    projects.for_file(train)
+    assert list(projects.problems) == [tmp_path.resolve() / "torch"]
 
 
 @pytest.mark.parametrize("module", ["transformers.py", "utils/__init__.py", "logging.py"])
