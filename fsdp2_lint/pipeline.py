@@ -257,7 +257,7 @@ def _in_project(task: LintTask, data: bytes, projects: Projects) -> InProject | 
     if not task.follow_imports:
         return None
     file = Path(os.path.realpath(task.path))
-    project = projects.for_file(file, task.import_roots)
+    project = projects.for_file(file, task.import_roots, task.max_file_size)
     project.sources.overlays[file] = data  # the text linted is the text the other modules see
     return InProject(project, file)
 

@@ -300,17 +300,18 @@ class Projects:
         self.overlays = {Path(os.path.realpath(path)): data for path, data in (overlays or {}).items()}
         self.parseable = parseable
         self.problems: dict[Path, str] = {}
-        self._projects: dict[tuple[Path, tuple[Path, ...]], Project] = {}
+        self._projects: dict[tuple[Path, tuple[Path, ...], int], Project] = {}
 
     def __getstate__(self) -> dict:
         return {"overlays": self.overlays, "parseable": self.parseable, "problems": {}, "_projects": {}}
 
-    def for_file(self, file: Path, roots: Sequence[Path] = ()) -> Project:
-        """The project of ``file``: under the configured import roots (their folder's project), or found."""
+    def for_file(self, file: Path, roots: Sequence[Path] = (), max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Project:
+        """The project of ``file``: under the configured import roots (their folder's project), or
+        found; its modules read up to ``max_file_size`` bytes (0: no limit), the linted file's limit."""
         root = find_root(file)
-        key = (root, tuple(Path(os.path.realpath(r)) for r in roots))
+        key = (root, tuple(Path(os.path.realpath(r)) for r in roots), max_file_size)
         if key not in self._projects:
-            sources = Sources(self.overlays, DEFAULT_MAX_FILE_SIZE)
+            sources = Sources(self.overlays, max_file_size)
             project = self._projects[key] = Project(root, key[1] or None, sources, self.parseable)
             for shadow in project.reserved_shadows():
                 self.problems[shadow] = (

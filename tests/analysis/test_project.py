@@ -61,8 +61,8 @@ def write(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text).lstrip() if text.startswith("\n") else text)
 
 
-def lint(*paths: Path, follow: bool = True, cache: Cache | None = None) -> list:
-    resolver = SettingsResolver(Selection(), isolated=True, no_follow_imports=not follow)
+def lint(*paths: Path, follow: bool = True, cache: Cache | None = None, max_file_size: int | None = None) -> list:
+    resolver = SettingsResolver(Selection(), isolated=True, max_file_size=max_file_size, no_follow_imports=not follow)
     tasks = [LintTask.of(path, resolver.for_path(path), str(path)) for path in paths]
     return [d for found in lint_files(tasks, jobs=1, cache=cache) for d in found]
 
@@ -354,6 +354,20 @@ def test_a_project_module_named_like_another_package_is_the_projects(tmp_path: P
 def test_a_module_the_analysis_cannot_parse_makes_its_names_unknown(tmp_path: Path) -> None:
     train = package(tmp_path, IMPORT_STYLES["absolute"][0], {"trainer/parallel.py": "def shard_model(model:\n"})
     assert lint(train) == []
+
+
+def test_project_modules_are_read_with_the_configured_max_file_size(tmp_path: Path) -> None:
+    """parallel.py is larger than the limit: its names are unknown, as a linted file that large is
+    not analysed; a limit it fits in has it followed."""
+    padding = "# padding\n" * 400
+    train = package(
+        tmp_path, IMPORT_STYLES["absolute"][0], {"trainer/parallel.py": textwrap.dedent(PARALLEL) + padding}
+    )
+    limit = len(train.read_bytes()) + 100
+    assert (tmp_path / "trainer/parallel.py").stat().st_size > limit
+    assert lint(train, max_file_size=limit) == []
+    expected = [("train.py", optimizer_line(train), "FSDP001")]
+    assert codes_at(lint(train, max_file_size=100 * limit)) == codes_at(lint(train, max_file_size=0)) == expected
 
 
 def test_editing_a_helper_invalidates_the_cached_result_of_its_importers(tmp_path: Path) -> None:
