@@ -41,16 +41,19 @@ AUTO_ROOTS = ("src", "python")
 # The package the rules know by name: a project folder named like it must not change what they mean.
 RESERVED = "torch"
 MAX_WALK_UP = 8  # folders above an importing script searched for its sibling modules
-# Import statements as text: `import a.b as c, d`, `from ..a import (b, c)`, and
-# `import_module("a.b")` or `import_module(".b", package=__name__)` with a literal name (the
-# interpreter resolves the same spellings: :func:`dynamic_import`).
+# Import statements as text, wherever a statement starts (a line, after `;`, after the `:` of a
+# one-line `if`/`try`), lines continued with a backslash: `import a.b as c, d`, `from ..a import
+# (b, c)`, and `import_module("a.b")` or `import_module(".b", package=__name__)` with a literal name
+# (the interpreter resolves the same spellings: :func:`dynamic_import`).
 _IMPORT = re.compile(
-    rb"^[ \t]*(?:import[ \t]+(?P<plain>[\w. \t,]+)"
-    rb"|from[ \t]+(?P<dots>\.*)(?P<module>[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\r\n#;]*))"
+    rb"(?:^|[;:])[ \t]*(?:import[ \t]+(?P<plain>(?:[\w. \t,]|\\\r?\n)+)"
+    rb"|from[ \t]+(?P<dots>\.*)(?P<module>[\w.]*)[ \t]+import[ \t]+"
+    rb"(?P<names>\([^)]*\)|(?:[^\r\n#;\\]|\\\r?\n)*))"
     rb"|import_module\(\s*[\"'](?P<dynamic>[\w.]+)[\"']"
     rb"(?:\s*,\s*(?:package\s*=\s*)?(?P<package>[\"'][\w.]*[\"']|__name__|__package__))?",
     re.MULTILINE,
 )
+_COMMENT = re.compile(rb"#[^\r\n]*")
 
 
 def find_root(start: Path) -> Path:
@@ -229,16 +232,17 @@ class Project:
         names: list[str] = []
         for match in _IMPORT.finditer(text):
             if match["plain"] is not None:
-                names += [part.split()[0] for part in match["plain"].decode().split(",") if part.split()]
+                names += [part.split()[0] for part in _listed(match["plain"])]
             elif match["dynamic"] is not None:
                 names.append(dynamic_import(match["dynamic"].decode(), self._package_argument(match["package"], path)))
             else:
                 dots = len(match["dots"])
                 module = self.absolute(package, dots, match["module"].decode(), is_package)
                 names.append(module)
-                imported = match["names"].decode().strip("()").replace("\\", " ").split(",")
-                names += [f"{module}.{part.split()[0]}" for part in imported if part.split() and module]
-        return [name for name in names if name and name.split(".")[0] != RESERVED]
+                names += [f"{module}.{part.split()[0]}" for part in _listed(match["names"]) if module]
+        # importing `a.b.c` runs the packages `a` and `a.b` first
+        names += [name.rsplit(".", up)[0] for name in names for up in range(1, name.count(".") + 1)]
+        return [name for name in dict.fromkeys(names) if name and name.split(".")[0] != RESERVED]
 
     def _package_argument(self, spelled: bytes | None, path: Path) -> str | None:
         """``import_module``'s package spelled in module ``path``: a literal, or the module's own
@@ -267,6 +271,12 @@ class Project:
         except (cst.ParserSyntaxError, UnicodeDecodeError, LookupError, SyntaxError, RecursionError):
             return None
         return ProjectModule(self.module_name(path), path, data, module)
+
+
+def _listed(spelled: bytes) -> list[str]:
+    """The imported names (``b as c``) of ``b as c, d`` or ``(b,  # why\n c)``, continued lines joined."""
+    text = _COMMENT.sub(b"", spelled).strip(b"()").replace(b"\\", b" ").decode("utf-8", "replace")
+    return [part for part in text.split(",") if part.split()]
 
 
 def dynamic_import(name: str, package: str | None) -> str:

@@ -186,7 +186,7 @@ def test_the_import_closure_reads_the_import_module_spellings_the_analysis_resol
     )
     runner = tmp_path / "trainer/runner.py"
     reached = [path.relative_to(tmp_path) for path, _ in project.imported_sources(runner, runner.read_bytes())]
-    assert reached == [Path("tools/optim.py")]
+    assert reached == [Path("tools/__init__.py"), Path("tools/optim.py")]
 
 
 def test_a_src_layout_resolves_from_src(tmp_path: Path) -> None:
@@ -387,7 +387,7 @@ def test_the_prefilter_admits_a_file_through_what_it_imports(tmp_path: Path) -> 
     assert b"fully_shard" not in train.read_bytes()
     project = Projects().for_file(train)
     reached = {path.name for path, _ in project.imported_sources(train, train.read_bytes())}
-    assert reached == {"model.py", "optim.py", "parallel.py"}
+    assert reached == {"__init__.py", "model.py", "optim.py", "parallel.py"}  # the package runs first
 
 
 def test_module_names_come_from_the_import_roots_not_the_working_folder(tmp_path: Path, monkeypatch) -> None:

@@ -9,7 +9,7 @@ parsed once per run, its body run once, in its own variables, as Python imports 
 constant, or the torch API it re-exports. Calls of its functions are then expanded as same-file
 calls are, when a value that matters flows into them (:meth:`Imports.follows`); others stay opaque.
 A module is read only when a name of it is used by code the analysis runs: not the whole closure of
-imports. Without a project (``--no-follow-imports``, text of no known file) nothing is loaded and
+imports, and never one outside it (:meth:`Imports.importable`). Without a project (``--no-follow-imports``, text of no known file) nothing is loaded and
 every imported name stays a symbol, as in a per-file analysis.
 """
 
@@ -52,6 +52,7 @@ class Imports:
 
     project: Project | None
     relevant: object  # callable(bytes) -> bool: may the module's code matter to a rule?
+    _importable: frozenset[Path] | None = None
 
     def exec_import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -144,6 +145,8 @@ class Imports:
         so far, as in Python."""
         if path in self.loaded:
             return self.loaded[path]
+        if path not in self.importable():  # `import a` then `a.b.f()` with `a.b` imported nowhere
+            return None
         parsed = self.project.parse(path)
         if parsed is None:
             self.loaded[path] = None
@@ -157,6 +160,16 @@ class Imports:
         self.add_scope(scope)
         self._run_module_body(scope)
         return scope
+
+    def importable(self) -> frozenset[Path]:
+        """The project modules the linted file's import statements reach, directly or not (its import
+        closure): as in Python, a submodule is there only once something imports it. The prefilter
+        and the cache read the same modules, so they can never miss one the analysis reads."""
+        if self._importable is None:
+            main = self.main
+            closure = self.project.imported_sources(main.path, self.source) if main.path is not None else ()
+            self._importable = frozenset(path for path, _ in closure)
+        return self._importable
 
     def _run_module_body(self, scope: ModuleScope) -> None:
         """Run a module's body as its import does: outside whatever code first used it."""
