@@ -351,6 +351,57 @@ def test_a_project_module_named_like_another_package_is_the_projects(tmp_path: P
     assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
 
 
+NO_OP_SHARDING = "def shard_model(model):\n    return model\n"
+
+
+@pytest.mark.parametrize(
+    "files, sharded",
+    [
+        ({"trainer/parallel/__init__.py": PARALLEL, "trainer/parallel.py": NO_OP_SHARDING}, True),
+        ({"trainer/parallel/__init__.py": NO_OP_SHARDING, "trainer/parallel.py": PARALLEL}, False),
+        ({"trainer/parallel/README.md": "", "trainer/parallel.py": PARALLEL}, True),  # a folder is no package
+    ],
+    ids=["package sharding", "module sharding", "namespace folder"],
+)
+def test_a_package_wins_over_a_module_of_the_same_name(tmp_path: Path, files: dict, sharded: bool) -> None:
+    """Python imports `trainer/parallel/__init__.py` before `trainer/parallel.py`, and the module
+    before a folder without `__init__.py`: only the one imported shards."""
+    train = package(tmp_path, IMPORT_STYLES["absolute"][0], files)
+    assert codes_at(lint(train)) == ([("train.py", optimizer_line(train), "FSDP001")] if sharded else [])
+
+
+@pytest.mark.parametrize(
+    "imports, sharded",
+    [
+        ("from trainer.parallel import shard_model\n\n\n" + NO_OP_SHARDING, False),
+        (NO_OP_SHARDING + "\n\nfrom trainer.parallel import shard_model", True),
+    ],
+    ids=["a local function shadows the import", "an import rebinds the local function"],
+)
+def test_the_latest_binding_of_a_name_wins(tmp_path: Path, imports: str, sharded: bool) -> None:
+    imports = "from trainer.model import Model\nfrom trainer.optim import build_optimizer\n" + imports
+    train = package(tmp_path, imports)
+    assert codes_at(lint(train)) == ([("train.py", optimizer_line(train), "FSDP001")] if sharded else [])
+
+
+@pytest.mark.parametrize("sharding_arm", ["if", "else", "neither"])
+def test_an_import_in_each_arm_of_an_if_joins_both_modules(tmp_path: Path, sharding_arm: str) -> None:
+    """`shard_model` is one of two modules' functions: the analysis follows both, as it joins any
+    value an `if` chooses, and a misuse along either is reported."""
+    modules = ("parallel", "single") if sharding_arm == "if" else ("single", "parallel")
+    imports = (
+        "import os\nfrom trainer.model import Model\nfrom trainer.optim import build_optimizer\n"
+        f"if os.environ.get('FSDP'):\n    from trainer.{modules[0]} import shard_model\n"
+        f"else:\n    from trainer.{modules[1]} import shard_model"
+    )
+    extra = {"trainer/single.py": NO_OP_SHARDING}
+    if sharding_arm == "neither":
+        extra["trainer/parallel.py"] = NO_OP_SHARDING
+    train = package(tmp_path, imports, extra)
+    expected = [] if sharding_arm == "neither" else [("train.py", optimizer_line(train), "FSDP001")]
+    assert codes_at(lint(train)) == expected
+
+
 def test_a_module_the_analysis_cannot_parse_makes_its_names_unknown(tmp_path: Path) -> None:
     train = package(tmp_path, IMPORT_STYLES["absolute"][0], {"trainer/parallel.py": "def shard_model(model:\n"})
     assert lint(train) == []
