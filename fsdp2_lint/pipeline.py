@@ -19,6 +19,7 @@ and the pre-commit hooks all go through here; :mod:`fsdp2_lint.engine` lints one
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -47,6 +48,7 @@ from fsdp2_lint.rule import Rule
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source
 
 PARALLEL_THRESHOLD = 16
+_WARNED: set[Path] = set()  # each layout problem once per process: `--fix` reads projects file by file
 
 
 class SettingsResolver:
@@ -147,6 +149,7 @@ def lint_files(
             pending.append((len(data), index))
         else:
             results[index] = answer
+    _warn_once(projects)
     jobs = default_jobs() if jobs is None else max(1, jobs)
     workers = min(jobs, len(pending)) if len(pending) >= PARALLEL_THRESHOLD else 1
     order = [index for _, index in sorted(pending, key=lambda item: -item[0])]  # the largest first: no long tail
@@ -209,6 +212,14 @@ def imported_files(task: LintTask, overlays: Mapping[Path, bytes] | None = None)
     return [] if where is None else [path for path, _ in where.project.imported_sources(where.file, data)]
 
 
+def _warn_once(projects: Projects) -> None:
+    """Each problem of a project's layout (its own `torch`) on standard error, once."""
+    for path, message in projects.problems.items():
+        if path not in _WARNED:
+            _WARNED.add(path)
+            print(f"warning: {message}", file=sys.stderr)
+
+
 def _cache_key(cache: Cache, task: LintTask, data: bytes, where: InProject | None) -> str:
     reachable = where.project.imported_sources(where.file, data) if where is not None else ()
     return cache.key(data, task.display, task.rules, reachable)
@@ -255,7 +266,7 @@ def _in_project(task: LintTask, data: bytes, projects: Projects) -> InProject | 
     if not task.follow_imports:
         return None
     file = Path(os.path.realpath(task.path))
-    project = projects.for_file(file, task.import_roots)
+    project = projects.for_file(file, task.import_roots, task.max_file_size)
     project.sources.overlays[file] = data  # the text linted is the text the other modules see
     return InProject(project, file)
 
@@ -322,7 +333,9 @@ def fix_file(task: LintTask, unsafe: bool, write: bool) -> FileFix:
 
 def _fix_guarded(task: LintTask, data: bytes, unsafe: bool) -> FixResult:
     """:func:`fix_source` here, or in a worker of its own for a heavy file (as a lint runs)."""
-    where = _in_project(task, data, Projects(parseable=parseable))
+    projects = Projects(parseable=parseable)
+    where = _in_project(task, data, projects)
+    _warn_once(projects)
     work = partial(fix_source, data, task.display, task.rules, unsafe, task.max_file_size, where)
     result = run_guarded(work, data, task.rules, task.max_file_size)
     if isinstance(result, Crash):

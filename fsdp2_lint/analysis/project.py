@@ -9,8 +9,10 @@ once per run.
 - **Finding a module** (:meth:`Project.find`): in the import roots in order, a package
   (``a/b/__init__.py``) before a module (``a/b.py``), folders without ``__init__.py`` taking part as
   namespace packages; then, for script projects run as ``python train.py``, in the importing file's
-  folder and its parents up to the root (as pyright and ty do). Names of third-party packages the
-  rules know by name (``torch``) are never project modules: the rules know their API.
+  folder and its parents up to the root (as pyright and ty do). A project module named like a
+  third-party or standard-library one (a local ``utils/``, ``transformers.py``) is the project's, as
+  Python's path puts the script's folder first; only ``torch``, whose API the rules know by name, is
+  never a project module.
 - **Reading** goes through :class:`Sources`, which answers from unsaved text first (an editor's
   buffers, standard input) and from disk second.
 - **What a file can reach** (:meth:`Project.imported_sources`): the project modules its import
@@ -38,16 +40,22 @@ from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 AUTO_ROOTS = ("src", "python")
-# Packages the rules know by name: a project folder named like one must not change what they mean.
-KNOWN_THIRD_PARTY = frozenset({"torch", "torchvision", "numpy", "transformers", "accelerate", "lightning"})
-MAX_WALK_UP = 8
-# Import statements as text: `import a.b as c, d`, `from ..a import (b, c)`, import_module("a.b").
+# The package the rules know by name: a project folder named like it must not change what they mean.
+RESERVED = "torch"
+MAX_WALK_UP = 8  # folders above an importing script searched for its sibling modules
+# Import statements as text, wherever a statement starts (a line, after `;`, after the `:` of a
+# one-line `if`/`try`), lines continued with a backslash: `import a.b as c, d`, `from ..a import
+# (b, c)`, and `import_module("a.b")` or `import_module(".b", package=__name__)` with a literal name
+# (the interpreter resolves the same spellings: :func:`dynamic_import`).
 _IMPORT = re.compile(
-    rb"^[ \t]*(?:import[ \t]+(?P<plain>[\w. \t,]+)"
-    rb"|from[ \t]+(?P<dots>\.*)(?P<module>[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\r\n#;]*))"
-    rb"|import_module\(\s*[\"'](?P<dynamic>[\w.]+)[\"']",
+    rb"(?:^|[;:])[ \t]*(?:import[ \t]+(?P<plain>(?:[\w. \t,]|\\\r?\n)+)"
+    rb"|from[ \t]+(?P<dots>\.*)(?P<module>[\w.]*)[ \t]+import[ \t]+"
+    rb"(?P<names>\([^)]*\)|(?:[^\r\n#;\\]|\\\r?\n)*))"
+    rb"|import_module\(\s*[\"'](?P<dynamic>[\w.]+)[\"']"
+    rb"(?:\s*,\s*(?:package\s*=\s*)?(?P<package>[\"'][\w.]*[\"']|__name__|__package__))?",
     re.MULTILINE,
-)  # folders above an importing script searched for its sibling modules
+)
+_COMMENT = re.compile(rb"#[^\r\n]*")
 
 
 def find_root(start: Path) -> Path:
@@ -139,7 +147,8 @@ class Project:
                 return _dotted(path.relative_to(root))
         return _dotted(Path(path.name))
 
-    def absolute(self, importer: str, level: int, name: str, is_package: bool) -> str:
+    @staticmethod
+    def absolute(importer: str, level: int, name: str, is_package: bool) -> str:
         """The absolute name of a relative import (``from ..x import y`` in module ``importer``)."""
         if not level:
             return name
@@ -152,7 +161,7 @@ class Project:
 
     def find(self, name: str, importer: Path | None = None) -> Path | None:
         """The file of project module ``name`` (a package's ``__init__.py``), or None."""
-        if not name or name.split(".")[0] in KNOWN_THIRD_PARTY:
+        if not name or name.split(".")[0] == RESERVED:
             return None
         key = (name, importer.parent if importer is not None else None)
         if key not in self._found:
@@ -183,6 +192,12 @@ class Project:
             if self.sources.is_file(candidate):
                 return Path(os.path.realpath(candidate))
         return None
+
+    def reserved_shadows(self) -> list[Path]:
+        """The project's own ``torch`` (a package or ``torch.py`` in an import root): never read, since
+        ``torch`` is PyTorch to the rules."""
+        found = (self._under(root, RESERVED) for root in self.roots)
+        return [path.parent if path.name == "__init__.py" else path for path in found if path is not None]
 
     # --- what a file can reach ------------------------------------------------------------------
 
@@ -240,16 +255,26 @@ class Project:
         names: list[str] = []
         for match in _IMPORT.finditer(text):
             if match["plain"] is not None:
-                names += [part.split()[0] for part in match["plain"].decode().split(",") if part.split()]
+                names += [part.split()[0] for part in _listed(match["plain"])]
             elif match["dynamic"] is not None:
-                names.append(match["dynamic"].decode())
+                names.append(dynamic_import(match["dynamic"].decode(), self._package_argument(match["package"], path)))
             else:
                 dots = len(match["dots"])
                 module = self.absolute(package, dots, match["module"].decode(), is_package)
                 names.append(module)
-                imported = match["names"].decode().strip("()").replace("\\", " ").split(",")
-                names += [f"{module}.{part.split()[0]}" for part in imported if part.split() and module]
-        return [name for name in names if name and name.split(".")[0] not in KNOWN_THIRD_PARTY]
+                names += [f"{module}.{part.split()[0]}" for part in _listed(match["names"]) if module]
+        # importing `a.b.c` runs the packages `a` and `a.b` first
+        names += [name.rsplit(".", up)[0] for name in names for up in range(1, name.count(".") + 1)]
+        return [name for name in dict.fromkeys(names) if name and name.split(".")[0] != RESERVED]
+
+    def _package_argument(self, spelled: bytes | None, path: Path) -> str | None:
+        """``import_module``'s package spelled in module ``path``: a literal, or the module's own
+        ``__name__`` or ``__package__``."""
+        if spelled is None:
+            return None
+        own = self.module_name(path)
+        named = {b"__name__": own, b"__package__": package_of(own, path)}
+        return named.get(spelled, spelled.decode()[1:-1])
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -271,6 +296,21 @@ class Project:
         return ProjectModule(self.module_name(path), path, data, module)
 
 
+def _listed(spelled: bytes) -> list[str]:
+    """The imported names (``b as c``) of ``b as c, d`` or ``(b,  # why\n c)``, continued lines joined."""
+    text = _COMMENT.sub(b"", spelled).strip(b"()").replace(b"\\", b" ").decode("utf-8", "replace")
+    return [part for part in text.split(",") if part.split()]
+
+
+def dynamic_import(name: str, package: str | None) -> str:
+    """The module ``importlib.import_module(name, package)`` imports; "" for a relative name without
+    a package (Python refuses it)."""
+    level = len(name) - len(name.lstrip("."))
+    if not level:
+        return name
+    return Project.absolute(package, level, name[level:], is_package=True) if package else ""
+
+
 def package_of(name: str, path: Path) -> str:
     """The package relative imports in module ``name`` (in ``path``) start from."""
     return name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -285,21 +325,30 @@ def _dotted(relative: Path) -> str:
 
 class Projects:
     """The projects of one run, one per root and import roots, sharing the unsaved texts. A copy
-    sent to a worker process starts without what this one has read: each process reads for itself."""
+    sent to a worker process starts without what this one has read: each process reads for itself.
+    ``problems``: what the user should know about the projects' layout (a project's own ``torch``),
+    by path, for the run to report once."""
 
     def __init__(self, overlays: Mapping[Path, bytes] | None = None, parseable: Callable[[bytes], bool] | None = None):
         self.overlays = {Path(os.path.realpath(path)): data for path, data in (overlays or {}).items()}
         self.parseable = parseable
-        self._projects: dict[tuple[Path, tuple[Path, ...]], Project] = {}
+        self.problems: dict[Path, str] = {}
+        self._projects: dict[tuple[Path, tuple[Path, ...], int], Project] = {}
 
     def __getstate__(self) -> dict:
-        return {"overlays": self.overlays, "parseable": self.parseable, "_projects": {}}
+        return {"overlays": self.overlays, "parseable": self.parseable, "problems": {}, "_projects": {}}
 
-    def for_file(self, file: Path, roots: Sequence[Path] = ()) -> Project:
-        """The project of ``file``: under the configured import roots (their folder's project), or found."""
+    def for_file(self, file: Path, roots: Sequence[Path] = (), max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Project:
+        """The project of ``file``: under the configured import roots (their folder's project), or
+        found; its modules read up to ``max_file_size`` bytes (0: no limit), the linted file's limit."""
         root = find_root(file)
-        key = (root, tuple(Path(os.path.realpath(r)) for r in roots))
+        key = (root, tuple(Path(os.path.realpath(r)) for r in roots), max_file_size)
         if key not in self._projects:
-            sources = Sources(self.overlays, DEFAULT_MAX_FILE_SIZE)
-            self._projects[key] = Project(root, key[1] or None, sources, self.parseable)
+            sources = Sources(self.overlays, max_file_size)
+            project = self._projects[key] = Project(root, key[1] or None, sources, self.parseable)
+            for shadow in project.reserved_shadows():
+                self.problems[shadow] = (
+                    f"{shadow}: the project's own `{RESERVED}` is not analysed: fsdp2-lint treats `{RESERVED}` "
+                    "as PyTorch, whose API its rules know by name (rename the project's module to have it followed)"
+                )
         return self._projects[key]

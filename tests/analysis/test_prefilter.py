@@ -6,13 +6,16 @@ import textwrap
 from pathlib import Path
 
 import fsdp2_lint.rules.fsdp007_collective_on_some_ranks as fsdp007
+import project_cases
 import pytest
-from fixture_marks import fixture_files
+from fixture_marks import fixture_files, fixture_projects, project_files
 from style_cases import CASES
 
-from fsdp2_lint import engine
+from fsdp2_lint import engine, pipeline
+from fsdp2_lint.config import Selection
 from fsdp2_lint.diagnostics import PARSE_ERROR
 from fsdp2_lint.engine import lint_source
+from fsdp2_lint.pipeline import LintTask, SettingsResolver, lint_files
 from fsdp2_lint.prefilter import Word, applicable_rules, without_comments
 from fsdp2_lint.rule import all_rules
 
@@ -102,6 +105,40 @@ def test_prefilter_is_exact_on_fixtures_examples_and_torch_sources(monkeypatch):
     # the comparison means something: violations are found, and both stages skip files
     assert sum(map(len, filtered)) > 50
     assert raw_skipped > 100 and skipped > raw_skipped
+
+
+def _project_findings(files: list[Path]) -> list[list[tuple]]:
+    """What the rules report linting each file on its own, following its imports."""
+    resolver = SettingsResolver(Selection(), isolated=True)
+    found = []
+    for path in files:
+        (diagnostics,) = lint_files([LintTask.of(path, resolver.for_path(path), str(path))], jobs=1)
+        found.append([(d.path, d.line, d.column, d.code, d.message) for d in diagnostics if d.code != PARSE_ERROR])
+    return found
+
+
+def test_prefilter_is_exact_on_projects(tmp_path, monkeypatch):
+    """A file is skipped when neither its code nor that of the project modules it imports can satisfy
+    a rule: the fixture projects, and generated ones where only an imported module names FSDP's API,
+    report the same with the prefilter on and off."""
+    generated = [
+        project_cases.write_project(tmp_path / str(n), files) for n, files in enumerate(project_cases.CASES.values())
+    ]
+    files = [path for project in fixture_projects() for path in project_files(project)]
+    files += [path for project in generated for path in project]
+    entries = [path for path in files if path.name == "train.py" and path.is_relative_to(tmp_path)]
+    assert len(entries) == len(project_cases.CASES)
+    assert all(not applicable_rules(all_rules(), path.read_bytes()) for path in entries)  # alone: skipped
+    filtered = _project_findings(files)
+    # off: every file is analysed with every rule; which modules' calls are expanded stays as it is
+    monkeypatch.setattr(engine, "_may_matter", lambda data: bool(applicable_rules(all_rules(), data)))
+    monkeypatch.setattr(engine, "applicable_rules", lambda rules, data: list(rules))
+    monkeypatch.setattr(pipeline, "applicable_rules", lambda rules, data: list(rules))
+    unfiltered = _project_findings(files)
+    assert dict(zip(files, filtered, strict=True)) == dict(zip(files, unfiltered, strict=True))
+    found_in = {path for path, findings in zip(files, filtered, strict=True) if findings}
+    assert len(found_in & set(entries)) == len(entries) - 1  # all but "a submodule nothing imports"
+    assert sum(map(len, filtered)) > 20
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@ spelling, following calls into its modules, and where the findings go."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -59,8 +61,8 @@ def write(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text).lstrip() if text.startswith("\n") else text)
 
 
-def lint(*paths: Path, follow: bool = True, cache: Cache | None = None) -> list:
-    resolver = SettingsResolver(Selection(), isolated=True, no_follow_imports=not follow)
+def lint(*paths: Path, follow: bool = True, cache: Cache | None = None, max_file_size: int | None = None) -> list:
+    resolver = SettingsResolver(Selection(), isolated=True, max_file_size=max_file_size, no_follow_imports=not follow)
     tasks = [LintTask.of(path, resolver.for_path(path), str(path)) for path in paths]
     return [d for found in lint_files(tasks, jobs=1, cache=cache) for d in found]
 
@@ -115,6 +117,30 @@ IMPORT_STYLES = {
         "from trainer.all import *",
         {"trainer/all.py": "from .model import *\nfrom .optim import *\nfrom .parallel import *\n"},
     ),
+    "importlib.import_module": (
+        "import importlib\nfrom trainer.model import Model\nfrom trainer.parallel import shard_model\n"
+        "build_optimizer = importlib.import_module('trainer.optim').build_optimizer",
+        {},
+    ),
+    "import_module relative to __package__": (
+        "from importlib import import_module\nfrom trainer.model import Model\nfrom trainer.parallel import shard_model\n"
+        "optim_lib = import_module('.optim', package=__package__)\nbuild_optimizer = optim_lib.build_optimizer",
+        {},
+    ),
+    "import_module relative to a literal package": (
+        "import importlib\nfrom trainer.model import Model\nfrom trainer.parallel import shard_model\n"
+        "build_optimizer = importlib.import_module('.optim', 'trainer').build_optimizer",
+        {},
+    ),
+    "import_module in __init__ relative to __name__": (
+        "from trainer import Model, build_optimizer, shard_model",
+        {
+            "trainer/__init__.py": "from importlib import import_module\n\n"
+            "Model = import_module('.model', __name__).Model\n"
+            "build_optimizer = import_module('.optim', __name__).build_optimizer\n"
+            "shard_model = import_module('.parallel', __name__).shard_model\n"
+        },
+    ),
     "try/except ImportError": (
         "try:\n    from trainer.parallel import shard_model\nexcept ImportError:\n    shard_model = None\n"
         "from trainer.model import Model\nfrom trainer.optim import build_optimizer",
@@ -137,6 +163,30 @@ def test_a_misuse_split_across_modules_is_found_in_every_import_style(tmp_path: 
 def test_without_following_imports_the_file_is_analysed_alone(tmp_path: Path) -> None:
     train = package(tmp_path, IMPORT_STYLES["absolute"][0])
     assert lint(train, follow=False) == []
+
+
+def test_import_module_with_a_computed_name_stays_unknown(tmp_path: Path) -> None:
+    imports = (
+        "import importlib\nfrom trainer.model import Model\nfrom trainer.parallel import shard_model\n"
+        "OPTIM = 'trainer.optim'\nbuild_optimizer = importlib.import_module(OPTIM).build_optimizer"
+    )
+    assert lint(package(tmp_path, imports)) == []
+
+
+def test_the_import_closure_reads_the_import_module_spellings_the_analysis_resolves(tmp_path: Path) -> None:
+    imports, extra = IMPORT_STYLES["import_module in __init__ relative to __name__"]
+    train = package(tmp_path, imports, extra)
+    project = Projects().for_file(train)
+    reached = {path.name for path, _ in project.imported_sources(train, train.read_bytes())}
+    assert reached == {"__init__.py", "model.py", "optim.py", "parallel.py"}
+    # the package argument places a relative name, not the importing file's folder
+    write(
+        tmp_path,
+        {"tools/__init__.py": "", "tools/optim.py": "", "trainer/runner.py": "import_module('.optim', 'tools')\n"},
+    )
+    runner = tmp_path / "trainer/runner.py"
+    reached = [path.relative_to(tmp_path) for path, _ in project.imported_sources(runner, runner.read_bytes())]
+    assert reached == [Path("tools/__init__.py"), Path("tools/optim.py")]
 
 
 def test_a_src_layout_resolves_from_src(tmp_path: Path) -> None:
@@ -263,9 +313,112 @@ def test_a_project_folder_named_torch_never_replaces_torch(tmp_path: Path) -> No
     assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
 
 
+@pytest.mark.parametrize("fix", [[], ["--fix", "--unsafe-fixes"]], ids=["check", "fix"])
+def test_a_project_s_own_torch_is_reported_once_per_run_as_a_configuration_problem(tmp_path: Path, fix) -> None:
+    train = package(
+        tmp_path, IMPORT_STYLES["absolute"][0], {"torch.py": "def fully_shard(module):\n    return module\n"}
+    )
+    (tmp_path / "trainer/eval.py").write_text(train.read_text())
+    command = [sys.executable, "-m", "fsdp2_lint", "check", "--isolated", "--no-cache", *fix, "trainer"]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == (0 if fix else 1) and "Traceback" not in run.stderr
+    assert run.stderr.splitlines() == [
+        f"warning: {tmp_path.resolve() / 'torch.py'}: the project's own `torch` is not analysed: fsdp2-lint treats "
+        "`torch` as PyTorch, whose API its rules know by name (rename the project's module to have it followed)"
+    ]
+
+
+def test_a_project_without_its_own_torch_has_no_layout_problem(tmp_path: Path) -> None:
+    train = package(tmp_path, IMPORT_STYLES["absolute"][0], {"torch/README": "", "vendor/torch/__init__.py": ""})
+    projects = Projects()
+    projects.for_file(train)
+    assert projects.problems == {}  # a folder without `__init__.py` (a namespace package), one in no import root
+    (tmp_path / "torch/__init__.py").write_text("")
+    projects = Projects()
+    projects.for_file(train)
+    assert list(projects.problems) == [tmp_path.resolve() / "torch"]
+
+
+@pytest.mark.parametrize("module", ["transformers.py", "utils/__init__.py", "logging.py"])
+def test_a_project_module_named_like_another_package_is_the_projects(tmp_path: Path, module: str) -> None:
+    """Python's path puts the script's folder (the project) before site-packages and the standard
+    library: a local `transformers.py` is what `import transformers` runs."""
+    name = module.partition("/")[0].removesuffix(".py")
+    imports = (
+        f"from trainer.model import Model\nfrom trainer.optim import build_optimizer\nfrom {name} import shard_model"
+    )
+    train = package(tmp_path, imports, {module: PARALLEL})
+    assert codes_at(lint(train)) == [("train.py", optimizer_line(train), "FSDP001")]
+
+
+NO_OP_SHARDING = "def shard_model(model):\n    return model\n"
+
+
+@pytest.mark.parametrize(
+    "files, sharded",
+    [
+        ({"trainer/parallel/__init__.py": PARALLEL, "trainer/parallel.py": NO_OP_SHARDING}, True),
+        ({"trainer/parallel/__init__.py": NO_OP_SHARDING, "trainer/parallel.py": PARALLEL}, False),
+        ({"trainer/parallel/README.md": "", "trainer/parallel.py": PARALLEL}, True),  # a folder is no package
+    ],
+    ids=["package sharding", "module sharding", "namespace folder"],
+)
+def test_a_package_wins_over_a_module_of_the_same_name(tmp_path: Path, files: dict, sharded: bool) -> None:
+    """Python imports `trainer/parallel/__init__.py` before `trainer/parallel.py`, and the module
+    before a folder without `__init__.py`: only the one imported shards."""
+    train = package(tmp_path, IMPORT_STYLES["absolute"][0], files)
+    assert codes_at(lint(train)) == ([("train.py", optimizer_line(train), "FSDP001")] if sharded else [])
+
+
+@pytest.mark.parametrize(
+    "imports, sharded",
+    [
+        ("from trainer.parallel import shard_model\n\n\n" + NO_OP_SHARDING, False),
+        (NO_OP_SHARDING + "\n\nfrom trainer.parallel import shard_model", True),
+    ],
+    ids=["a local function shadows the import", "an import rebinds the local function"],
+)
+def test_the_latest_binding_of_a_name_wins(tmp_path: Path, imports: str, sharded: bool) -> None:
+    imports = "from trainer.model import Model\nfrom trainer.optim import build_optimizer\n" + imports
+    train = package(tmp_path, imports)
+    assert codes_at(lint(train)) == ([("train.py", optimizer_line(train), "FSDP001")] if sharded else [])
+
+
+@pytest.mark.parametrize("sharding_arm", ["if", "else", "neither"])
+def test_an_import_in_each_arm_of_an_if_joins_both_modules(tmp_path: Path, sharding_arm: str) -> None:
+    """`shard_model` is one of two modules' functions: the analysis follows both, as it joins any
+    value an `if` chooses, and a misuse along either is reported."""
+    modules = ("parallel", "single") if sharding_arm == "if" else ("single", "parallel")
+    imports = (
+        "import os\nfrom trainer.model import Model\nfrom trainer.optim import build_optimizer\n"
+        f"if os.environ.get('FSDP'):\n    from trainer.{modules[0]} import shard_model\n"
+        f"else:\n    from trainer.{modules[1]} import shard_model"
+    )
+    extra = {"trainer/single.py": NO_OP_SHARDING}
+    if sharding_arm == "neither":
+        extra["trainer/parallel.py"] = NO_OP_SHARDING
+    train = package(tmp_path, imports, extra)
+    expected = [] if sharding_arm == "neither" else [("train.py", optimizer_line(train), "FSDP001")]
+    assert codes_at(lint(train)) == expected
+
+
 def test_a_module_the_analysis_cannot_parse_makes_its_names_unknown(tmp_path: Path) -> None:
     train = package(tmp_path, IMPORT_STYLES["absolute"][0], {"trainer/parallel.py": "def shard_model(model:\n"})
     assert lint(train) == []
+
+
+def test_project_modules_are_read_with_the_configured_max_file_size(tmp_path: Path) -> None:
+    """parallel.py is larger than the limit: its names are unknown, as a linted file that large is
+    not analysed; a limit it fits in has it followed."""
+    padding = "# padding\n" * 400
+    train = package(
+        tmp_path, IMPORT_STYLES["absolute"][0], {"trainer/parallel.py": textwrap.dedent(PARALLEL) + padding}
+    )
+    limit = len(train.read_bytes()) + 100
+    assert (tmp_path / "trainer/parallel.py").stat().st_size > limit
+    assert lint(train, max_file_size=limit) == []
+    expected = [("train.py", optimizer_line(train), "FSDP001")]
+    assert codes_at(lint(train, max_file_size=100 * limit)) == codes_at(lint(train, max_file_size=0)) == expected
 
 
 def test_editing_a_helper_invalidates_the_cached_result_of_its_importers(tmp_path: Path) -> None:
@@ -285,7 +438,7 @@ def test_the_prefilter_admits_a_file_through_what_it_imports(tmp_path: Path) -> 
     assert b"fully_shard" not in train.read_bytes()
     project = Projects().for_file(train)
     reached = {path.name for path, _ in project.imported_sources(train, train.read_bytes())}
-    assert reached == {"model.py", "optim.py", "parallel.py"}
+    assert reached == {"__init__.py", "model.py", "optim.py", "parallel.py"}  # the package runs first
 
 
 def test_module_names_come_from_the_import_roots_not_the_working_folder(tmp_path: Path, monkeypatch) -> None:

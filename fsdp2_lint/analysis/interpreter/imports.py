@@ -9,23 +9,26 @@ parsed once per run, its body run once, in its own variables, as Python imports 
 constant, or the torch API it re-exports. Calls of its functions are then expanded as same-file
 calls are, when a value that matters flows into them (:meth:`Imports.follows`); others stay opaque.
 A module is read only when a name of it is used by code the analysis runs: not the whole closure of
-imports. Without a project (``--no-follow-imports``, text of no known file) nothing is loaded and
+imports, and never one outside it (:meth:`Imports.importable`). Without a project (``--no-follow-imports``, text of no known file) nothing is loaded and
 every imported name stays a symbol, as in a per-file analysis.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, ModuleScope, WatchedDict
+from fsdp2_lint.analysis.interpreter.torch_api import SYMBOLS
 from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Choice,
     Const,
     Context,
+    Event,
     Function,
     Lambda,
     Partial,
@@ -37,10 +40,11 @@ from fsdp2_lint.analysis.model import (
     options,
     walk_contents,
 )
-from fsdp2_lint.analysis.project import Project
+from fsdp2_lint.analysis.project import Project, dynamic_import
 from fsdp2_lint.analysis.syntax import dotted, statements
 
 MAX_ALIAS_HOPS = 16  # `shard = _impl` re-exported through packages: a chain this long is a cycle
+MODULE_NAME = re.compile(r"[\w.]*")  # what the prefilter's import closure reads in `import_module("...")`
 
 
 class Imports:
@@ -48,6 +52,7 @@ class Imports:
 
     project: Project | None
     relevant: object  # callable(bytes) -> bool: may the module's code matter to a rule?
+    _importable: frozenset[Path] | None = None
 
     def exec_import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -140,6 +145,8 @@ class Imports:
         so far, as in Python."""
         if path in self.loaded:
             return self.loaded[path]
+        if path not in self.importable():  # `import a` then `a.b.f()` with `a.b` imported nowhere
+            return None
         parsed = self.project.parse(path)
         if parsed is None:
             self.loaded[path] = None
@@ -153,6 +160,16 @@ class Imports:
         self.add_scope(scope)
         self._run_module_body(scope)
         return scope
+
+    def importable(self) -> frozenset[Path]:
+        """The project modules the linted file's import statements reach, directly or not (its import
+        closure): as in Python, a submodule is there only once something imports it. The prefilter
+        and the cache read the same modules, so they can never miss one the analysis reads."""
+        if self._importable is None:
+            main = self.main
+            closure = self.project.imported_sources(main.path, self.source) if main.path is not None else ()
+            self._importable = frozenset(path for path, _ in closure)
+        return self._importable
 
     def _run_module_body(self, scope: ModuleScope) -> None:
         """Run a module's body as its import does: outside whatever code first used it."""
@@ -170,6 +187,47 @@ class Imports:
         if scope is self.main or scope.relevant:
             return True
         return any(_matters(value) for value in (fn.bound, *args, *kwargs.values()) if value is not None)
+
+
+@SYMBOLS("importlib.import_module")
+def _import_module(interp: Imports, event: Event) -> Value:
+    """``importlib.import_module("a.b")`` is module ``a.b``, as ``import a.b as m`` binds it (its
+    attributes resolve in the project). Only the spellings the prefilter's import closure reads
+    (:mod:`fsdp2_lint.analysis.project`): a literal name, and for a relative one a literal package
+    or the module's own ``__name__`` or ``__package__``; any other name stays unknown."""
+    node = event.node
+    if not isinstance(node, cst.Call) or _last_name(node.func) != "import_module" or not node.args:
+        return UNKNOWN
+    name = _literal(node.args[0])
+    if not name:
+        return UNKNOWN
+    spelled = node.args[1] if len(node.args) > 1 else None
+    if spelled is not None and spelled.keyword is not None and spelled.keyword.value != "package":
+        spelled = None
+    package = _package(spelled.value, interp.frame.scope) if spelled is not None and not spelled.star else None
+    module = dynamic_import(name, package)
+    return Symbol(apis.canonical(module)) if module else UNKNOWN
+
+
+def _literal(arg: cst.Arg) -> str | None:
+    """A positional argument's text when it is a plain string literal naming a module."""
+    value = arg.value
+    if arg.keyword is not None or arg.star or not isinstance(value, cst.SimpleString) or value.prefix:
+        return None
+    text = value.evaluated_value
+    return text if isinstance(text, str) and len(value.quote) == 1 and MODULE_NAME.fullmatch(text) else None
+
+
+def _package(value: cst.BaseExpression, scope: ModuleScope) -> str | None:
+    if isinstance(value, cst.Name):
+        return {"__name__": scope.name, "__package__": scope.package}.get(value.value)
+    return _literal(cst.Arg(value))
+
+
+def _last_name(func: cst.BaseExpression) -> str:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 def _matters(value: Value) -> bool:
