@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,7 @@ class Measurement:
     importers: list[str]  # admitted files whose import closure holds it, and itself if admitted
     reanalysed: list[str]  # the files the edited run analysed, by their cache keys
     unexplained: int  # entries the edited run wrote that match no file's key (0 when all is well)
+    importer_counts: list[int]  # for each linted file, how many admitted files import it (directly or not)
     runs: dict[str, Run]
 
 
@@ -91,7 +93,8 @@ def measure_project(repository: Path, jobs: int | None = None, module: str | Non
         copy_tree(repository, copy)
         files = lint_targets(copy)
         admitted = admitted_files(copy, files)
-        edited = module or most_imported(copy, admitted)
+        imported = Counter(module for closure in admitted.values() for module in closure)
+        edited = module or most_imported(copy, imported)
         runs: dict[str, Run] = {}
         cache = Path(scratch) / "cache"
         runs["cold"] = timed("cold (empty cache)", copy, cache, jobs)
@@ -107,7 +110,14 @@ def measure_project(repository: Path, jobs: int | None = None, module: str | Non
         reanalysed = sorted(name for name, key in keys.items() if key in written)
         runs["no-follow"] = timed("cold, --no-follow-imports", copy, Path(scratch) / "per-file", jobs, per_file=True)
         return Measurement(
-            len(files), sorted(admitted), edited, importers, reanalysed, len(written - set(keys.values())), runs
+            len(files),
+            sorted(admitted),
+            edited,
+            importers,
+            reanalysed,
+            len(written - set(keys.values())),
+            sorted(imported[os.path.normpath(path)] for path in files),
+            runs,
         )
 
 
@@ -161,10 +171,9 @@ def admitted_files(root: Path, files: list[Path]) -> dict[str, set[str]]:
     return admitted
 
 
-def most_imported(root: Path, admitted: dict[str, set[str]]) -> str:
+def most_imported(root: Path, imported: Counter[str]) -> str:
     """The module (not a package's ``__init__.py``) that most admitted files import, directly or not."""
-    counts = Counter(module for closure in admitted.values() for module in closure)
-    helpers = [(count, module) for module, count in counts.items() if not module.endswith("__init__.py")]
+    helpers = [(count, module) for module, count in imported.items() if not module.endswith("__init__.py")]
     if not helpers:
         raise SystemExit(f"no analysed file in {root} imports another project module: nothing to edit")
     return max(helpers)[1]
@@ -217,6 +226,11 @@ def timed(label: str, root: Path, cache: Path, jobs: int | None, per_file: bool 
 def report(result: Measurement) -> None:
     runs = result.runs
     print(f"\nfiles linted: {result.files}; admitted by the prefilter: {len(result.admitted)}")
+    counts = result.importer_counts
+    print(
+        f"admitted files importing a linted module (directly or not): median {statistics.median(counts):g}, "
+        f"90th percentile {counts[len(counts) * 9 // 10]}, most {counts[-1]}"
+    )
     print(f"\n{'run':60} {'wall s':>8} {'CPU s':>8} {'analysed':>9} {'from cache':>11}")
     for key, run in runs.items():
         cached = str(len(result.admitted) - run.analysed) if key in ("warm", "edited") else "-"
