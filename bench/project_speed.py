@@ -93,8 +93,8 @@ def measure_project(repository: Path, jobs: int | None = None, module: str | Non
         copy_tree(repository, copy)
         files = lint_targets(copy)
         admitted = admitted_files(copy, files)
-        imported = Counter(module for closure in admitted.values() for module in closure)
-        edited = module or most_imported(copy, imported)
+        imported = Counter(name for closure in admitted.values() for name in closure)
+        edited = os.path.normpath(module) if module else most_imported(copy, imported)
         runs: dict[str, Run] = {}
         cache = Path(scratch) / "cache"
         runs["cold"] = timed("cold (empty cache)", copy, cache, jobs)
