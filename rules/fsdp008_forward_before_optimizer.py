@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 
 import libcst as cst
@@ -97,8 +98,9 @@ optimizer.step()
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
+            moves = _forwards_and_reshards(trace)
             for optimizer in trace.optimizers:
-                forward = _forward_before_capture(trace, optimizer)
+                forward = _forward_before_capture(trace, optimizer, moves)
                 if forward is not None:
                     reported, ran = report_node(optimizer, forward), report_node(forward, optimizer)
                     yield Finding(
@@ -109,7 +111,13 @@ optimizer.step()
                     )
 
 
-def _forward_before_capture(trace: Trace, optimizer: Event) -> Event | None:
+def _forwards_and_reshards(trace: Trace) -> list[Event]:
+    """The events that unshard the root (a forward) or shard it again (``reshard()``), in order."""
+    forwards = [event for name in FORWARDS for event in trace.methods(name)]
+    return sorted([*trace.of_kind(EventKind.INVOKE), *forwards, *trace.methods("reshard")], key=lambda e: e.index)
+
+
+def _forward_before_capture(trace: Trace, optimizer: Event, moves: list[Event]) -> Event | None:
     params = optimizer.result.root.params  # type: ignore[union-attr]
     if params is None:
         return None
@@ -122,7 +130,7 @@ def _forward_before_capture(trace: Trace, optimizer: Event) -> Event | None:
                 continue  # the root reshards after forward (True, or a value we cannot read)
             for root in shard.targets:
                 if _is_root(trace, root, shard) and _holds_root_params(trace, root, source.ref, captured):
-                    forward = _unresharded_forward(trace, root, shard.index, captured, optimizer)
+                    forward = _unresharded_forward(trace, moves, root, (shard.index, captured), optimizer)
                     if forward is not None:
                         return forward
     return None
@@ -172,18 +180,21 @@ def _children_all_sharded(trace: Trace, root: Ref, before: int) -> bool:
     return False
 
 
-def _unresharded_forward(trace: Trace, root: Ref, start: int, end: int, optimizer: Event) -> Event | None:
-    root = canonical(root)
+def _unresharded_forward(
+    trace: Trace, moves: list[Event], root: Ref, between: tuple[int, int], optimizer: Event
+) -> Event | None:
+    """The last forward of ``root`` after its shard and up to the capture (``between``, event
+    indexes) with no ``reshard()`` after it, when no backward reshards it again."""
+    root, (start, end) = canonical(root), between
     last_forward = None
-    for event in trace.events[start + 1 : end + 1]:
-        if event.exclusive_with(optimizer) or not any(
-            may_be_same(canonical(r), root) for r in refs(event.receiver or Const(None))
-        ):
+    first = bisect_right(moves, start, key=lambda event: event.index)
+    for event in moves[first:]:
+        if event.index > end:
+            break
+        if event.exclusive_with(optimizer):
             continue
-        if event.kind is EventKind.INVOKE or (event.kind is EventKind.METHOD and event.name in FORWARDS):
-            last_forward = event
-        elif event.kind is EventKind.METHOD and event.name == "reshard":
-            last_forward = None
+        if any(may_be_same(canonical(r), root) for r in refs(event.receiver or Const(None))):
+            last_forward = None if event.name == "reshard" and event.kind is EventKind.METHOD else event
     if last_forward is not None and _backward_after(trace, last_forward, end):
         return None  # the post-backward hook reshards the root again
     return last_forward

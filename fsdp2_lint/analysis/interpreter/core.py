@@ -227,6 +227,8 @@ class Interpreter(Expressions, Calls, Imports):
                 if self.exec_small(small) is TERMINATED:
                     return TERMINATED
             return None
+        if isinstance(stmt, cst.BaseSmallStatement):  # the body of a one-line `if c: stmt` is its small statements
+            return self.exec_small(stmt)
         handler = _STATEMENTS.get(type(stmt))
         return handler(self, stmt) if handler else None
 
