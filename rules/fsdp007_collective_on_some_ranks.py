@@ -142,6 +142,17 @@ prepare_data()
 if local_rank == 0:
     dist.barrier()
 """,
+        """
+import torch.distributed as dist
+
+def convert(config, rank):
+    if rank == 0:
+        if config is None:
+            dist.barrier()  # rank 0 leaves here; the other ranks enter the barrier below
+            return
+        write_config(config)
+    dist.barrier()
+""",
     )
     invalid = (
         """
@@ -161,6 +172,18 @@ def save(model, rank):
     if rank != 0:
         return
     torch.save(gather(model), "model.pt")  # expect: FSDP007
+""",
+        """
+import torch.distributed as dist
+
+def convert(config, rank):
+    if rank == 0:
+        if config is None:
+            dist.barrier()  # expect: FSDP007
+            return
+        write_config(config)
+    finish()
+dist.barrier()
 """,
     )
     # A collective: a torch.distributed one (its module and function names as words; DCP's
@@ -185,7 +208,11 @@ def save(model, rank):
             ]
             for event, name in collectives:
                 guard = event.ctx.rank_guard
-                if guard is None or any(_matches(guard, other, other_name, name) for other, other_name in collectives):
+                if guard is None or any(
+                    _matches(guard, other, other_name, name) or _partner_after_exit(facts, event, other)
+                    for other, other_name in collectives
+                    if other_name == name
+                ):
                     continue
                 frames = event.frames()
                 reported = frames[min(guard.depth, len(frames) - 1)]
@@ -285,6 +312,21 @@ def _broadcasts(event: Event) -> bool:
         if creation is not None and creation.qname == apis.STATE_DICT_OPTIONS:
             return creation.kwargs.get("broadcast_from_rank0") == Const(True)
     return False
+
+
+def _partner_after_exit(facts: FileFacts, event: Event, other: Event) -> bool:
+    """``if rank == 0: barrier(); return`` with ``barrier()`` after the ``if``: rank 0 leaves after
+    its collective, the other ranks enter the one after the test (``other``, later in the same call
+    of the function), so each rank enters one."""
+    guard = event.ctx.rank_guard
+    if guard is None or guard.arm is None or other.index <= event.index:
+        return False
+    if any(node == guard.arm[0] for node, _ in other.ctx.branches) or other.ctx.rank_guard == guard:
+        return False  # inside the test's arms, or guarded by the same test
+    depth, mine, theirs = guard.depth, event.frames(), other.frames()
+    if len(theirs) <= depth or theirs[:depth] != mine[:depth] or depth >= len(mine):
+        return False
+    return facts.leaves_after(mine[depth])
 
 
 def _matches(guard: RankGuard, other: Event, other_name: str, name: str) -> bool:

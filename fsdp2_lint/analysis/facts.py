@@ -68,6 +68,18 @@ class ModuleText:
         return Layout(self.module)
 
     @cached_property
+    def parents(self) -> dict[int, cst.CSTNode]:
+        """The parent of every syntax node (by ``id``) but the module."""
+        parents: dict[int, cst.CSTNode] = {}
+        stack: list[cst.CSTNode] = [self.module]
+        while stack:
+            node = stack.pop()
+            for child in child_nodes(node):
+                parents[id(child)] = node
+                stack.append(child)
+        return parents
+
+    @cached_property
     def code_lines(self) -> list[str]:
         """The module's lines as Python and editors count them, line ends kept (its code is the
         decoded file: libcst round-trips it)."""
@@ -125,33 +137,48 @@ class FileFacts:
     def code_lines(self) -> list[str]:
         return self.text.code_lines
 
-    @cached_property
+    @property
     def parents(self) -> dict[int, cst.CSTNode]:
-        """The parent of every syntax node (by ``id``) but the module."""
-        parents: dict[int, cst.CSTNode] = {}
-        stack: list[cst.CSTNode] = [self.module]
-        while stack:
-            node = stack.pop()
-            for child in child_nodes(node):
-                parents[id(child)] = node
-                stack.append(child)
-        return parents
+        return self.text.parents
+
+    def _parents_of(self, node: cst.CSTNode) -> dict[int, cst.CSTNode]:
+        """The parent links of the module that holds ``node`` (this file's unless another's has it)."""
+        if id(node) in self.text.parents or not self.others:
+            return self.text.parents
+        return next((other.parents for other in self.others if id(node) in other.parents), self.text.parents)
 
     def statement_of(self, node: cst.CSTNode) -> tuple[cst.BaseStatement, cst.Module | cst.IndentedBlock] | None:
-        """The statement that contains ``node`` and the block (module or indented block) it is in."""
+        """The statement that contains ``node`` and the block (module or indented block) it is in,
+        in whichever module holds ``node``."""
+        parents = self._parents_of(node)
         current = node
-        while id(current) in self.parents:
-            parent = self.parents[id(current)]
+        while id(current) in parents:
+            parent = parents[id(current)]
             if isinstance(current, cst.BaseStatement) and isinstance(parent, (cst.Module, cst.IndentedBlock)):
                 return current, parent
             current = parent
         return None
 
+    def leaves_after(self, node: cst.CSTNode) -> bool:
+        """Does the block that holds ``node``'s statement leave the function (``return``,
+        ``raise``) or the loop iteration (``continue``) unconditionally, at or after it?"""
+        found = self.statement_of(node)
+        if found is None:
+            return False
+        statement, block = found
+        body = list(block.body)
+        return any(
+            isinstance(line, cst.SimpleStatementLine)
+            and any(isinstance(small, (cst.Return, cst.Raise, cst.Continue)) for small in line.body)
+            for line in body[body.index(statement) :]
+        )
+
     def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
         """The nearest ancestor of ``node`` of the given syntax type."""
-        current = self.parents.get(id(node))
+        parents = self._parents_of(node)
+        current = parents.get(id(node))
         while current is not None and not isinstance(current, kind):
-            current = self.parents.get(id(current))
+            current = parents.get(id(current))
         return current
 
     def expects_exception(self, node: cst.CSTNode) -> bool:

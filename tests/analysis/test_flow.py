@@ -295,3 +295,38 @@ def test_a_function_called_in_an_arm_reads_what_the_arm_bound():
     in_arm, after = calls_of(facts, "forward", "<module>")
     assert made_by(facts, in_arm) == {SHARDED}
     assert made_by(facts, after) == {SHARDED, OTHER}
+
+
+@pytest.mark.parametrize("test", ["state is None", "state is not None", "None is state"])
+def test_a_none_test_on_a_value_that_is_never_none_runs_one_arm(test):
+    """A caller passes a state dict: ``state is None`` is False in the callee, so only the arm for
+    a given state dict runs (the other would take a sharded state dict and read it as sharded)."""
+    facts = facts_of(
+        f"""
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+        def convert(model, state=None):
+            if {test}:
+                {"model.load_state_dict(state)" if "not" in test else "model.own_path()"}
+            else:
+                {"model.own_path()" if "not" in test else "model.load_state_dict(state)"}
+        model = fully_shard(Net())
+        convert(model, get_model_state_dict(model))
+        """
+    )
+    ran = {event.name for event in facts.traces[0].events if event.kind is EventKind.METHOD}
+    assert ("load_state_dict" in ran, "own_path" in ran) == (True, False)
+
+
+def test_a_none_test_on_an_unknown_value_runs_both_arms():
+    facts = facts_of(
+        """
+        def convert(model, state=None):
+            if state is None:
+                model.own_path()
+            else:
+                model.load_state_dict(state)
+        convert(fully_shard(Net()), load())
+        """
+    )
+    ran = {event.name for event in facts.traces[0].events if event.kind is EventKind.METHOD}
+    assert {"own_path", "load_state_dict"} <= ran

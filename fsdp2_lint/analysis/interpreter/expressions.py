@@ -22,13 +22,16 @@ from fsdp2_lint.analysis.model import (
     Const,
     Derived,
     EventKind,
+    Function,
     Iter,
     IterKind,
+    Lambda,
     Loaded,
     ModuleIter,
     Obj,
     ObjKind,
     Params,
+    Partial,
     RankDep,
     RankKind,
     Ref,
@@ -382,8 +385,18 @@ _CONSTANT_COMPARISONS = {
 }
 
 
+# Values that are never None: a state dict, parameters, what torch.load read, a tuple, a callable.
+_NEVER_NONE = (StateDict, Params, Loaded, Tuple, Function, Class, BoundMethod, Partial, Lambda)
+
+
 def _compare_constants(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
-    """``2 == 1``, ``"fsdp2" != "fsdp1"``, ``None is None``: known when both sides are literals."""
+    """``2 == 1``, ``"fsdp2" != "fsdp1"``, ``None is None``: known when both sides are literals;
+    ``state is None`` is False when ``state`` holds a value that is never None (a state dict a
+    caller passed in)."""
+    if isinstance(operator, (cst.Is, cst.IsNot)) and Const(None) in (left, right):
+        other = right if left == Const(None) else left
+        if all(isinstance(option, _NEVER_NONE) for option in options(other)):
+            return Const(isinstance(operator, cst.IsNot))
     compare = _CONSTANT_COMPARISONS.get(type(operator))
     a, b = const(left), const(right)
     if compare is None or not all(isinstance(x, (bool, int, float, str, type(None))) for x in (a, b)):
