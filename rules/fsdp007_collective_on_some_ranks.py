@@ -185,6 +185,24 @@ def convert(config, rank):
     finish()
 dist.barrier()
 """,
+        """
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+def save_weights(path, state_dict):
+    for name, tensor in state_dict.items():
+        if hasattr(tensor.data, "full_tensor"):  # a DTensor only when the state dict is sharded
+            tensor = tensor.data.full_tensor()
+        write(path, name, tensor)
+
+def train(model, rank):
+    fully_shard(model)
+    if rank == 0:
+        save_weights("converted", convert_offline("ckpt"))  # plain tensors: nothing to gather
+    if rank == 0:
+        save_weights("ckpt", model.state_dict())  # expect: FSDP007
+    dist.barrier()
+""",
     )
     # A collective: a torch.distributed one (its module and function names as words; DCP's
     # `checkpoint` with save/load or the state-dict helpers' options), a DTensor method, or

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from fsdp2_lint.analysis.interpreter import flow, torch_api
+from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
 from fsdp2_lint.analysis.interpreter.calls import Calls, is_dataclass, name_unnamed
 from fsdp2_lint.analysis.interpreter.expressions import Expressions
 from fsdp2_lint.analysis.interpreter.imports import Imports
@@ -99,7 +99,7 @@ class Interpreter(Expressions, Calls, Imports):
         name = project.module_name(path) if project is not None and path is not None else ""
         package = package_of(name, path) if path is not None else ""
         self.main = ModuleScope(name, package, module, Env(None, WatchedDict(self.world)), path)
-        self.main.mentions_dtensor = b"DTensor" in source
+        self.main.mentions_dtensor = guards.mentions_dtensor(source)
         if path is not None:
             self.loaded[path] = self.main
         self.add_scope(self.main)

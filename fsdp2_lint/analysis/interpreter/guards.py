@@ -113,8 +113,12 @@ def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Fa
 
 
 def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | None:
-    """``x`` when the test is ``isinstance(x, DTensor)`` or ``hasattr(x, "full_tensor")``."""
-    if not (isinstance(test, cst.Call) and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
+    """``x`` when the test is ``isinstance(x, DTensor)`` or ``hasattr(x, "full_tensor")``, ``x``
+    or its ``x.data`` (a DTensor parameter's data is the DTensor)."""
+    if not (isinstance(test, cst.Call) and len(test.args) == 2):
+        return None
+    subject = _data_of(test.args[0].value)
+    if subject is None:
         return None
     kind, function = test.args[1].value, dotted(test.func)
     if function == "hasattr":
@@ -123,7 +127,14 @@ def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | N
         is_dtensor_test = function == "isinstance" and any(
             isinstance(option, Symbol) and option.qname == apis.DTENSOR for option in walk_contents(_peek(interp, kind))
         )
-    return test.args[0].value.value if is_dtensor_test else None
+    return subject.value if is_dtensor_test else None
+
+
+def _data_of(node: cst.BaseExpression) -> cst.Name | None:
+    """``x`` for ``x`` and for ``x.data``."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+        node = node.value
+    return node if isinstance(node, cst.Name) else None
 
 
 def _proved_not_fsdp2(interp: Evaluator, wrappers: dict[object, Value]) -> tuple[Ref, ...]:
@@ -230,13 +241,25 @@ def dtensor_checks(interp: Evaluator, test: cst.BaseExpression) -> tuple[str, ..
     found = interp.dtensor_checks_of.get(id(test))
     if found is None:
         code = scope.module.code_for_node
-        found = tuple(
-            code(call.args[0].value)
-            for call in _calls_in(test)
-            if dotted(call.func) == "isinstance" and len(call.args) == 2 and "DTensor" in code(call.args[1].value)
-        )
+        found = tuple(code(call.args[0].value) for call in _calls_in(test) if _checks_dtensor(call, code))
         interp.dtensor_checks_of[id(test)] = found
     return found
+
+
+def mentions_dtensor(source: bytes) -> bool:
+    """May the module test whether a value is a DTensor (its name, or an attribute only DTensors have)?"""
+    return b"DTensor" in source or any(name.encode() in source for name in apis.DTENSOR_ONLY)
+
+
+def _checks_dtensor(call: cst.Call, code: Callable[[cst.CSTNode], str]) -> bool:
+    """``isinstance(x, DTensor)`` (``T`` naming DTensor) or ``hasattr(x, "full_tensor")`` (an
+    attribute only DTensors have)."""
+    if len(call.args) != 2:
+        return False
+    kind, function = call.args[1].value, dotted(call.func)
+    if function == "hasattr":
+        return isinstance(kind, cst.SimpleString) and kind.evaluated_value in apis.DTENSOR_ONLY
+    return function == "isinstance" and "DTensor" in code(kind)
 
 
 # --- how a test combines conditions -----------------------------------------------------------

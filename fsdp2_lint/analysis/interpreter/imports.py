@@ -21,6 +21,7 @@ from pathlib import Path
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis.interpreter import guards
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, ModuleScope, WatchedDict
 from fsdp2_lint.analysis.interpreter.torch_api import SYMBOLS
 from fsdp2_lint.analysis.model import (
@@ -154,7 +155,7 @@ class Imports:
         env = Env(None, WatchedDict(self.world))
         env.vars["__name__"] = Const(parsed.name)
         scope = ModuleScope(parsed.name, parsed.package, parsed.module, env, path)
-        scope.mentions_dtensor = b"DTensor" in parsed.source
+        scope.mentions_dtensor = guards.mentions_dtensor(parsed.source)
         scope.relevant = self.relevant(parsed.source)
         self.loaded[path] = scope
         self.add_scope(scope)

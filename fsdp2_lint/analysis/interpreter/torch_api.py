@@ -512,6 +512,8 @@ def value_attribute(value: Value, name: str) -> Value:
         return Derived(frozenset({GradTag.GRAD}))
     if isinstance(value, Derived):
         return value
+    if isinstance(value, (Params, Loaded, StateDict)) and name == "data":
+        return value  # a tensor's data: the same DTensor shard or plain tensor
     return rank_by_name(name, UNKNOWN)
 
 
