@@ -6,7 +6,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Const, Event, canonical, may_be_same, may_contain, refs
+from fsdp2_lint.analysis.model import Const, Event, Ref, canonical, may_be_same, may_contain, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing.rewrite import Rewrite
@@ -97,11 +97,19 @@ hidden = step(batch)  # expect: FSDP003
                     if _bypasses_hooks(trace, call, module) and not _exempt(trace, call, module):
                         yield Finding(
                             call.node,
-                            f"`{canonical(module).text}.forward(...)` bypasses FSDP's pre-forward hook: "
+                            f"`{_receiver_text(facts, call, module)}.forward(...)` bypasses FSDP's pre-forward hook: "
                             "its sharded parameters are never all-gathered",
                             fix=_call_module_instead(call.node),
                         )
                         break
+
+
+def _receiver_text(facts: FileFacts, call: Event, module: Ref) -> str:
+    """The module as the call names it (``model`` in ``model.forward(x)``), else its canonical path."""
+    node = call.node
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return facts.code(node.func.value)
+    return canonical(module).text
 
 
 def _call_module_instead(node: cst.Call) -> Rewrite | None:

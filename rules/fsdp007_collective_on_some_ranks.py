@@ -144,6 +144,21 @@ if local_rank == 0:
 """,
         """
 import torch.distributed as dist
+from contextlib import contextmanager
+
+@contextmanager
+def main_process_first(is_main):
+    if not is_main:  # the other ranks wait for the main process to prepare the data
+        dist.barrier()
+    yield
+    if is_main:  # then the main process joins them
+        dist.barrier()
+
+with main_process_first(dist.get_rank() == 0):
+    prepare_data()
+""",
+        """
+import torch.distributed as dist
 
 def convert(config, rank):
     if rank == 0:
@@ -187,6 +202,21 @@ dist.barrier()
 """,
         """
 import torch.distributed as dist
+from contextlib import contextmanager
+
+@contextmanager
+def main_process_first(is_main):
+    if not is_main:
+        dist.barrier()  # expect: FSDP007
+    yield
+    if not is_main:  # the same ranks again: the main process never enters a barrier
+        dist.barrier()  # expect: FSDP007
+
+with main_process_first(dist.get_rank() == 0):
+    prepare_data()
+""",
+        """
+import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 
 def save_weights(path, state_dict):
@@ -227,7 +257,7 @@ def train(model, rank):
             for event, name in collectives:
                 guard = event.ctx.rank_guard
                 if guard is None or any(
-                    _matches(guard, other, other_name, name) or _partner_after_exit(facts, event, other)
+                    _matches(facts, event, other) or _partner_after_exit(facts, event, other)
                     for other, other_name in collectives
                     if other_name == name
                 ):
@@ -341,18 +371,42 @@ def _partner_after_exit(facts: FileFacts, event: Event, other: Event) -> bool:
         return False
     if any(node == guard.arm[0] for node, _ in other.ctx.branches) or other.ctx.rank_guard == guard:
         return False  # inside the test's arms, or guarded by the same test
-    depth, mine, theirs = guard.depth, event.frames(), other.frames()
-    if len(theirs) <= depth or theirs[:depth] != mine[:depth] or depth >= len(mine):
-        return False
-    return facts.leaves_after(mine[depth])
+    return _same_call(event, other, guard.depth) and facts.leaves_after(event.frames()[guard.depth])
 
 
-def _matches(guard: RankGuard, other: Event, other_name: str, name: str) -> bool:
+def _matches(facts: FileFacts, event: Event, other: Event) -> bool:
     """Is the collective also called by the complementary ranks (so every rank enters it): in the
-    other arm of the same test, or under the opposite rank-0 test?"""
-    theirs = other.ctx.rank_guard
-    if other_name != name:
+    other arm of the same test, under the opposite rank-0 test, or under the opposite outcome of
+    the same test (``if not is_main: barrier()`` ... ``if is_main: barrier()``)?"""
+    guard, theirs = event.ctx.rank_guard, other.ctx.rank_guard
+    if guard is None:
         return False
     if guard.arm and any(node == guard.arm[0] and arm != guard.arm[1] for node, arm in other.ctx.branches):
         return True  # the other arm (`if main and sender: send(gather()) else: gather()`)
-    return theirs is not None and theirs.ranks == COMPLEMENT.get(guard.ranks)
+    if theirs is None:
+        return False
+    if theirs.ranks == COMPLEMENT.get(guard.ranks):
+        return True
+    return _same_call(event, other, guard.depth) and _opposite_outcomes(facts, guard, theirs)
+
+
+def _same_call(event: Event, other: Event, depth: int) -> bool:
+    """Do both events come from the same call of the function that holds the guard?"""
+    mine, theirs = event.frames(), other.frames()
+    return len(mine) > depth and len(theirs) > depth and mine[:depth] == theirs[:depth]
+
+
+def _opposite_outcomes(facts: FileFacts, guard: RankGuard, theirs: RankGuard) -> bool:
+    """Do the two guards take opposite outcomes of one test (its code, each ``not`` flipping it)?"""
+    if guard.arm is None or theirs.arm is None:
+        return False
+    (mine, positive), (other, other_positive) = _outcome(facts, guard), _outcome(facts, theirs)
+    return mine == other and positive != other_positive
+
+
+def _outcome(facts: FileFacts, guard: RankGuard) -> tuple[str, bool]:
+    """The test without its ``not``s, and whether the guarded arm runs when it holds."""
+    test, positive = guard.node, guard.arm is not None and guard.arm[1] == 0
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, positive = test.expression, not positive
+    return facts.code(test), positive

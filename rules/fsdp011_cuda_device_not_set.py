@@ -19,6 +19,7 @@ TORCH_TEST_HARNESS = "torch.testing._internal."
 CUDA_WITHOUT_CONTEXT = frozenset(
     {"is_available", "device_count", "manual_seed", "manual_seed_all", "is_initialized", "empty_cache"}
 )
+DEVICE_MODULE_SETTERS = frozenset({"set_device", "set_device_index"})
 DEVICE_SELECTION = frozenset(
     {"torch.cuda.set_device", "torch.accelerator.set_device_index", "torch.cuda.device", "torch.xpu.set_device"}
 )
@@ -44,7 +45,8 @@ class CudaDeviceNotSet(Rule):
 Flags a script that sets up its own process group (`init_process_group`, `init_device_mesh`),
 uses CUDA with NCCL (`init_process_group("nccl")`, `init_device_mesh("cuda", ...)`, `.cuda()`)
 and shards with `fully_shard`, but never selects the device of its rank:
-no `torch.cuda.set_device(...)`, `torch.accelerator.set_device_index(...)`,
+no `torch.cuda.set_device(...)`, `torch.accelerator.set_device_index(...)`, `set_device(...)` on a
+device module found at run time (`getattr(torch, device_type).set_device(...)`),
 `init_process_group(..., device_id=...)`, or `CUDA_VISIBLE_DEVICES` assignment. Reported at
 `init_process_group` (or the first `fully_shard` when the process group is created elsewhere).
 
@@ -67,6 +69,20 @@ import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 
 torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+dist.init_process_group("nccl")
+fully_shard(model.cuda())
+""",
+        """
+import os
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+def setup_device(device_type):
+    device_module = getattr(torch, device_type)  # cuda, npu, xpu: whichever this machine has
+    device_module.set_device(int(os.environ["LOCAL_RANK"]))
+
+setup_device("cuda")
 dist.init_process_group("nccl")
 fully_shard(model.cuda())
 """,
@@ -159,9 +175,17 @@ def _in_torch_test_harness(trace: Trace) -> bool:
 
 
 def _selects_device(event: Event) -> bool:
+    """A call that selects this rank's device: torch's own, or ``set_device`` on a device module
+    found at run time (``getattr(torch, device_type).set_device(i)``, ``torch.get_device_module()``)."""
+    if event.kind is EventKind.METHOD:
+        return event.name in DEVICE_MODULE_SETTERS
     if event.kind is not EventKind.CALL:
         return False
-    return event.qname in DEVICE_SELECTION or (event.qname == INIT_PROCESS_GROUP and event.may_pass("device_id"))
+    if event.qname in DEVICE_SELECTION or (
+        event.name in DEVICE_MODULE_SETTERS and (event.qname or "").startswith("torch.")
+    ):
+        return True
+    return event.qname == INIT_PROCESS_GROUP and event.may_pass("device_id")
 
 
 def _mesh_selects_device(trace: Trace) -> bool:
