@@ -54,6 +54,18 @@ from torch.distributed.fsdp import fully_shard
 fully_shard(model)
 torch.save(model.state_dict(), f"shard_{dist.get_rank()}.pt")
 """,
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+optimizer = torch.optim.AdamW(model.parameters())
+sharded = optimizer.state_dict()
+full = {key: {k: v.full_tensor() for k, v in state.items()} for key, state in sharded["state"].items()}
+if rank == 0:
+    # param_groups holds hyperparameters and parameter ids, no tensor
+    torch.save({"param_groups": sharded["param_groups"], "state": full}, "optim.pt")
+""",
     )
     invalid = (
         """
@@ -64,6 +76,16 @@ fully_shard(model)
 optimizer = torch.optim.AdamW(model.parameters())
 if rank == 0:
     torch.save({"model": model.state_dict(), "optim": optimizer.state_dict()}, "ckpt.pt")  # expect: FSDP004
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+optimizer = torch.optim.AdamW(model.parameters())
+sharded = optimizer.state_dict()
+if rank == 0:
+    torch.save({"param_groups": sharded["param_groups"], "state": sharded["state"]}, "optim.pt")  # expect: FSDP004
 """,
     )
     requires = (("fully_shard",), ("save",), ("state_dict",))

@@ -521,6 +521,8 @@ def value_item(value: Value, key: object) -> Value:
     """``value[key]`` on a value that is not an object or a tuple."""
     if isinstance(value, Symbol) and value.qname == "os.environ":
         return environment_variable(key) or UNKNOWN
+    if isinstance(value, StateDict) and key == "param_groups":
+        return UNKNOWN  # an optimizer's hyperparameters and parameter ids: no tensor in it
     if isinstance(value, (Params, Loaded, StateDict)):
         return value
     return RankDep(RankKind.MIXED) if isinstance(value, RankDep) else UNKNOWN
