@@ -70,6 +70,25 @@ run, so the symptom can look like a flaky divergence.
     valid = (
         """
 import torch
+import torch.distributed.fsdp as fsdp
+
+def shard_norms(model):
+    from torch.distributed.fsdp import fully_shard  # looked up at call time: the test's stand-in
+
+    for module in model.modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            fully_shard(module)
+
+def test_shards_each_norm(monkeypatch):
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.LayerNorm(4))
+    calls = []
+    monkeypatch.setattr(fsdp, "fully_shard", lambda module, **kwargs: calls.append(module))
+    shard_norms(model)
+    assert len(calls) == 1
+""",
+        """
+import torch
 from torch.distributed.fsdp import fully_shard
 
 with torch.device("meta"):

@@ -234,6 +234,8 @@ class Calls:
             return choice([value, args[2]]) if len(args) > 2 else value
         if name == "getattr" and len(args) >= 2 and isinstance(first, Symbol):
             return Symbol(f"{first.qname}.{ANY}")  # getattr(torch.optim, cfg.name): some member
+        if name == "setattr" and self.patch_symbol(args):
+            return Const(None)
         if name == "setattr" and len(args) == 3 and isinstance(const(args[1]), str):
             self.store(args[0], const(args[1]), args[2], node)
             return Const(None)
@@ -267,6 +269,8 @@ class Calls:
     ) -> Value:
         """``receiver.name(...)``. ``attribute_read``: the attribute was already read (a bound
         method value), so what it holds must not be looked up again."""
+        if name == "setattr" and self.patch_symbol(args):
+            return Const(None)
         opts = options(receiver)
         if opts and all(isinstance(option, Symbol) for option in opts):  # `checkpoint.save(...)`, `torch.save(...)`
             targets = [self.resolved(Symbol(apis.canonical(f"{o.qname}.{name}"))) for o in opts]
@@ -281,6 +285,14 @@ class Calls:
         if event.result is UNKNOWN and torch_api.rank_dependent((receiver, *args), kwargs):  # "{}.pt".format(rank)
             event.result = RankDep(RankKind.MIXED)
         return event.result
+
+    def patch_symbol(self, args: tuple) -> bool:
+        """``setattr(fsdp, "fully_shard", fake)`` or ``monkeypatch.setattr(...)`` on a module named by
+        a symbol (torch's): code that looks the name up afterwards gets ``fake``, as a test means."""
+        if len(args) != 3 or not isinstance(args[0], Symbol) or not isinstance(const(args[1]), str):
+            return False
+        self.patched[apis.canonical(f"{args[0].qname}.{const(args[1])}")] = args[2]
+        return True
 
     def stored_attribute(self, receivers: tuple[Value, ...], name: str) -> Value | None:
         """The value assigned to ``receiver.name``, when every receiver has one."""

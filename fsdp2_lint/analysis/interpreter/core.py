@@ -93,6 +93,7 @@ class Interpreter(Expressions, Calls, Imports):
         self.module_envs: set[Env] = set()
         self.loaded: dict[Path, ModuleScope | None] = {}
         self.events: list[Event] = []
+        self.patched: dict[str, Value] = {}  # torch names a test replaced (`monkeypatch.setattr`), per entry
         self.world = World()  # the version of the heap, the modules' variables and the objects
         self.heap = Heap(self.world)
         self.ctx = Context()
@@ -154,6 +155,7 @@ class Interpreter(Expressions, Calls, Imports):
 
     def _run_root(self, info: FunctionInfo, module_heap: Heap) -> EntryRun:
         self.events, self.heap, self.ctx = [], Heap(self.world, module_heap), Context()
+        self.patched = {}
         self.summaries.start_entry()
         self.frame = Frame(self.main.env, self.main)
         instance = Ref(Obj(ObjKind.SELF, "self", cls=info.cls)) if info.cls and not self._is_static(info) else None

@@ -52,6 +52,7 @@ class Imports:
     """Imports and project modules; part of :class:`~.core.Interpreter`."""
 
     project: Project | None
+    patched: dict[str, Value]  # torch names a test replaced, see Calls.patch_symbol
     relevant: object  # callable(bytes) -> bool: may the module's code matter to a rule?
     _importable: frozenset[Path] | None = None
 
@@ -108,9 +109,12 @@ class Imports:
     # --- project names -------------------------------------------------------------------------
 
     def resolved(self, value: Value) -> Value:
-        """``value`` with each symbol that names a project module's binding replaced by it."""
-        if isinstance(value, Choice) and self.project is not None:
+        """``value`` with each symbol that names a project module's binding (or a name a test
+        patched) replaced by it."""
+        if isinstance(value, Choice) and (self.project is not None or self.patched):
             return choice([self.resolved(option) for option in value.options], value.sequential)
+        if isinstance(value, Symbol) and value.qname in self.patched:
+            return self.patched[value.qname]
         if not isinstance(value, Symbol) or self.project is None:
             return value
         for _ in range(MAX_ALIAS_HOPS):
