@@ -143,6 +143,12 @@ if local_rank == 0:
     dist.barrier()
 """,
         """
+import torch.distributed.checkpoint as dcp
+
+if rank == 0:  # rank 0 alone reads the whole checkpoint to verify a conversion
+    dcp.load(state_dict, checkpoint_id="ckpt", no_dist=True)
+""",
+        """
 import torch.distributed as dist
 from contextlib import contextmanager
 
@@ -278,6 +284,8 @@ def _collective(trace: Trace, event: Event) -> str | None:
     if event.kind is EventKind.CALL and event.qname:
         if "group" in event.kwargs or "process_group" in event.kwargs:
             return None
+        if event.qname in DCP_COLLECTIVES and event.kwargs.get("no_dist") == Const(True):
+            return None  # one process reads or writes the whole checkpoint, no collective
         if event.qname in DIST_COLLECTIVES or event.qname in DCP_COLLECTIVES:
             return event.qname.replace("torch.distributed.checkpoint.", "dcp.").replace("torch.distributed.", "dist.")
         if event.qname in FULL_STATE_DICT_HELPERS and _gathers_full(event) and not _plain_model(trace, event):
