@@ -9,38 +9,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from project_cases import MODEL, OPTIM, PARALLEL
 
 from fsdp2_lint.analysis.project import Project, Projects, find_root
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Selection
 from fsdp2_lint.pipeline import LintTask, SettingsResolver, lint_files
 
-MODEL = """
-    import torch.nn as nn
-
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(2))
-    """
-PARALLEL = """
-    from torch.distributed.fsdp import fully_shard
-
-
-    def shard_model(model):
-        for layer in model.layers:
-            fully_shard(layer)
-        fully_shard(model)
-        return model
-    """
-OPTIM = """
-    import torch
-
-
-    def build_optimizer(model):
-        return torch.optim.AdamW(model.parameters())
-    """
 TRAIN_WRONG_ORDER = """
     {imports}
 
