@@ -38,6 +38,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from fsdp2_lint.prefilter import TokenFacts
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
@@ -140,6 +141,7 @@ class Project:
         self._imported: dict[tuple[Path, bytes], list[tuple[Path, bytes]]] = {}
         self._edges_of: dict[Path, tuple[Path, ...]] = {}
         self._reached: dict[Path, frozenset[Path]] = {}
+        self.token_facts = TokenFacts()  # the prefilter's, for the modules files import
 
     # --- names ---------------------------------------------------------------------------------
 
