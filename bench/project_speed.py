@@ -36,9 +36,8 @@ from fsdp2_lint.analysis.project import Projects
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Selection
 from fsdp2_lint.discovery import discover
-from fsdp2_lint.engine import InProject, parseable, reachable_code
+from fsdp2_lint.engine import InProject, applicable_in, parseable
 from fsdp2_lint.pipeline import LintTask, SettingsResolver, default_jobs
-from fsdp2_lint.prefilter import applicable_rules
 
 DEFAULT_REPOSITORY = Path("bench-corpus/pytorch+torchtitan")
 EDIT = "\n\ndef _project_speed_edit():\n    return None\n"  # harmless: no token a rule looks for
@@ -165,8 +164,7 @@ def admitted_files(root: Path, files: list[Path]) -> dict[str, set[str]]:
     admitted: dict[str, set[str]] = {}
     with working_folder(root):
         for task, data in tasks_of(files):
-            code = reachable_code(data, in_project(projects, task))
-            if applicable_rules(task.rules, code) and len(data) <= task.max_file_size:
+            if applicable_in(task.rules, data, in_project(projects, task)) and len(data) <= task.max_file_size:
                 admitted[task.display] = {os.path.relpath(path) for path, _ in closure_of(projects, task, data)}
     return admitted
 

@@ -129,7 +129,7 @@ def _lint(
     data: bytes, path: str, rules: Sequence[type[Rule]] | None, max_file_size: int, where: InProject | None = None
 ) -> _Linted:
     selected = all_rules() if rules is None else rules
-    applicable = applicable_rules(selected, reachable_code(data, where))
+    applicable = applicable_in(selected, data, where)
     if not applicable:
         return _Linted([])
     refused = _oversized(data, path, max_file_size) or _too_deep(data, path)
@@ -170,12 +170,14 @@ def _facts(data: bytes, path: str, module: cst.Module, where: InProject | None, 
     return FileFacts(path, data, module, analysis.traces, others)
 
 
-def reachable_code(data: bytes, where: InProject | None) -> bytes:
-    """The code the file's analysis can read: its own, and in a project, that of every project module
-    it imports (directly or not). A rule none of it can satisfy reports nothing in the file."""
+def applicable_in(rules: Sequence[type[Rule]], data: bytes, where: InProject | None) -> list[type[Rule]]:
+    """The rules among ``rules`` that can report something in the file, judged on the code its
+    analysis can read: its own, and in a project, that of every project module it imports (directly
+    or not), each module's tokens found once per project."""
     if where is None:
-        return data
-    return b"\n".join([data, *(text for _, text in where.project.imported_sources(where.file, data))])
+        return applicable_rules(rules, data)
+    imported = [text for _, text in where.project.imported_sources(where.file, data)]
+    return applicable_rules(rules, data, imported, where.project.token_facts)
 
 
 def _may_matter(data: bytes) -> bool:

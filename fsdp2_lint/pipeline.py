@@ -33,17 +33,16 @@ from fsdp2_lint.discovery import Unlintable
 from fsdp2_lint.engine import (
     FixResult,
     InProject,
+    applicable_in,
     fix_source,
     lint_source,
     parseable,
     raise_recursion_limit,
-    reachable_code,
     read_error,
 )
 from fsdp2_lint.fixing.atomic_write import NotWritten, remove_stale_temporaries, write_fixed
 from fsdp2_lint.fixing.lines import unified_diff
 from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
-from fsdp2_lint.prefilter import applicable_rules
 from fsdp2_lint.rule import Rule
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source
 
@@ -196,7 +195,7 @@ def _without_parsing(task: LintTask, data: bytes, cache: Cache | None, projects:
     (in the code its analysis can read), FSDP000 for an oversized one, a cached result; None when
     the file must be analysed."""
     where = _in_project(task, data, projects)
-    if not applicable_rules(task.rules, reachable_code(data, where)):
+    if not applicable_in(task.rules, data, where):
         return []
     if task.max_file_size and len(data) > task.max_file_size:  # before the cache: its key has no limit
         return lint_source(data, task.display, task.rules, task.max_file_size)

@@ -9,6 +9,10 @@ bytes cannot satisfy any selected rule is never parsed. Two stages, both exact:
    comments mention "distributed", "checkpoint" or "rank" far more often than code calls them,
    and comments never change what the interpreter sees.
 
+In a project, a file is judged with the modules its analysis can read (its import closure): a
+token counts when the code of any of them holds it, each module's code stripped on its own, and
+each module's tokens found once per run (:class:`TokenFacts`) however many files import it.
+
 A token is a substring, or a :class:`Word`: an identifier that contains a substring and that a
 predicate accepts (``local_rank`` counts as a rank, ``maintain`` or ``ranking`` do not).
 What the prefilter reads of a rule is its ``requires`` (:class:`Gated`); it imports nothing of ours.
@@ -93,8 +97,15 @@ class Tokens:
         return all(any(self.has(token) for token in group) for group in groups)
 
 
-def applicable_rules(rules: Sequence[G], data: bytes) -> list[G]:
-    """The rules among ``rules`` that can report something in a file with these bytes."""
+def applicable_rules(
+    rules: Sequence[G], data: bytes, imported: Sequence[bytes] = (), facts: TokenFacts | None = None
+) -> list[G]:
+    """The rules among ``rules`` that can report something in a file with these bytes, whose
+    analysis also reads the code of ``imported`` (the project modules it imports, directly or not):
+    a token counts when the code of any of them holds it. ``facts`` remembers each module's tokens
+    for the next file that imports it."""
+    if imported:
+        return _applicable_across(rules, [data, *imported], facts or TokenFacts())
     raw = Tokens(data)
     passing = [rule for rule in rules if raw.satisfies(rule)]
     if not passing:
@@ -104,6 +115,43 @@ def applicable_rules(rules: Sequence[G], data: bytes) -> list[G]:
         return passing
     stripped = Tokens(code)
     return [rule for rule in passing if stripped.satisfies(rule)]
+
+
+class TokenFacts:
+    """Which of a set of tokens each text's code holds (comments aside), each text scanned once per
+    set: a module many files import is read once, not once per file. Texts are told apart by
+    content."""
+
+    def __init__(self) -> None:
+        self._present: dict[frozenset[Token], dict[bytes, frozenset[Token]]] = {}
+
+    def present(self, tokens: frozenset[Token], data: bytes) -> frozenset[Token]:
+        known = self._present.setdefault(tokens, {})
+        found = known.get(data)
+        if found is None:
+            found = known[data] = _present_in_code(tokens, data)
+        return found
+
+
+def _applicable_across(rules: Sequence[G], texts: Sequence[bytes], facts: TokenFacts) -> list[G]:
+    # Each text's code is judged alone: Python tokenizes each module alone, so no comment or string
+    # runs on into the next one.
+    tokens = frozenset(token for rule in rules for group in rule.requires for token in group)
+    present = frozenset().union(*(facts.present(tokens, text) for text in texts))
+    return [rule for rule in rules if all(any(token in present for token in group) for group in rule.requires)]
+
+
+def _present_in_code(tokens: frozenset[Token], data: bytes) -> frozenset[Token]:
+    """The tokens in the code of ``data``: in its bytes first, then (only if some are) in its code
+    without comments. No token holds a line break, so one in the code is in the bytes too, and a
+    rule these tokens satisfy is one both stages of :func:`applicable_rules` admit."""
+    raw = Tokens(data)
+    found = [token for token in tokens if raw.has(token)]
+    code = without_comments(data) if found else data
+    if code is data:
+        return frozenset(found)
+    stripped = Tokens(code)
+    return frozenset(token for token in found if stripped.has(token))
 
 
 def without_comments(data: bytes) -> bytes:

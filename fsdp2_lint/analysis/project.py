@@ -17,8 +17,10 @@ once per run.
   buffers, standard input) and from disk second.
 - **What a file can reach** (:meth:`Project.imported_sources`): the project modules its import
   statements name, transitively, found without parsing. The prefilter reads their code with the
-  file's, and a file's cached result is keyed by their contents. The other way round,
-  :meth:`Project.importers` finds the files whose analysis can read a given one (what the
+  file's, and a file's cached result is keyed by their contents. Each module's import statements
+  are read once per run, and the modules of one import cycle share one closure (a strongly
+  connected component of the import graph): no closure is walked again for each file. The other
+  way round, :meth:`Project.importers` finds the files whose analysis can read a given one (what the
   pre-commit hook checks along with the staged files).
 
 What a module's code means is the interpreter's business: it asks for a module when a value that
@@ -36,6 +38,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from fsdp2_lint.prefilter import TokenFacts
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
@@ -133,8 +136,12 @@ class Project:
         self.sources = sources or Sources()
         self.parseable = parseable or (lambda data: True)
         self._found: dict[tuple[str, Path | None], Path | None] = {}
+        self._located: dict[tuple[Path, str], Path | None] = {}
         self._parsed: dict[Path, ProjectModule | None] = {}
         self._imported: dict[tuple[Path, bytes], list[tuple[Path, bytes]]] = {}
+        self._edges_of: dict[Path, tuple[Path, ...]] = {}
+        self._reached: dict[Path, frozenset[Path]] = {}
+        self.token_facts = TokenFacts()  # the prefilter's, for the modules files import
 
     # --- names ---------------------------------------------------------------------------------
 
@@ -187,6 +194,12 @@ class Project:
         return None
 
     def _under(self, folder: Path, name: str) -> Path | None:
+        key = (folder, name)  # sibling folders walk up through the same parents
+        if key not in self._located:
+            self._located[key] = self._file_under(folder, name)
+        return self._located[key]
+
+    def _file_under(self, folder: Path, name: str) -> Path | None:
         base = folder.joinpath(*name.split("."))
         for candidate in (base / "__init__.py", base.with_name(base.name + ".py")):
             if self.sources.is_file(candidate):
@@ -212,21 +225,83 @@ class Project:
         return self._imported[key]
 
     def _import_closure(self, file: Path, data: bytes) -> list[tuple[Path, bytes]]:
-        seen = {file}
-        pending = [(file, data)]
-        found: list[tuple[Path, bytes]] = []
-        while pending:
-            path, text = pending.pop()
-            for name in self._imported_names(path, text):
-                target = self.find(name, path)
-                if target is None or target in seen:
+        targets = self._targets(file, data)
+        if self.sources.get(file) in (None, data):
+            # a path back through the file goes on to its own imports, which are all counted already
+            found = set().union(*map(self._reach, targets)) - {file}
+        else:  # the modules see another text of the file (read before it was given): walk around it
+            found = self._reach_avoiding(file, targets)
+        return sorted((path, self.sources.get(path)) for path in found)
+
+    def _targets(self, path: Path, text: bytes) -> tuple[Path, ...]:
+        """The project modules the import statements of ``text`` (module ``path``) name."""
+        found = (self.find(name, path) for name in self._imported_names(path, text))
+        return tuple(dict.fromkeys(target for target in found if target is not None))
+
+    def _edges(self, path: Path) -> tuple[Path, ...]:
+        """The readable project modules the module in ``path`` imports, its statements scanned once."""
+        if path not in self._edges_of:
+            text = self.sources.get(path)
+            targets = self._targets(path, text) if text is not None else ()
+            self._edges_of[path] = tuple(target for target in targets if self.sources.get(target) is not None)
+        return self._edges_of[path]
+
+    def _reach(self, start: Path) -> frozenset[Path]:
+        """The readable modules reachable from ``start`` through import statements, itself included
+        (none from an unreadable one)."""
+        if start not in self._reached:
+            if self.sources.get(start) is None:
+                return frozenset()
+            self._components_from(start)
+        return self._reached[start]
+
+    def _components_from(self, start: Path) -> None:
+        """Fill ``_reached`` for every module reachable from ``start``: the strongly connected
+        components of the import graph (Tarjan's algorithm, iterative), each sharing one set, the
+        union of its members and of the sets of the components it imports."""
+        index: dict[Path, int] = {start: 0}
+        low: dict[Path, int] = {start: 0}
+        stack = [start]
+        walk = [(start, iter(self._edges(start)))]
+        while walk:
+            node, edges = walk[-1]
+            for target in edges:
+                if target in self._reached:  # a component finished before: nothing to join
                     continue
-                seen.add(target)
-                content = self.sources.get(target)
-                if content is not None:
-                    found.append((target, content))
-                    pending.append((target, content))
-        return sorted(found)
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    walk.append((target, iter(self._edges(target))))
+                    break
+                low[node] = min(low[node], index[target])  # on the stack: finished ones are in _reached
+            else:
+                walk.pop()
+                if walk:
+                    parent = walk[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    self._finish_component(stack, node)
+
+    def _finish_component(self, stack: list[Path], head: Path) -> None:
+        component = stack[stack.index(head) :]
+        del stack[len(stack) - len(component) :]
+        reach = set(component)
+        for member in component:
+            reach.update(*(self._reached[target] for target in self._edges(member) if target not in reach))
+        shared = frozenset(reach)
+        for member in component:
+            self._reached[member] = shared
+
+    def _reach_avoiding(self, file: Path, targets: Sequence[Path]) -> set[Path]:
+        """The readable modules reachable from ``targets`` without passing through ``file``."""
+        found: set[Path] = set()
+        pending = [target for target in targets if target != file and self.sources.get(target) is not None]
+        while pending:
+            path = pending.pop()
+            if path not in found:
+                found.add(path)
+                pending.extend(target for target in self._edges(path) if target != file)
+        return found
 
     def importers(self, targets: Collection[Path], candidates: Sequence[Path]) -> list[Path]:
         """The candidates (resolved paths) whose analysis can read one of ``targets``: those that

@@ -11,12 +11,12 @@ import pytest
 from fixture_marks import fixture_files, fixture_projects, project_files
 from style_cases import CASES
 
-from fsdp2_lint import engine, pipeline
+from fsdp2_lint import engine, prefilter
 from fsdp2_lint.config import Selection
 from fsdp2_lint.diagnostics import PARSE_ERROR
 from fsdp2_lint.engine import lint_source
 from fsdp2_lint.pipeline import LintTask, SettingsResolver, lint_files
-from fsdp2_lint.prefilter import Word, applicable_rules, without_comments
+from fsdp2_lint.prefilter import TokenFacts, Word, applicable_rules, without_comments
 from fsdp2_lint.rule import all_rules
 
 torch = pytest.importorskip("torch")  # its own sources are the large real corpus every CI machine has
@@ -132,13 +132,53 @@ def test_prefilter_is_exact_on_projects(tmp_path, monkeypatch):
     filtered = _project_findings(files)
     # off: every file is analysed with every rule; which modules' calls are expanded stays as it is
     monkeypatch.setattr(engine, "_may_matter", lambda data: bool(applicable_rules(all_rules(), data)))
-    monkeypatch.setattr(engine, "applicable_rules", lambda rules, data: list(rules))
-    monkeypatch.setattr(pipeline, "applicable_rules", lambda rules, data: list(rules))
+    monkeypatch.setattr(engine, "applicable_rules", lambda rules, *texts: list(rules))
     unfiltered = _project_findings(files)
     assert dict(zip(files, filtered, strict=True)) == dict(zip(files, unfiltered, strict=True))
     found_in = {path for path, findings in zip(files, filtered, strict=True) if findings}
     assert len(found_in & set(entries)) == len(entries) - 1  # all but "a submodule nothing imports"
     assert sum(map(len, filtered)) > 20
+
+
+def test_a_file_and_its_imports_are_judged_as_their_code_joined():
+    """Across modules, a token counts when one module's code holds it: the rules the texts joined
+    admit, wherever each text's comments can be stripped."""
+    texts = [source for _, source in _sources()]
+    facts = TokenFacts()
+    compared = 0
+    for start in range(0, len(texts) - 2, 3):
+        first, *imported = texts[start : start + 3]
+        if any(without_comments(text) is text and b"#" in text for text in texts[start : start + 3]):
+            continue  # kept whole: the texts joined would keep the other modules' comments too
+        joined = applicable_rules(all_rules(), b"\n".join(texts[start : start + 3]))
+        assert applicable_rules(all_rules(), first, imported, facts) == joined
+        compared += bool(joined)
+    assert compared > 150
+
+
+def test_each_module_keeps_only_its_own_comments():
+    file = textwrap.dedent(NEAR_MISSES["comment-only-tokens"]).encode()
+    kept_whole = b'v = f"{d["k"]}#{x}"  # c\n'  # the scan cannot strip it
+    assert without_comments(kept_whole) is kept_whole
+    assert applicable_rules(all_rules(), b"\n".join([file, kept_whole])), "joined, the file's comments would count"
+    assert applicable_rules(all_rules(), file, [kept_whole]) == []
+
+
+def test_a_module_many_files_import_is_scanned_once(monkeypatch):
+    scanned = []
+    scan = prefilter._present_in_code
+    monkeypatch.setattr(prefilter, "_present_in_code", lambda tokens, data: scanned.append(data) or scan(tokens, data))
+    helper = b"def shard(model):\n    fully_shard(model)\n"
+    facts = TokenFacts()
+    for n in range(3):
+        assert applicable_rules(all_rules(), f"import helper{n}\n".encode(), [helper], facts)
+    assert len(scanned) == 4 and scanned.count(helper) == 1
+
+
+def test_no_token_spans_a_line():
+    """A token found in code without comments is then in the bytes too (see ``_present_in_code``)."""
+    tokens = [token for rule in all_rules() for group in rule.requires for token in group]
+    assert not [token for token in tokens if isinstance(token, str) and ("\n" in token or "\r" in token)]
 
 
 @pytest.mark.parametrize(

@@ -448,3 +448,38 @@ def test_importers_are_found_through_other_modules_and_cycles(tmp_path: Path) ->
     for target in candidates:  # the other way round from what each file's analysis can read
         reading = [c for c in candidates if target in {path for path, _ in project.imported_sources(c, c.read_bytes())}]
         assert project.importers({target}, candidates) == [c for c in reading if c != target]
+
+
+def test_import_closures_are_the_modules_reachable_without_the_file_itself(tmp_path: Path) -> None:
+    """Closures come from memoized import edges, shared across files (cycles included): each is every
+    readable module reachable from the file's imports, never through an unreadable one."""
+    imports = {n: sorted({(n * 7 + 3) % 24, (n * 5 + 1) % 24, (n + 1) % 24 if n % 3 else n // 2}) for n in range(24)}
+    files = {f"m{n}.py": "".join(f"import m{m}\n" for m in targets) for n, targets in imports.items()}
+    files["m11.py"] += "#" * 200  # larger than the limit: never read, so never followed
+    write(tmp_path, files)
+    project = Projects().for_file(tmp_path / "m0.py", max_file_size=150)
+
+    def expected(start: int) -> set[str]:
+        reached, pending = set(), [m for m in imports[start] if m != start]
+        while pending:
+            module = pending.pop()
+            if module not in reached and module != start and module != 11:
+                reached.add(module)
+                pending.extend(imports[module])
+        return {f"m{m}.py" for m in reached}
+
+    for n in range(24):
+        path = tmp_path / f"m{n}.py"
+        found = [found.name for found, _ in project.imported_sources(path, path.read_bytes())]
+        assert found == sorted(expected(n))
+    assert "m0.py" in expected(3) and "m3.py" in expected(0)  # a cycle, and m0 imports itself
+    assert 11 in imports[2] and "m11.py" not in expected(2)  # imported, but too large to read
+
+
+def test_a_file_s_new_text_is_followed_not_the_one_its_importers_read(tmp_path: Path) -> None:
+    """The modules reach the file's text on disk; its closure follows the text given, all the same."""
+    write(tmp_path, {"train.py": "import old\n", "old.py": "", "helper.py": "import train\n"})
+    train = tmp_path / "train.py"
+    project = Projects().for_file(train)
+    assert [path.name for path, _ in project.imported_sources(train, b"import old\n")] == ["old.py"]
+    assert [path.name for path, _ in project.imported_sources(train, b"import helper\n")] == ["helper.py"]
