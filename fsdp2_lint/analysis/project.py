@@ -45,6 +45,7 @@ ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 AUTO_ROOTS = ("src", "python")
 # The package the rules know by name: a project folder named like it must not change what they mean.
 RESERVED = "torch"
+INSTALLED_PACKAGES = frozenset({"site-packages", "dist-packages"})  # folders pip installs packages into
 MAX_WALK_UP = 8  # folders above an importing script searched for its sibling modules
 # Import statements as text, wherever a statement starts (a line, after `;`, after the `:` of a
 # one-line `if`/`try`), lines continued with a backslash: `import a.b as c, d`, `from ..a import
@@ -63,9 +64,13 @@ _COMMENT = re.compile(rb"#[^\r\n]*")
 
 def find_root(start: Path) -> Path:
     """The project root of a file or folder: the nearest folder with a project marker, else the
-    folder itself."""
+    folder itself. An installed package (under ``site-packages``) is its own project: its imports
+    never reach the environment's other packages, nor a project that holds the environment."""
     folder = start if start.is_dir() else start.parent
     folder = Path(os.path.realpath(folder))
+    installed = next((i for i, part in enumerate(folder.parts) if part in INSTALLED_PACKAGES), None)
+    if installed is not None:
+        return Path(*folder.parts[: installed + 2])
     for candidate in (folder, *folder.parents):
         if any((candidate / marker).exists() for marker in ROOT_MARKERS):
             return candidate

@@ -483,3 +483,18 @@ def test_a_file_s_new_text_is_followed_not_the_one_its_importers_read(tmp_path: 
     project = Projects().for_file(train)
     assert [path.name for path, _ in project.imported_sources(train, b"import old\n")] == ["old.py"]
     assert [path.name for path, _ in project.imported_sources(train, b"import helper\n")] == ["helper.py"]
+
+
+def test_an_installed_package_is_its_own_project_even_in_a_project_that_holds_the_environment(tmp_path: Path) -> None:
+    """A virtual environment inside the project: torch's sources (or any installed package's) never
+    reach the environment's other packages as project modules, nor the project around them."""
+    (tmp_path / "pyproject.toml").write_text("")
+    site = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages"
+    (site / "lib_a").mkdir(parents=True)
+    (site / "lib_a" / "__init__.py").write_text("import lib_b\n")
+    (site / "lib_b").mkdir()
+    (site / "lib_b" / "__init__.py").write_text("")
+    assert find_root(site / "lib_a" / "__init__.py") == site / "lib_a"
+    assert find_root(tmp_path / "train.py") == tmp_path
+    project = Projects().for_file(site / "lib_a" / "__init__.py")
+    assert project.find("lib_b", site / "lib_a" / "__init__.py") is None
