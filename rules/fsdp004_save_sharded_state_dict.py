@@ -66,6 +66,16 @@ if rank == 0:
     # param_groups holds hyperparameters and parameter ids, no tensor
     torch.save({"param_groups": sharded["param_groups"], "state": full}, "optim.pt")
 """,
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+checkpoint = {}
+checkpoint.update({"model": model.state_dict(), "seed": 0})
+# the seed merged beside the state dict, not the state dict
+torch.save({"seed": checkpoint["seed"]}, "progress.pt")
+""",
     )
     invalid = (
         """

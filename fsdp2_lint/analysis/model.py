@@ -453,6 +453,29 @@ def elements(value: Value) -> list[Value]:
     return [UNKNOWN]
 
 
+def mapping_items(value: Value) -> list[tuple[object, Value]]:
+    """The items that merging ``value`` into a dict adds (``d.update(value)``, ``{**value}``,
+    ``d |= value``): a dict's items under their own keys, so that reading a key later finds what
+    was merged under it, not every item of the dict; of any other value, its elements under
+    unknown keys."""
+    items: list[tuple[object, Value]] = []
+    for option in options(value):
+        if is_container(option):
+            items.extend(option.root.items)  # type: ignore[union-attr]
+        else:
+            items.extend((None, item) for item in elements(option))
+    return items
+
+
+def keyword_items(kwargs: dict[str, Value]) -> list[tuple[object, Value]]:
+    """The items ``dict(**kwargs)`` / ``d.update(**kwargs)`` adds: each keyword under its name, a
+    ``**mapping`` whose keys are unknown as :func:`mapping_items`."""
+    items: list[tuple[object, Value]] = [(key, value) for key, value in kwargs.items() if key != UNKNOWN_KEYWORDS]
+    if UNKNOWN_KEYWORDS in kwargs:
+        items.extend(mapping_items(kwargs[UNKNOWN_KEYWORDS]))
+    return items
+
+
 def key_element(key: object) -> str:
     """The path element of a container key (``None``: unknown)."""
     return ANY if key is None else f"[{key!r}]" if isinstance(key, str) else f"[{key}]"

@@ -587,3 +587,25 @@ other = model.module
 def _checks_and_accesses(events):
     checks = [e for e in events if e.qname == "builtins.hasattr"]
     return checks, [e for e in events if e.name == "module" and e.kind is EventKind.ATTR]
+
+
+@pytest.mark.parametrize(
+    "merge",
+    [
+        'checkpoint = {}\ncheckpoint.update({"model": model.state_dict(), "seed": 0})',
+        "checkpoint = {}\ncheckpoint.update(model=model.state_dict(), seed=0)",
+        'checkpoint = {**{"model": model.state_dict(), "seed": 0}}',
+        'checkpoint = {}\ncheckpoint |= {"model": model.state_dict(), "seed": 0}',
+        'checkpoint = {} | {"model": model.state_dict(), "seed": 0}',
+        "checkpoint = dict(**config, model=model.state_dict())",
+    ],
+)
+def test_a_merged_dict_keeps_each_value_under_its_key(merge):
+    """Reading one key of a dict merged from another finds what was merged under that key: a seed
+    read back from a checkpoint dict is no state dict (torchtune's recipe state)."""
+    facts = facts_of(
+        f'import torch\n{merge}\ntorch.save(checkpoint["seed"], "seed.pt")\ntorch.save(checkpoint["model"], "model.pt")\n'
+    )
+    saved = [save.args[0] for save in facts.traces[0].calls(apis.TORCH_SAVE)]
+    holds_state_dict = [any(isinstance(v, StateDict) for v in walk_contents(value)) for value in saved]
+    assert holds_state_dict == [False, True]

@@ -260,6 +260,69 @@ def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_fi
     assert found[0].path == str(tmp_path / "trainer/checkpoint.py") and found[0].line == 5
 
 
+def test_a_value_read_back_from_a_merged_checkpoint_dict_is_what_was_merged_under_its_key(tmp_path: Path) -> None:
+    """torchtune's shape: the checkpoint client merges the model's state dict and the recipe state
+    under key constants of another module; the recipe reads the seed back and saves it in its
+    progress record. Only the save of the whole dict holds the sharded state dict."""
+    write(
+        tmp_path,
+        {
+            "tune/__init__.py": "",
+            "tune/keys.py": 'MODEL_KEY = "model"\nSEED_KEY = "seed"\n',
+            "tune/client.py": """
+                from dataclasses import dataclass
+
+                import torch
+
+                from tune import keys
+
+
+                @dataclass
+                class Progress:
+                    seed: int
+
+                    def state_dict(self):
+                        return {keys.SEED_KEY: self.seed}
+
+
+                def load(model):
+                    checkpoint = {}
+                    checkpoint.update({keys.MODEL_KEY: model.state_dict(), keys.SEED_KEY: 0})
+                    return checkpoint
+
+
+                def save(checkpoint, progress):
+                    torch.save(checkpoint, "checkpoint.pt")
+                    torch.save(progress.state_dict(), "progress.pt")
+                """,
+            "tune/recipe.py": """
+                import torch
+                from torch.distributed.fsdp import fully_shard
+
+                from tune import keys
+                from tune.client import Progress, load, save
+
+
+                class Recipe:
+                    def __init__(self):
+                        self.model = fully_shard(torch.nn.Linear(4, 4))
+                        self.checkpoint = load(self.model)
+                        self.seed = self.checkpoint[keys.SEED_KEY]
+
+                    def save(self):
+                        save(self.checkpoint, Progress(seed=self.seed))
+
+
+                Recipe().save()
+                """,
+        },
+    )
+    found = lint(tmp_path / "tune/recipe.py")
+    client = (tmp_path / "tune/client.py").read_text().splitlines()
+    whole_save = next(n for n, line in enumerate(client, 1) if '"checkpoint.pt"' in line)
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("client.py", whole_save, "FSDP004")]
+
+
 def test_a_finding_two_linted_files_reach_is_reported_once(tmp_path: Path) -> None:
     test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_file(tmp_path)
     (tmp_path / "trainer/eval.py").write_text((tmp_path / "trainer/train.py").read_text())

@@ -54,6 +54,8 @@ from fsdp2_lint.analysis.model import (
     const,
     container_items,
     elements,
+    keyword_items,
+    mapping_items,
     next_serial,
     options,
     refs,
@@ -209,7 +211,7 @@ class Calls:
         if name in ("list", "tuple", "set", "sorted", "frozenset", "dict"):
             if args:
                 return self.materialize(first, node)
-            container = Obj.container(list(kwargs.items()), node)  # dict(mesh=mesh, ...)
+            container = Obj.container(keyword_items(kwargs), node)  # dict(mesh=mesh, ...)
             return Ref(container)
         if name == "filter" and len(args) == 2 and any(isinstance(o, ModuleIter) for o in options(args[1])):
             return flow.filtered_modules(self, first, args[1], node)
@@ -314,7 +316,7 @@ class Calls:
             if method is not None:
                 return self.call_function(self.function_value(method, receiver), args, kwargs, node) or UNKNOWN
             if receiver.root.kind is ObjKind.CONTAINER and not receiver.path:
-                return self.container_method(receiver, name, args)
+                return self.container_method(receiver, name, args, kwargs)
             if receiver.root.kind is ObjKind.OPTIMIZER and not receiver.path:
                 found = torch_api.optimizer_method(self, receiver, name, event)
                 if found is not None:
@@ -333,7 +335,7 @@ class Calls:
             return self.call_function(self.function_value(method), args, kwargs, node) or UNKNOWN
         return torch_api.value_method(receiver, name, event)
 
-    def container_method(self, receiver: Ref, name: str, args: tuple) -> Value:
+    def container_method(self, receiver: Ref, name: str, args: tuple, kwargs: dict) -> Value:
         items = receiver.root.items
         if name == "get" and args:  # the value under the key, or under an unknown one, or the default
             key = const(args[0])
@@ -343,9 +345,13 @@ class Calls:
         if name in ("append", "add", "insert") and args:
             self.world.changed()
             items.append((None, args[-1]))
-        elif name in ("extend", "update") and args:
+        elif name == "extend" and args:
             self.world.changed()
             items.extend((None, item) for item in elements(args[0]))
+        elif name == "update" and (args or kwargs):
+            self.world.changed()
+            items.extend(mapping_items(args[0]) if args else [])
+            items.extend(keyword_items(kwargs))
         elif name in ("items", "values"):
             return Iter(IterKind.ITEMS, (receiver,)) if name == "items" else receiver
         elif name == "copy":

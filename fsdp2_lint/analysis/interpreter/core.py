@@ -60,6 +60,7 @@ from fsdp2_lint.analysis.model import (
     elements,
     is_container,
     key_element,
+    mapping_items,
     options,
     refs,
 )
@@ -378,9 +379,10 @@ class Interpreter(Expressions, Calls, Imports):
         current = self.eval(node.target)
         value = self.eval(node.value)
         self.record(EventKind.INPLACE, node, receiver=current, args=(value,))
+        merged = mapping_items(value) if isinstance(node.operator, cst.BitOrAssign) else None  # dict |= mapping
         for option in options(current):
             if isinstance(option, Ref) and option.root.kind is ObjKind.CONTAINER:
-                option.root.items.extend((None, item) for item in elements(value))
+                option.root.items.extend(merged if merged is not None else ((None, item) for item in elements(value)))
         if isinstance(node.target, cst.Name) and isinstance(current, Params) and isinstance(value, Params):
             self.bind(node.target.value, current | value)
         derived = torch_api.derived_from((current, value), {})

@@ -48,6 +48,7 @@ from fsdp2_lint.analysis.model import (
     elements,
     is_container,
     key_element,
+    mapping_items,
     options,
 )
 from fsdp2_lint.analysis.syntax import child_nodes
@@ -208,7 +209,7 @@ class Expressions:
                     key = const(self.eval(element.key))
                     items.append((None if key is NotImplemented else key, self.eval(element.value)))
                 else:
-                    items.extend((None, item) for item in elements(self.eval(element.value)))
+                    items.extend(mapping_items(self.eval(element.value)))
         else:
             for element in node.elements:
                 value = self.eval(element.value)
@@ -256,6 +257,8 @@ class Expressions:
         derived = torch_api.derived_from((left, right), {})
         if derived is not None:
             return derived
+        if isinstance(node.operator, cst.BitOr) and is_container(left):  # merged dicts, or a set union
+            return Ref(Obj.container(mapping_items(left) + mapping_items(right), node))
         if isinstance(node.operator, cst.Add):
             left_items, right_items = container_items(left), container_items(right)
             if (left_items is None) != (right_items is None):  # [model] + list(model.layers)
