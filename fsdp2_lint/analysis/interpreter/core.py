@@ -92,6 +92,7 @@ class Interpreter(Expressions, Calls, Imports):
         self.scope_of: dict[FunctionInfo, ModuleScope] = {}
         self.module_envs: set[Env] = set()
         self.loaded: dict[Path, ModuleScope | None] = {}
+        self.binding_modules = {}
         self.events: list[Event] = []
         self.world = World()  # the version of the heap, the modules' variables and the objects
         self.heap = Heap(self.world)
