@@ -93,6 +93,7 @@ class Interpreter(Expressions, Calls, Imports):
         self.scope_of: dict[FunctionInfo, ModuleScope] = {}
         self.module_envs: set[Env] = set()
         self.loaded: dict[Path, ModuleScope | None] = {}
+        self.binding_modules = {}
         self.events: list[Event] = []
         self.patched: dict[str, Value] = {}  # torch names a test replaced (`monkeypatch.setattr`), per entry
         self.world = World()  # the version of the heap, the modules' variables and the objects

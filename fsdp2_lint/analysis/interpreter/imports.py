@@ -53,6 +53,7 @@ class Imports:
 
     project: Project | None
     patched: dict[str, Value]  # torch names a test replaced, see Calls.patch_symbol
+    binding_modules: dict[tuple[str, Path | None], Path | None]  # project_binding's module, per name and importer
     relevant: object  # callable(bytes) -> bool: may the module's code matter to a rule?
     _importable: frozenset[Path] | None = None
 
@@ -129,20 +130,27 @@ class Imports:
     def project_binding(self, qname: str) -> Value | None:
         """What the project module ``a.b`` binds to ``c`` for ``a.b.c``; None when ``qname`` is no
         name in a project module (a module itself stays a symbol: its attributes resolve in turn)."""
-        module, _, name = qname.rpartition(".")
-        importer = self.frame.scope.path
-        if not module or self.project.find(qname.partition(".")[0], importer) is None:
-            return None
-        if self.project.find(qname, importer) is not None:
-            return None
-        path = self.project.find(module, importer)
+        key = (qname, self.frame.scope.path)
+        if key not in self.binding_modules:
+            self.binding_modules[key] = self._binding_module(qname, self.frame.scope.path)
+        path = self.binding_modules[key]
         if path is None:
             return None
         scope = self.load(path)
         if scope is None:
             return UNKNOWN  # a module of the project the analysis cannot read
-        found = self.exported(scope, name, set())
+        found = self.exported(scope, qname.rpartition(".")[2], set())
         return found if found is not None else UNKNOWN
+
+    def _binding_module(self, qname: str, importer: Path | None) -> Path | None:
+        """The file of the project module ``a.b`` when ``a.b.c``, read in module ``importer``, is a
+        name it binds; else None."""
+        module = qname.rpartition(".")[0]
+        if not module or self.project.find(qname.partition(".")[0], importer) is None:
+            return None
+        if self.project.find(qname, importer) is not None:
+            return None
+        return self.project.find(module, importer)
 
     def load(self, path: Path) -> ModuleScope | None:
         """The project module in ``path``, its body run once (Python's import); None when it cannot be
