@@ -598,6 +598,7 @@ def _checks_and_accesses(events):
         'checkpoint = {}\ncheckpoint |= {"model": model.state_dict(), "seed": 0}',
         'checkpoint = {} | {"model": model.state_dict(), "seed": 0}',
         "checkpoint = dict(**config, model=model.state_dict())",
+        'checkpoint = dict({"model": model.state_dict()}, seed=0)',
     ],
 )
 def test_a_merged_dict_keeps_each_value_under_its_key(merge):

@@ -54,6 +54,7 @@ from fsdp2_lint.analysis.model import (
     const,
     container_items,
     elements,
+    is_container,
     keyword_items,
     mapping_items,
     next_serial,
@@ -210,7 +211,11 @@ class Calls:
         first = args[0] if args else UNKNOWN
         if name in ("list", "tuple", "set", "sorted", "frozenset", "dict"):
             if args:
-                return self.materialize(first, node)
+                copied = self.materialize(first, node)
+                for option in options(copied) if name == "dict" else ():  # dict(base, seed=0)
+                    if is_container(option):
+                        option.root.items.extend(keyword_items(kwargs))
+                return copied
             container = Obj.container(keyword_items(kwargs), node)  # dict(mesh=mesh, ...)
             return Ref(container)
         if name == "filter" and len(args) == 2 and any(isinstance(o, ModuleIter) for o in options(args[1])):
