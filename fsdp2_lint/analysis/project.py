@@ -64,7 +64,7 @@ _COMMENT = re.compile(rb"#[^\r\n]*")
 
 def find_root(start: Path) -> Path:
     """The project root of a file or folder: the nearest folder with a project marker, else the
-    folder itself. An installed package (under ``site-packages``) is its own project: its imports
+    folder above its top package (the folder itself outside a package). An installed package (under ``site-packages``) is its own project: its imports
     never reach the environment's other packages, nor a project that holds the environment."""
     folder = start if start.is_dir() else start.parent
     folder = Path(os.path.realpath(folder))
@@ -74,6 +74,8 @@ def find_root(start: Path) -> Path:
     for candidate in (folder, *folder.parents):
         if any((candidate / marker).exists() for marker in ROOT_MARKERS):
             return candidate
+    while (folder / "__init__.py").exists() and folder.parent != folder:
+        folder = folder.parent  # a package's modules are named from above its top package, as Python names them
     return folder
 
 

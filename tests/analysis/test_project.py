@@ -561,3 +561,16 @@ def test_an_installed_package_is_its_own_project_even_in_a_project_that_holds_th
     assert find_root(tmp_path / "train.py") == tmp_path
     project = Projects().for_file(site / "lib_a" / "__init__.py")
     assert project.find("lib_b", site / "lib_a" / "__init__.py") is None
+
+
+def test_a_package_without_project_markers_is_named_from_above_its_top_package(tmp_path: Path) -> None:
+    """A copy of torch's sources (no pyproject.toml above): its modules are `torch.*`, so their relative
+    imports stay in PyTorch, which is never analysed as project code."""
+    package = tmp_path / "torch" / "nn"
+    package.mkdir(parents=True)
+    (tmp_path / "torch" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "functional.py").write_text("from .modules import Linear\n")
+    assert find_root(package / "functional.py") == tmp_path
+    project = Project(find_root(package / "functional.py"))
+    assert project.module_name(package / "functional.py") == "torch.nn.functional"
