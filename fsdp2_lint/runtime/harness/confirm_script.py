@@ -179,11 +179,24 @@ def run_script_check(
         raise HarnessError("; ".join(sorted(set(errors))))
     static, runtime_only = compare(diagnostics, run, rules, files)
     failed = any(item.status == CONFIRMED for item in static) or bool(runtime_only) or not run.completed()
+    report = Confirmation(script, run, static, runtime_only, failed, entry)
     if output_format == "json":
-        print(json.dumps(_as_json(script, run, static, runtime_only, failed, entry), indent=2))
+        print(json.dumps(_as_json(report), indent=2))
     else:
-        _print(report_console(), script, run, static, runtime_only, failed, entry)
+        _print(report_console(), report)
     return 1 if failed else 0
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What one confirmation run found, for either report format."""
+
+    script: Path
+    run: RunRecord
+    static: list[StaticFinding]
+    runtime_only: list[RuntimeOnly]
+    failed: bool
+    entry: Entry | None
 
 
 def _lint_project(project: Path, rules: Sequence[type[Rule]]) -> tuple[list[Diagnostic], dict[str, str]]:
@@ -208,16 +221,9 @@ def _outcome(run: RunRecord) -> str:
     return f"did not complete on ranks {sorted(run.failed_ranks())}"
 
 
-def _print(
-    console: Console,
-    script: Path,
-    run: RunRecord,
-    static: list[StaticFinding],
-    runtime_only: list[RuntimeOnly],
-    failed: bool,
-    entry: Entry | None = None,
-) -> None:
-    what = f"{entry.describe()} (project {os.path.relpath(entry.project)})" if entry else script
+def _print(console: Console, report: Confirmation) -> None:
+    run, entry = report.run, report.entry
+    what = f"{entry.describe()} (project {os.path.relpath(entry.project)})" if entry else report.script
     console.print(
         f"[bold]fsdp2-lint confirm[/bold] {what}: device {run.device.describe()}, {run.world_size} ranks, "
         f"{run.seconds:.1f}s — the run {_outcome(run)}"
@@ -225,22 +231,22 @@ def _print(
     table = Table(title="Static findings and what the run showed", title_justify="left", show_lines=True)
     for column in ("Line", "Rule", "Static finding", "Runtime", "Evidence"):
         table.add_column(column, overflow="fold")
-    for item in static:
+    for item in report.static:
         d = item.diagnostic
         evidence = f"[{item.evidence.kind}] {item.evidence.summary}" if item.evidence else ""
         style = "red" if item.status == CONFIRMED else "yellow"
         line = f"{d.path}:{d.line}" if entry else str(d.line)
         table.add_row(line, d.code, Text(d.message), Text(item.status, style=style), Text(evidence))
-    if static:
+    if report.static:
         console.print(table)
     else:
         console.print("No static findings.")
-    if runtime_only:
+    if report.runtime_only:
         title = "Failures the run showed that the static pass did not report"
         missed = Table(title=title, title_justify="left", show_lines=True)
         for column in ("Lines", "Kind", "Matches rule", "Evidence"):
             missed.add_column(column, overflow="fold")
-        for item in runtime_only:
+        for item in report.runtime_only:
             lines = ", ".join(map(str, item.evidence.lines)) or "-"
             missed.add_row(lines, item.evidence.kind, ", ".join(item.rules) or "(no rule)", Text(item.evidence.summary))
         console.print(missed)
@@ -250,20 +256,14 @@ def _print(
         rank = (run.failed_ranks() or [0])[0]
         console.rule(f"rank {rank} stderr (last lines)")
         console.print(run.log_tail(rank), markup=False, highlight=False)
-    console.print("FAILED" if failed else "OK")
+    console.print("FAILED" if report.failed else "OK")
 
 
-def _as_json(
-    script: Path,
-    run: RunRecord,
-    static: list[StaticFinding],
-    runtime_only: list[RuntimeOnly],
-    failed: bool,
-    entry: Entry | None = None,
-) -> dict[str, Any]:
+def _as_json(report: Confirmation) -> dict[str, Any]:
+    run, entry = report.run, report.entry
     project = {"project": str(entry.project), "module": entry.module} if entry else {}
     return {
-        "script": str(script),
+        "script": str(report.script),
         **project,
         "device": run.device.kind,
         "backend": run.device.backend,
@@ -277,10 +277,11 @@ def _as_json(
                 "status": item.status,
                 "evidence": evidence_json(item.evidence, True) if item.evidence else None,
             }
-            for item in static
+            for item in report.static
         ],
         "runtime_only": [
-            {**evidence_json(item.evidence, bool(item.rules)), "rules": list(item.rules)} for item in runtime_only
+            {**evidence_json(item.evidence, bool(item.rules)), "rules": list(item.rules)}
+            for item in report.runtime_only
         ],
-        "ok": not failed,
+        "ok": not report.failed,
     }
