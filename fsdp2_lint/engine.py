@@ -153,7 +153,7 @@ def _lint(
     if refused is not None:
         return _Linted([(refused, None)], broken=True)
     try:
-        module = cst.parse_module(data)
+        module = where.project.parse_linted(where.file, data, cst.parse_module) if where else cst.parse_module(data)
     except cst.ParserSyntaxError as error:
         return _Linted([(_syntax_error(data, path, error), None)], broken=True)
     except (UnicodeDecodeError, LookupError, SyntaxError) as error:

@@ -367,6 +367,18 @@ class Project:
             self._parsed[path] = self._parse(path)
         return self._parsed[path]
 
+    def parse_linted(self, path: Path, data: bytes, parse: Callable[[bytes], cst.Module]) -> cst.Module:
+        """The linted file ``path`` (text ``data``) parsed: as the project module it is when another
+        file's analysis read it already, else by ``parse`` (whose errors propagate), kept for the files
+        that import it. Each module is parsed once per run, whether it is linted or imported."""
+        known = self._parsed.get(path)
+        if known is not None and known.source == data:
+            return known.module
+        module = parse(data)
+        if path not in self._parsed and self.sources.get(path) == data and self.parseable(data):
+            self._parsed[path] = ProjectModule(self.module_name(path), path, data, module)
+        return module
+
     def _parse(self, path: Path) -> ProjectModule | None:
         data = self.sources.get(path)
         if data is None or not self.parseable(data):

@@ -185,9 +185,9 @@ class Expressions:
             else:
                 self.eval_children(child)
 
-    def eval_literal(self, node: cst.BaseExpression) -> Value:
+    def eval_literal(self, node: cst.Integer | cst.Float | cst.SimpleString) -> Value:
         try:
-            return Const(node.evaluated_value)  # type: ignore[attr-defined]
+            return Const(literal_value(node))
         except Exception:  # libcst cannot evaluate every literal (e.g. some escapes)
             return UNKNOWN
 
@@ -370,6 +370,21 @@ class Expressions:
                 pairs.append(Tuple((UNKNOWN, container.child(self.loop_wildcard(ANY)))))
             return choice(pairs)
         return Tuple((UNKNOWN, UNKNOWN))
+
+
+def literal_value(node: cst.Integer | cst.Float | cst.SimpleString) -> object:
+    """What the literal evaluates to: libcst's ``evaluated_value``, which compiles its text
+    (``ast.literal_eval``), for the spellings only that compiler reads; numbers, and strings without
+    prefix or backslash, are read directly (``int(text, 0)`` reads integer literals as Python does)."""
+    text = node.value
+    if isinstance(node, cst.Integer):
+        return int(text, 0)
+    if isinstance(node, cst.Float):
+        return float(text)
+    if text[0] in "\"'" and "\\" not in text and "\r" not in text:
+        quotes = 3 if text[:3] in ('"""', "'''") else 1
+        return text[quotes:-quotes]
+    return node.evaluated_value
 
 
 def _string_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:
