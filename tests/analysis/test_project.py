@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from project_cases import MODEL, OPTIM, PARALLEL
 
+from fsdp2_lint.analysis.interpreter import summaries
 from fsdp2_lint.analysis.project import Project, Projects, find_root
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Selection
@@ -226,6 +227,53 @@ def test_a_rank_constant_from_a_config_module_is_its_value(tmp_path: Path) -> No
     )
     (found,) = lint(tmp_path / "app/run.py")
     assert found.code == "FSDP007" and "only on rank 0" in found.message
+
+
+PASSTHROUGHS = {  # passthrough.py, and how train.py passes the model through it
+    "function": ("def same(value):\n    return value\n", "same(model)"),
+    "constructor and method": (
+        "class Holder:\n    def __init__(self, value):\n        self.value = value\n\n"
+        "    def get(self):\n        return self.value\n",
+        "Holder(model).get()",
+    ),
+}
+
+
+@pytest.mark.parametrize("spelling", PASSTHROUGHS)
+@pytest.mark.parametrize("budget", [summaries.MAX_VALUE_FLOW_STEPS, 0])
+def test_modules_followed_only_for_value_flow_stop_at_the_file_budget(tmp_path, monkeypatch, budget, spelling) -> None:
+    """``passthrough.py`` can satisfy no rule: it is followed for the model passed in while the file's
+    value-flow budget lasts. ``parallel.py`` shards, so it is followed whatever the budget."""
+    monkeypatch.setattr(summaries, "MAX_VALUE_FLOW_STEPS", budget)
+    passthrough, passed = PASSTHROUGHS[spelling]
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/passthrough.py": passthrough,
+            "trainer/train.py": f"""
+                import torch
+                from trainer.model import Model
+                from trainer.parallel import shard_model
+                from trainer.passthrough import *
+
+
+                def main():
+                    model = Model()
+                    opt = torch.optim.AdamW(model.parameters())
+                    shard_model({passed})
+                    other = Model()
+                    other_opt = torch.optim.AdamW(other.parameters())
+                    shard_model(other)
+                    opt.step()
+                    other_opt.step()
+                """,
+        },
+    )
+    found = sorted((d.line, d.code) for d in lint(tmp_path / "trainer/train.py"))
+    assert found == ([(9, "FSDP001")] if budget else []) + [(12, "FSDP001")]
 
 
 def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_file(tmp_path: Path) -> None:

@@ -410,9 +410,13 @@ class Calls:
         self, fn: Function, args: tuple, kwargs: dict, node: cst.CSTNode | None, symbolic: bool = False
     ) -> Value | None:
         """Expand a same-file function in place, or replay its summary; None when it is neither
-        (recursion, depth, the bound). ``symbolic``: an entry point's own run, which always happens."""
+        (recursion, depth, the bounds). ``symbolic``: an entry point's own run, which always happens."""
         info = fn.info
-        if not symbolic and (self.active.count(info) >= MAX_RECURSION or len(self.active) >= MAX_CALL_DEPTH):
+        if not symbolic and (
+            self.active.count(info) >= MAX_RECURSION
+            or len(self.active) >= MAX_CALL_DEPTH
+            or self.past_value_flow_budget(info)
+        ):
             return None
         stack = self.frame.stack + ((node,) if node is not None else ())
         token = None if symbolic else self.summary_key(fn, args, kwargs, node)

@@ -111,6 +111,7 @@ class Interpreter(Expressions, Calls, Imports):
         self.active_lambdas: list[cst.Lambda] = []
         self.invoked: set[FunctionInfo] = set()
         self.steps = 0
+        self.value_flow_steps = 0  # statements run in modules followed only for the values passed in
         self.summaries = Summaries()
         self.loops_seen = 0
 
@@ -226,6 +227,8 @@ class Interpreter(Expressions, Calls, Imports):
 
     def exec_stmt(self, stmt: cst.CSTNode) -> object:
         self.steps += 1
+        if not self.frame.scope.relevant:
+            self.value_flow_steps += 1
         if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             for small in stmt.body:
                 if self.exec_small(small) is TERMINATED:

@@ -21,7 +21,7 @@ from pathlib import Path
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.interpreter import guards
+from fsdp2_lint.analysis.interpreter import guards, summaries
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, ModuleScope, WatchedDict
 from fsdp2_lint.analysis.interpreter.torch_api import SYMBOLS
 from fsdp2_lint.analysis.model import (
@@ -31,6 +31,7 @@ from fsdp2_lint.analysis.model import (
     Context,
     Event,
     Function,
+    FunctionInfo,
     Lambda,
     Partial,
     Ref,
@@ -192,6 +193,11 @@ class Imports:
             self.exec_block(statements(scope.module))
         finally:
             self.frame, self.ctx, self.active, self.active_lambdas = saved
+
+    def past_value_flow_budget(self, info: FunctionInfo) -> bool:
+        """Is ``info`` in a module followed only for the values passed in (its code cannot satisfy a
+        rule), with the file's statements for such modules spent (``MAX_VALUE_FLOW_STEPS``)?"""
+        return self.value_flow_steps >= summaries.MAX_VALUE_FLOW_STEPS and not self.scope_of[info].relevant
 
     def follows(self, fn: Function, args: tuple, kwargs: dict) -> bool:
         """Is a call of ``fn`` expanded? Always in the linted file; in another project module when

@@ -40,6 +40,11 @@ statements and replays at most ``MAX_REPLAYED`` events (a replay that would pass
 A call past the bound is analysed like a call of a function of another file: its events are not
 in the caller's trace, its result is unknown, and the function, if no call expanded it, is still
 analysed as an entry point of its own. Entry points themselves always run.
+
+Another project module whose own code cannot satisfy a rule (its tokens fail the prefilter) is
+followed only for the values a call passes in (a model built in ``models.py``, a config read in
+``config.py``), and only for ``MAX_VALUE_FLOW_STEPS`` statements per file: a framework's trainer
+a test file constructs thirty times is otherwise re-run thirty times for nothing a rule can see.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ from fsdp2_lint.analysis.model import (
 MAX_EXPANSIONS_PER_FUNCTION = 64  # fresh expansions of one function per file (torch's own sources reach it)
 MAX_STEPS = 200_000  # statements interpreted per file
 MAX_REPLAYED = 20_000  # events replayed per file (torch's sources and the fixtures replay 506 at most)
+MAX_VALUE_FLOW_STEPS = 5_000  # statements per file in modules followed only for the values passed in
 
 
 @dataclass(frozen=True)
