@@ -14,7 +14,8 @@ A lint follows the document's imports into the project's other modules, reading 
 document's unsaved text instead of its file. Each lint says which modules it read: when one of them
 is edited, opened or closed, the open documents whose lints read it are linted again (pushed, or
 the client is asked to pull again). A save changes no text a lint reads, so it re-lints no other
-document.
+document. A finding a lint places in another open document (a helper wrong on its own, made a misuse
+by what the linted file does) is shown in that document too, after its own lint's findings.
 
 Messages are read by ``transport``: a client's framing mistake costs that message, not the session.
 """
@@ -26,8 +27,9 @@ import itertools
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
@@ -38,7 +40,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from fsdp2_lint import __version__
-from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.diagnostics import Applicability, Diagnostic
 from fsdp2_lint.discovery import SUFFIXES
 from fsdp2_lint.lsp import features, transport
 from fsdp2_lint.lsp.text import DocumentText
@@ -60,6 +62,7 @@ class Analysis:
     found: tuple[features.Finding, ...]
     config_error: str | None = None
     reads: frozenset[Path] = frozenset()  # the project modules the lint read (resolved paths)
+    elsewhere: Mapping[Path, tuple[features.Finding, ...]] = field(default_factory=dict)  # in other open documents
 
     @property
     def lsp_diagnostics(self) -> list[types.Diagnostic]:
@@ -84,6 +87,10 @@ class Fsdp2LintServer(LanguageServer):
         self._shown_config_error: str | None = None
         self._invalidations: dict[str, int] = {}  # per document: how often a module its lint read changed
         self._refresh: asyncio.Task[None] | None = None
+        self._placed: dict[
+            str, Mapping[Path, tuple[features.Finding, ...]]
+        ] = {}  # per document: its lint's findings elsewhere
+        self._placed_version = 0  # counts changes to _placed: part of a pulled report's id
 
     def capability(self, field: str) -> object:
         return get_capability(self.client_capabilities, field, None)
@@ -147,18 +154,52 @@ class Fsdp2LintServer(LanguageServer):
         """The text of ``uri`` changed for the other documents' lints (edited, opened, or closed
         back to its file): the lints that read it, or may have (not finished), are dropped, and
         those documents linted again."""
-        if not is_file(uri):
+        path = real_path(uri)
+        if path is None:
             return
-        path = Path(os.path.realpath(document_path(uri)))
         readers = [other for other, pending in self._analyses.items() if other != uri and _may_read(pending, path)]
         for reader in readers:
             del self._analyses[reader]
             self._invalidations[reader] = self._invalidations.get(reader, 0) + 1
-        if readers and not self.pulls:
-            for reader in readers:
-                self.schedule_publish(reader, DEBOUNCE_SECONDS)
-        elif readers and self.capability("workspace.diagnostics.refresh_support"):
-            self.schedule_refresh(DEBOUNCE_SECONDS)
+        self.outdated(readers, DEBOUNCE_SECONDS)
+
+    def outdated(self, uris: list[str], delay: float) -> None:
+        """The diagnostics shown for ``uris`` are out of date: publish them again (or have the client
+        pull again) after ``delay`` seconds."""
+        if uris and not self.pulls:
+            for uri in uris:
+                self.schedule_publish(uri, delay)
+        elif uris and self.capability("workspace.diagnostics.refresh_support"):
+            self.schedule_refresh(delay)
+
+    def place(self, uri: str, elsewhere: Mapping[Path, tuple[features.Finding, ...]]) -> None:
+        """Record what the lint of ``uri`` found in other open documents; those whose share changed
+        are shown again."""
+        before = self._placed.pop(uri, {})
+        if elsewhere:
+            self._placed[uri] = elsewhere
+        changed = {path for path in before.keys() | elsewhere.keys() if _shown(before, path) != _shown(elsewhere, path)}
+        if not changed:
+            return
+        self._placed_version += 1
+        self.outdated(
+            [other for other in self.workspace.text_documents if other != uri and real_path(other) in changed], 0
+        )
+
+    def diagnostics(self, uri: str, analysis: Analysis) -> list[types.Diagnostic]:
+        """The document's own findings, then those other documents' lints placed in it (each once)."""
+        shown = analysis.lsp_diagnostics
+        path = real_path(uri)
+        for other, placed in self._placed.items():
+            if other != uri:
+                shown.extend(diagnostic for diagnostic in _shown(placed, path) if diagnostic not in shown)
+        return shown
+
+    def report_id(self, uri: str, analysis: Analysis) -> str:
+        """A pulled report's id: the lint's, and the version of what others placed in it, if anything."""
+        path = real_path(uri)
+        placed = any(path in placed for other, placed in self._placed.items() if other != uri)
+        return f"{analysis.result_id}.{self._placed_version}" if placed else analysis.result_id
 
     def schedule_refresh(self, delay: float) -> None:
         """Ask the client to pull every document again after ``delay`` seconds without a newer ask."""
@@ -201,8 +242,11 @@ class Fsdp2LintServer(LanguageServer):
         if self.workspace.text_documents.get(uri) is not document or document.version != analysis.version:
             return  # closed or edited meanwhile: the newer version publishes its own
         self.surface_config_error(analysis.config_error)
+        self.place(uri, analysis.elsewhere)
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=analysis.version, diagnostics=analysis.lsp_diagnostics)
+            types.PublishDiagnosticsParams(
+                uri=uri, version=analysis.version, diagnostics=self.diagnostics(uri, analysis)
+            )
         )
 
     def forget(self, uri: str) -> None:
@@ -210,6 +254,7 @@ class Fsdp2LintServer(LanguageServer):
         if pending is not None:
             pending.cancel()
         self._analyses.pop(uri, None)
+        self.place(uri, {})
 
     def configuration_changed(self) -> None:
         """A pyproject.toml changed: lint every open document again (each lint reads the settings)."""
@@ -227,6 +272,10 @@ class Fsdp2LintServer(LanguageServer):
                 types.ShowMessageParams(type=types.MessageType.Error, message=f"fsdp2-lint: {error}")
             )
         self._shown_config_error = error
+
+
+def _shown(placed: Mapping[Path, tuple[features.Finding, ...]], path: Path | None) -> list[types.Diagnostic]:
+    return [finding.lsp for finding in placed.get(path, ())] if path is not None else []
 
 
 def _may_read(pending: _Pending, path: Path) -> bool:
@@ -260,8 +309,15 @@ def analyse(
             texts[real] = file_text(real, text.encoding)
         return texts[real]
 
-    found = features.findings(result.diagnostics, text, text_of)
-    return Analysis(version, result_id, text, found, result.config_error, result.reads)
+    own = str(path)
+    found = features.findings([d for d in result.diagnostics if d.path == own], text, text_of)
+    elsewhere: dict[Path, list[Diagnostic]] = {}
+    for diagnostic in result.diagnostics:
+        real = Path(os.path.realpath(diagnostic.path))
+        if diagnostic.path != own and real in texts:  # placed in another open document
+            elsewhere.setdefault(real, []).append(diagnostic)
+    placed = {real: features.findings(there, texts[real], text_of) for real, there in elsewhere.items()}
+    return Analysis(version, result_id, text, found, result.config_error, result.reads, placed)
 
 
 def file_text(path: Path, encoding: str) -> DocumentText | None:
@@ -269,6 +325,11 @@ def file_text(path: Path, encoding: str) -> DocumentText | None:
         return DocumentText.decoded(path.read_bytes(), encoding)
     except OSError:
         return None
+
+
+def real_path(uri: str) -> Path | None:
+    """The file a document is, links resolved; None for one that is no file."""
+    return Path(os.path.realpath(document_path(uri))) if is_file(uri) else None
 
 
 def is_file(uri: str) -> bool:
@@ -354,11 +415,14 @@ async def pull_diagnostics(
     document = ls.open_python_document(params.text_document.uri)
     if document is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
+    uri = params.text_document.uri
     analysis = await ls.analysis(document)
     ls.surface_config_error(analysis.config_error)
-    if params.previous_result_id == analysis.result_id:
-        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=analysis.result_id)
-    return types.RelatedFullDocumentDiagnosticReport(items=analysis.lsp_diagnostics, result_id=analysis.result_id)
+    ls.place(uri, analysis.elsewhere)
+    result_id = ls.report_id(uri, analysis)
+    if params.previous_result_id == result_id:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+    return types.RelatedFullDocumentDiagnosticReport(items=ls.diagnostics(uri, analysis), result_id=result_id)
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)

@@ -37,7 +37,7 @@ Result = TypeVar("Result")
 
 @dataclass(frozen=True)
 class LintResult:
-    diagnostics: tuple[Diagnostic, ...]
+    diagnostics: tuple[Diagnostic, ...]  # the document's, and those its lint placed in other files
     config_error: str | None = None  # the configuration is broken: nothing was linted
     reads: frozenset[Path] = frozenset()  # the project modules the analysis could read (resolved paths)
 
@@ -62,8 +62,7 @@ def lint_document(path: Path, source: bytes, overlays: dict[Path, bytes] | None 
         return LintResult(())
     task = LintTask.of(path, settings, str(path), source)
     (diagnostics,) = lint_files([task], overlays=overlays)
-    own = tuple(d for d in diagnostics if d.path == str(path))  # others belong to other documents
-    return LintResult(own, reads=frozenset(imported_files(task, overlays)))
+    return LintResult(tuple(diagnostics), reads=frozenset(imported_files(task, overlays)))
 
 
 def fix_document(path: Path, source: bytes) -> str | None:
@@ -122,7 +121,7 @@ class LintWorker:
         """``lint(path, source, overlays)`` in the child (see :func:`lint_document`)."""
         reply = self.call(self._lint, path, source, overlays)
         if isinstance(reply, Failure):
-            return LintResult((file_error("", f"fsdp2-lint {reply.reason}", hint=CRASH_HINT),))
+            return LintResult((file_error(str(path), f"fsdp2-lint {reply.reason}", hint=CRASH_HINT),))
         return reply
 
     def fix(self, path: Path, source: bytes) -> str | None:

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from lsp_faulty_server import CRASH, HANG, RAISE, RULE_RAISES
 from lsp_faulty_server import TIMEOUT_SECONDS as FAULT_TIMEOUT
 from lsprotocol import types
+from project_cases import MODEL, PARALLEL
 from pygls.uris import to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from samples import BAD_WITH_FIX as BAD
@@ -609,3 +610,71 @@ async def test_a_pulling_client_is_asked_to_pull_again_when_an_open_helper_chang
     again = types.DocumentDiagnosticParams(text_document=document, previous_result_id=report.result_id)
     report = await client.text_document_diagnostic_async(again)
     assert report.kind == "full" and list(report.items) == []
+
+
+# train.py shards the model, then calls a checkpoint helper that is wrong on its own for a sharded
+# model: FSDP004 is placed in checkpoint.py (line 5), whichever file was linted.
+CHECKPOINT = "import torch\n\n\ndef save(model, path):\n    torch.save(model.state_dict(), path)\n"
+SAVER = textwrap.dedent(
+    """\
+    from trainer.checkpoint import save
+    from trainer.model import Model
+    from trainer.parallel import shard_model
+
+
+    def main():
+        model = shard_model(Model())
+        save(model, "ckpt.pt")
+    """
+)
+NOT_SAVING_SHARDED = SAVER.replace("shard_model(Model())", "Model()")
+
+
+def saver_project(root: Path) -> tuple[Path, Path]:
+    write(root / "pyproject.toml", "")
+    write(root / "trainer" / "__init__.py", "")
+    write(root / "trainer" / "model.py", textwrap.dedent(MODEL).lstrip())
+    write(root / "trainer" / "parallel.py", textwrap.dedent(PARALLEL).lstrip())
+    return write(root / "trainer" / "train.py", SAVER), write(root / "trainer" / "checkpoint.py", CHECKPOINT)
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_a_finding_another_documents_lint_places_in_an_open_document_is_shown_there(
+    client: LanguageClient, tmp_path
+):
+    train, checkpoint = saver_project(tmp_path)
+    checkpoint_uri = open_document(client, checkpoint, CHECKPOINT)
+    assert list(await published(client, checkpoint_uri, until=lambda found: True)) == []  # alone: nothing sharded
+
+    train_uri = open_document(client, train, SAVER)
+    (placed,) = await published(client, checkpoint_uri, lambda found: found == ["FSDP004"])
+    assert span(placed)[0] == 4  # the line of torch.save
+    assert list(await published(client, train_uri, until=lambda found: True)) == []  # not shown twice
+
+    change_document(client, train_uri, NOT_SAVING_SHARDED, 2)
+    await published(client, checkpoint_uri, lambda found: found == [])
+    change_document(client, train_uri, SAVER, 3)
+    await published(client, checkpoint_uri, lambda found: found == ["FSDP004"])
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=train_uri))
+    )
+    await published(client, checkpoint_uri, lambda found: found == [])  # its finder closed
+
+
+@ASYNC
+@editors(VSCODE_PULL)
+async def test_a_pulling_client_gets_what_another_documents_lint_placed_in_a_document(client: LanguageClient, tmp_path):
+    train, checkpoint = saver_project(tmp_path)
+    checkpoint_document = types.TextDocumentIdentifier(uri=open_document(client, checkpoint, CHECKPOINT))
+    train_document = types.TextDocumentIdentifier(uri=open_document(client, train, SAVER))
+    alone = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(checkpoint_document))
+    assert list(alone.items) == []
+
+    refreshes = client.diagnostic_refresh_count
+    report = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(train_document))
+    assert list(report.items) == []
+    await asyncio.wait_for(wait_until(lambda: client.diagnostic_refresh_count > refreshes), WAIT_SECONDS)
+    again = types.DocumentDiagnosticParams(checkpoint_document, previous_result_id=alone.result_id)
+    placed = await client.text_document_diagnostic_async(again)
+    assert placed.kind == "full" and codes(placed.items) == ["FSDP004"] and span(placed.items[0])[0] == 4
