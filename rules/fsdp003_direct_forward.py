@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.facts import FileFacts, sharded_note
 from fsdp2_lint.analysis.model import Const, Event, Ref, canonical, may_be_same, may_contain, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
@@ -94,12 +94,16 @@ hidden = step(batch)  # expect: FSDP003
                 if _is_self_call(call.node):
                     continue
                 for module in refs(call.receiver):
-                    if _bypasses_hooks(trace, call, module) and not _exempt(trace, call, module):
+                    shard = _bypasses_hooks(trace, call, module)
+                    if shard and not _exempt(trace, call, module):
+                        name = _receiver_text(facts, call, module)
+                        at, related = facts.sharded_elsewhere(name, shard, call.node)
                         yield Finding(
                             call.node,
-                            f"`{_receiver_text(facts, call, module)}.forward(...)` bypasses FSDP's pre-forward hook: "
-                            "its sharded parameters are never all-gathered",
+                            f"`{name}.forward(...)` bypasses FSDP's pre-forward hook: "
+                            f"its sharded parameters are never all-gathered{sharded_note(name, at)}",
                             fix=_call_module_instead(call.node),
+                            related=related,
                         )
                         break
 
@@ -129,13 +133,15 @@ def _is_self_call(node: cst.CSTNode) -> bool:
     )
 
 
-def _bypasses_hooks(trace: Trace, call: Event, module) -> bool:
-    if trace.is_fsdp_module(module, call):
-        return True
+def _bypasses_hooks(trace: Trace, call: Event, module) -> Event | bool:
+    """The ``fully_shard`` whose hooks the call bypasses (True: one not seen), or False."""
+    shard = trace.is_fsdp_module(module, call)
+    if shard:
+        return shard
     # A submodule that is not sharded itself belongs to its sharded ancestor's parameter group:
     # fine inside that ancestor's forward (already all-gathered), broken anywhere else.
     inside_ancestor = any(may_contain(outer, canonical(module)) for outer in call.ctx.forward_of)
-    return not inside_ancestor and bool(trace.is_managed(module, call))
+    return not inside_ancestor and trace.is_managed(module, call)
 
 
 def _exempt(trace: Trace, call: Event, module) -> bool:

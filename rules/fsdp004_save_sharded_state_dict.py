@@ -113,23 +113,29 @@ if rank == 0:
                 saved = save.arg(0, "obj")
                 for value in walk_contents(saved) if saved is not None else ():
                     if isinstance(value, StateDict) and value.full is False:
-                        owner = _sharded_owner(trace, value, save)
+                        owner = _sharded_owner(facts, trace, value, save)
                         if owner:
+                            message, related = owner
                             yield Finding(
                                 save.node,
-                                f"`torch.save` of the state dict of {owner}: the file holds DTensors with only "
+                                f"`torch.save` of the state dict of {message}: the file holds DTensors with only "
                                 "this rank's shard of every parameter",
+                                related=related,
                             )
                             break
 
 
-def _sharded_owner(trace: Trace, state: StateDict, save: Event) -> str | None:
-    """A description of the state dict's owner if it held DTensors when it was taken."""
+def _sharded_owner(facts: FileFacts, trace: Trace, state: StateDict, save: Event) -> tuple[str, tuple] | None:
+    """A description of the state dict's owner if it held DTensors when it was taken, and where
+    it was sharded when that is in another file."""
     owner = state.owner if isinstance(state.owner, Ref) else Ref(state.owner)
     if trace.sharded_optimizer(owner):
-        return "an optimizer over sharded parameters"
-    if isinstance(state.owner, Ref) and trace.sharded_overlap(state.owner, _at(trace, state.at)):
-        return f"`{canonical(state.owner).text}`, which is sharded"
+        return "an optimizer over sharded parameters", ()
+    shard = isinstance(state.owner, Ref) and trace.sharded_overlap(state.owner, _at(trace, state.at))
+    if shard:
+        name = canonical(state.owner).text
+        at, related = facts.sharded_elsewhere(name, shard, save.node)
+        return f"`{name}`, which is sharded{at}", related
     return None
 
 

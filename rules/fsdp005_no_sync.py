@@ -93,11 +93,15 @@ sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP
                 if may_be_wrapper(use.receiver):
                     continue  # DDP / FSDP1 wrappers have no_sync()
                 for module in refs(use.receiver):
-                    if trace.sharded_overlap(module, use):
+                    shard = trace.sharded_overlap(module, use)
+                    if shard:
+                        name = canonical(module).text
+                        at, related = facts.sharded_elsewhere(name, shard, use.node)
                         yield Finding(
                             use.node,
-                            f"`{canonical(module).text}` is sharded with `fully_shard`, which has no `no_sync()`",
+                            f"`{name}` is sharded with `fully_shard`{at}, which has no `no_sync()`",
                             fix=_sync_off_inside(facts, use.node),
+                            related=related,
                         )
                         break
 

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.facts import FileFacts, sharded_note
 from fsdp2_lint.analysis.model import Event, EventKind, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
 from fsdp2_lint.analysis.trace import Trace, fsdp2_model
 from fsdp2_lint.diagnostics import Applicability
@@ -145,21 +145,27 @@ state = FSDP.scatter_full_optim_state_dict(full_state, model)  # expect: FSDP024
         for trace in facts.traces:
             for name, replacement in MODULE_ATTRIBUTES.items():
                 for access in trace.methods(name, EventKind.ATTR):
-                    module = _fsdp2_module(facts, trace, access, name)
-                    if module is not None:
+                    sharded = _fsdp2_module(facts, trace, access, name)
+                    if sharded is not None:
+                        module, shard = sharded
+                        at, related = facts.sharded_elsewhere(module, shard, access.node)
                         yield Finding(
                             access.node,
-                            f"`{module}.{name}` does not exist with FSDP2: use {replacement}",
+                            f"`{module}.{name}` does not exist with FSDP2{sharded_note(module, at)}: use {replacement}",
                             fix=_the_module_itself(access.node) if name in UNWRAPPED else None,
+                            related=related,
                         )
             for name, replacement in MODULE_METHODS.items():
                 for call in trace.methods(name):
-                    module = _fsdp2_module(facts, trace, call, name)
-                    if module is not None:
+                    sharded = _fsdp2_module(facts, trace, call, name)
+                    if sharded is not None:
+                        module, shard = sharded
+                        at, related = facts.sharded_elsewhere(module, shard, call.node)
                         yield Finding(
                             call.node,
-                            f"`{module}.{name}(...)` does not exist with FSDP2: use {replacement}",
+                            f"`{module}.{name}(...)` does not exist with FSDP2{sharded_note(module, at)}: use {replacement}",
                             fix=_clip_parameters(facts, call.node),
+                            related=related,
                         )
             for name, replacement in CLASS_METHODS.items():
                 for call in trace.calls(f"{apis.FSDP1}.{name}"):
@@ -194,14 +200,15 @@ def _clip_parameters(facts: FileFacts, node: cst.CSTNode) -> Rewrite | None:
     )
 
 
-def _fsdp2_module(facts: FileFacts, trace: Trace, access: Event, name: str) -> str | None:
-    """The FSDP2 module ``access`` reads ``name`` from, unless it is a DDP/FSDP1 wrapper or an
-    object the file gives an attribute of that name itself."""
+def _fsdp2_module(facts: FileFacts, trace: Trace, access: Event, name: str) -> tuple[str, Event | bool] | None:
+    """The FSDP2 module ``access`` reads ``name`` from, and its ``fully_shard``, unless it is a
+    DDP/FSDP1 wrapper or an object the file gives an attribute of that name itself."""
     if may_be_wrapper(access.receiver) or _has_default(access.node) or _checked_first(trace, access):
         return None
     for module in refs(access.receiver):
-        if trace.is_fsdp_module(module, access) and not _defines(facts, module, name):
-            return canonical(module).text
+        shard = trace.is_fsdp_module(module, access)
+        if shard and not _defines(facts, module, name):
+            return canonical(module).text, shard
     return None
 
 

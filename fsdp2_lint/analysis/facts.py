@@ -126,6 +126,15 @@ class FileFacts:
         line = text.layout.position(node).start.line
         return f"line {line}" if text is self.text_of(reported) else f"`{text.path}:{line}`"
 
+    def sharded_elsewhere(self, name: str, shard: object, reported: cst.CSTNode) -> tuple[str, tuple]:
+        """For a finding at ``reported`` that holds because module ``name`` is sharded by ``shard``
+        (the ``fully_shard`` event, or True when it is not known): " at `trainer/parallel.py:41`"
+        for its message, and the related location, when that is in another file; nothing when it is
+        in this one, where the reader sees it."""
+        if not isinstance(shard, Event) or self.text_of(shard.node) is self.text_of(reported):
+            return "", ()
+        return f" at {self.where(shard.node, reported)}", ((shard.node, f"`{name}` is sharded here"),)
+
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
@@ -221,3 +230,10 @@ def _assigned(scope: cst.CSTNode, name: str) -> Iterator[cst.BaseExpression]:
         ):
             yield node.value
         stack.extend(child_nodes(node))
+
+
+def sharded_note(module: str, at: str) -> str:
+    """A message's note that the module is sharded in another file, "(`model` is sharded at
+    `trainer/parallel.py:41`)", for ``at`` from :meth:`FileFacts.sharded_elsewhere`; nothing when
+    ``at`` is empty (the sharding is in the same file)."""
+    return f" (`{module}` is sharded{at})" if at else ""

@@ -306,6 +306,10 @@ def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_fi
     found = lint(tmp_path / "trainer/train.py")
     assert [(Path(d.path).name, d.code) for d in found] == [("checkpoint.py", "FSDP004")]
     assert found[0].path == str(tmp_path / "trainer/checkpoint.py") and found[0].line == 5
+    assert f"which is sharded at `{tmp_path / 'trainer/parallel.py'}:6`" in found[0].message
+    assert [(r.path, r.line, r.message) for r in found[0].related] == [
+        (str(tmp_path / "trainer/parallel.py"), 6, "`model` is sharded here")
+    ]
 
 
 def test_a_value_read_back_from_a_merged_checkpoint_dict_is_what_was_merged_under_its_key(tmp_path: Path) -> None:

@@ -649,7 +649,7 @@ async def test_a_finding_another_documents_lint_places_in_an_open_document_is_sh
 
     train_uri = open_document(client, train, SAVER)
     (placed,) = await published(client, checkpoint_uri, lambda found: found == ["FSDP004"])
-    assert span(placed)[0] == 4  # the line of torch.save
+    assert span(placed)[0] == 4 and "parallel.py:6`" in placed.message  # torch.save; the sharding
     assert list(await published(client, train_uri, until=lambda found: True)) == []  # not shown twice
 
     change_document(client, train_uri, NOT_SAVING_SHARDED, 2)
