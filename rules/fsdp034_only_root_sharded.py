@@ -115,7 +115,11 @@ class Trainer:
                     and not _sharded_elsewhere(trace, shard, root)
                     and not _fsdp1_blocks(trace, shard, root)
                 ):
-                    yield Finding(shard.node, f"only `{canonical(root).text}` is sharded: {self.summary}")
+                    yield Finding(
+                        shard.node,
+                        f"only the root `{canonical(root).text}` is sharded: one all-gather holds the whole model, "
+                        "so peak memory is the unsharded model",
+                    )
 
 
 def _lone_root(trace: Trace, shard: Event) -> Ref | None:
