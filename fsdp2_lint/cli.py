@@ -15,7 +15,6 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from fsdp2_lint import __version__
-from fsdp2_lint.analysis.project import Project, Projects
 from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
 from fsdp2_lint.config import ConfigError, Selection
 from fsdp2_lint.diagnostics import Diagnostic
@@ -34,6 +33,7 @@ from fsdp2_lint.pipeline import (
     LintTask,
     SettingsResolver,
     fix_file,
+    importers_of,
     lint_files,
     remove_killed_runs_temporaries,
     unlintable,
@@ -164,32 +164,12 @@ def _check_paths(
     importers' findings that involve them."""
     found = _files(targets, resolver, force_exclude)
     files = [item for item in found if isinstance(item, Path)]
-    importers = _importers(files, resolver) if with_importers else []
+    importers = importers_of(files, resolver) if with_importers else []
     tasks = [LintTask.of(path, resolver.for_path(path), _display(path)) for path in [*files, *importers]]
     results = lint_files(tasks, jobs, cache)
     linted = iter(results[: len(files)])
     own = [d for item in found for d in (next(linted) if isinstance(item, Path) else item)]
     return own + _involving(files, results[len(files) :])
-
-
-def _importers(files: list[Path], resolver: SettingsResolver) -> list[Path]:
-    """The other files of the projects of ``files`` (those a walk of the project root finds) that
-    import one of ``files``, directly or not: those whose analysis a change to them can change.
-    None for a file whose settings do not follow imports."""
-    projects = Projects()
-    given = {Path(os.path.realpath(file)) for file in files}
-    targets: dict[Project, set[Path]] = {}
-    for file in files:
-        settings = resolver.for_path(file)
-        if settings.follow_imports:
-            real = Path(os.path.realpath(file))
-            targets.setdefault(projects.for_file(real, settings.import_roots), set()).add(real)
-    found: list[Path] = []
-    for project, named in targets.items():
-        walked = discover([project.root], lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir))
-        candidates = [Path(os.path.realpath(item)) for item in walked if isinstance(item, Path)]
-        found += project.importers(named, candidates)
-    return [path for path in dict.fromkeys(found) if path not in given]
 
 
 def _involving(files: list[Path], results: list[list[Diagnostic]]) -> list[Diagnostic]:

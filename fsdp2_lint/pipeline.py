@@ -25,11 +25,11 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from fsdp2_lint.analysis.project import Projects
+from fsdp2_lint.analysis.project import Project, Projects
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Selection, Settings, find_config, load_settings
 from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, file_error
-from fsdp2_lint.discovery import Unlintable
+from fsdp2_lint.discovery import Unlintable, discover
 from fsdp2_lint.engine import (
     FixResult,
     InProject,
@@ -200,6 +200,26 @@ def _without_parsing(task: LintTask, data: bytes, cache: Cache | None, projects:
     if task.max_file_size and len(data) > task.max_file_size:  # before the cache: its key has no limit
         return lint_source(data, task.display, task.rules, task.max_file_size)
     return cache.load(_cache_key(cache, task, data, where)) if cache is not None else None
+
+
+def importers_of(files: list[Path], resolver: SettingsResolver) -> list[Path]:
+    """The other files of the projects of ``files`` (those a walk of the project root finds) that
+    import one of ``files``, directly or not: those whose analysis a change to them can change
+    (``check --with-importers``). None for a file whose settings do not follow imports."""
+    projects = Projects()
+    given = {Path(os.path.realpath(file)) for file in files}
+    targets: dict[Project, set[Path]] = {}
+    for file in files:
+        settings = resolver.for_path(file)
+        if settings.follow_imports:
+            real = Path(os.path.realpath(file))
+            targets.setdefault(projects.for_file(real, settings.import_roots), set()).add(real)
+    found: list[Path] = []
+    for project, named in targets.items():
+        walked = discover([project.root], lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir))
+        candidates = [Path(os.path.realpath(item)) for item in walked if isinstance(item, Path)]
+        found += project.importers(named, candidates)
+    return [path for path in dict.fromkeys(found) if path not in given]
 
 
 def imported_files(task: LintTask, overlays: Mapping[Path, bytes] | None = None) -> list[Path]:

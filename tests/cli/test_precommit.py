@@ -202,7 +202,8 @@ def test_with_importers_a_staged_helper_is_checked_with_its_callers(tmp_path, mo
     monkeypatch.chdir(tmp_path)
 
     assert check_json("trainer/parallel.py") == (0, [])  # plain `check FILE`: its own analysis only
-    shown = (1, [("trainer/train.py", 10, "FSDP010")])  # reached through sharding.py; local.py's is its own
+    # reached through sharding.py, each related to the staged file's sharding; local.py's is its own
+    shown = (1, [("trainer/train.py", 10, "FSDP010"), ("trainer/checkpoint.py", 5, "FSDP004")])
     assert check_json("--with-importers", "trainer/parallel.py") == shown
     assert check_json("trainer/checkpoint.py") == (0, [])
     # in the staged file, found by its caller's analysis (train.py shards what it saves)
