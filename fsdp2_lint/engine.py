@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,7 +182,7 @@ def _facts(data: bytes, path: str, module: cst.Module, where: InProject | None, 
     """The file's facts; in a project, its runs follow its imports into the project's modules."""
     if where is None:
         return FileFacts(path, data, module, interpret(module, data).traces)
-    analysis = interpret(module, data, where.project, where.file, _may_matter)
+    analysis = interpret(module, data, where.project, where.file, _may_matter(where.project))
     others = [ModuleText(display_path(other), source, parsed) for other, source, parsed in analysis.modules]
     return FileFacts(path, data, module, analysis.traces, others)
 
@@ -197,9 +197,11 @@ def applicable_in(rules: Sequence[type[Rule]], data: bytes, where: InProject | N
     return applicable_rules(rules, data, imported, where.project.token_facts)
 
 
-def _may_matter(data: bytes) -> bool:
-    """May a project module's code matter to some rule (do its tokens pass the prefilter)?"""
-    return bool(applicable_rules(all_rules(), data))
+def _may_matter(project: Project) -> Callable[[bytes], bool]:
+    """May a project module's code matter to some rule (do its own tokens pass the prefilter)? Judged
+    for every rule, so that selecting rules never changes what a selected one finds; each module's
+    tokens found once per project."""
+    return lambda data: bool(applicable_rules(all_rules(), data, facts=project.token_facts))
 
 
 def display_path(path: Path) -> str:

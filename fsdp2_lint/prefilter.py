@@ -103,8 +103,8 @@ def applicable_rules(
     """The rules among ``rules`` that can report something in a file with these bytes, whose
     analysis also reads the code of ``imported`` (the project modules it imports, directly or not):
     a token counts when the code of any of them holds it. ``facts`` remembers each module's tokens
-    for the next file that imports it."""
-    if imported:
+    for the next file that imports it (or reads it alone)."""
+    if imported or facts is not None:
         return _applicable_across(rules, [data, *imported], facts or TokenFacts())
     raw = Tokens(data)
     passing = [rule for rule in rules if raw.satisfies(rule)]
