@@ -222,10 +222,11 @@ def _checked_first(trace: Trace, access: Event) -> bool:
     with `hasattr` / `isinstance`, directly or through a helper, as in `m.module if
     hasattr(m, "module") else m`? Code that tells a wrapper from an FSDP2 module at runtime does
     not reach the access with the latter."""
-    checks = [check for check in trace.calls(*CHECKS) if check.args and _same(check.args[0], access.receiver)]
-    if not checks:
-        return False
-    return any(test in access.ctx.if_nodes for check in checks for test in check.ctx.testing)
+    tests = access.ctx.if_nodes
+    return bool(tests) and any(
+        check.args and any(test in tests for test in check.ctx.testing) and _same(check.args[0], access.receiver)
+        for check in trace.calls(*CHECKS)
+    )
 
 
 def _same(a: Value, b: Value | None) -> bool:

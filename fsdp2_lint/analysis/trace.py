@@ -85,15 +85,24 @@ class Trace:
 
     def mentions(self, obj: Obj, after: int = -1) -> Iterator[Event]:
         """Events after ``after`` that use ``obj``: as receiver, argument, stored or returned value."""
-        for event in self.events[after + 1 :]:
+        return (event for event in self._by_object.get(id(obj), ()) if event.index > after)
+
+    @cached_property
+    def _by_object(self) -> dict[int, list[Event]]:
+        """The events that use each object (by the id of its root), in order: each event's values are
+        walked once, not once per object a rule asks about."""
+        index: dict[int, list[Event]] = {}
+        for event in self.events:
             values = (
                 event.receiver,
                 event.result if event.kind is EventKind.RETURN else None,
                 *event.args,
                 *event.kwargs.values(),
             )
-            if any(ref.root is obj for value in values if value is not None for ref in _refs_inside(value)):
-                yield event
+            roots = {id(ref.root) for value in values if value is not None for ref in _refs_inside(value)}
+            for root in roots:
+                index.setdefault(root, []).append(event)
+        return index
 
     def handed_off(self, modules: list[Ref], after: int) -> Event | None:
         """The first event after ``after`` that gives one of ``modules`` to code this trace does
