@@ -8,7 +8,9 @@ summary after that (:mod:`.summaries`: what the key holds, which calls are repla
 expanded each time, and the bound on both). A call past the bound, deeper than
 ``MAX_CALL_DEPTH`` or recursing more than ``MAX_RECURSION`` times is analysed like a call to a
 function of another file (its events are not in the caller's trace), and a function no call
-expanded is still analysed as an entry point of its own.
+expanded is still analysed as an entry point of its own. A ``@contextmanager`` generator a
+``with`` enters is expanded up to its ``yield`` and resumed at the ``with``'s exit
+(:mod:`.generators`): such a call is never summarised.
 """
 
 from __future__ import annotations

@@ -67,6 +67,8 @@ def split_at_yield(body: list[cst.CSTNode]) -> Split | None:
 def _split_statement(stmt: cst.CSTNode) -> Split | None:
     if isinstance(stmt, cst.SimpleStatementLine):  # `yield`, `yield value`, `x = yield value`
         return Split([stmt], []) if len(stmt.body) == 1 and _yields(stmt) == 1 else None
+    if isinstance(stmt, cst.BaseSmallStatement):  # the body of a one-line `if c: yield`
+        return Split([stmt], []) if _yields(stmt) == 1 else None
     if isinstance(stmt, (cst.Try, cst.TryStar)):
         return _split_try(stmt)
     if isinstance(stmt, cst.If):
