@@ -64,6 +64,23 @@ params = model.parameters()  # a lazy generator: read only when the optimizer co
 fully_shard(model)
 optimizer = torch.optim.SGD(params, lr=0.1)
 """,
+        """
+import torch
+from contextlib import contextmanager
+from torch.distributed.fsdp import fully_shard
+
+@contextmanager
+def rebuild_param_groups(optimizer, model):
+    yield  # the body of the `with` shards the model, then the groups are rebuilt from its DTensors
+    optimizer.param_groups.clear()
+    optimizer.add_param_group({"params": list(model.parameters())})
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+with rebuild_param_groups(optimizer, model):
+    fully_shard(model)
+optimizer.step()
+""",
     )
     invalid = (
         """

@@ -8,7 +8,9 @@ summary after that (:mod:`.summaries`: what the key holds, which calls are repla
 expanded each time, and the bound on both). A call past the bound, deeper than
 ``MAX_CALL_DEPTH`` or recursing more than ``MAX_RECURSION`` times is analysed like a call to a
 function of another file (its events are not in the caller's trace), and a function no call
-expanded is still analysed as an entry point of its own.
+expanded is still analysed as an entry point of its own. A ``@contextmanager`` generator a
+``with`` enters is expanded up to its ``yield`` and resumed at the ``with``'s exit
+(:mod:`.generators`): such a call is never summarised.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from __future__ import annotations
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.interpreter import flow, summaries, torch_api
+from fsdp2_lint.analysis.interpreter import flow, generators, summaries, torch_api
+from fsdp2_lint.analysis.interpreter.generators import Split, Suspended
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, slot_keys
 from fsdp2_lint.analysis.model import (
     ANY,
@@ -27,6 +30,7 @@ from fsdp2_lint.analysis.model import (
     Class,
     ClassInfo,
     Const,
+    Context,
     Event,
     EventKind,
     Function,
@@ -419,6 +423,13 @@ class Calls:
         ):
             return None
         stack = self.frame.stack + ((node,) if node is not None else ())
+        split = self.entered_generator(fn, node)
+        if split is not None:  # its code after the `yield` runs at the `with`'s exit: never one summary
+            return (
+                self.enter_generator(fn, args, kwargs, stack, split)
+                if self.summaries.may_expand(info, self.steps)
+                else None
+            )
         token = None if symbolic else self.summary_key(fn, args, kwargs, node)
         summary = self.summaries.table.get(token) if token is not None else None
         if summary is not None:
@@ -448,22 +459,67 @@ class Calls:
 
     def expand(self, fn: Function, args: tuple, kwargs: dict, stack: tuple, symbolic: bool) -> Value:
         """Run the function's body with its parameters bound, under the frames ``stack``."""
+        frame, ctx = self.callee_frame(fn, stack)
+
+        def run() -> None:
+            self.bind_parameters(fn, args, kwargs, symbolic)
+            self.exec_block(statements(fn.info.node.body))
+
+        self.run_in_frame(fn.info, frame, ctx, run)
+        return choice(frame.returns) if frame.returns else Const(None)
+
+    def callee_frame(self, fn: Function, stack: tuple) -> tuple[Frame, Context]:
+        """The frame and context a call of ``fn`` under the frames ``stack`` runs in."""
         info = fn.info
+        scope = self.scope_of[info]
+        closure = fn.closure if isinstance(fn.closure, Env) else scope.env
+        frame = Frame(Env(closure), scope, stack, fn.bound, info.cls)
+        ctx = torch_api.decorated(self.ctx.in_function(), self._decorators(info), info, len(frame.stack))
+        return frame, ctx
+
+    def run_in_frame(self, info: FunctionInfo, frame: Frame, ctx: Context, run) -> None:
+        """``run`` as code of ``info`` in ``frame`` and ``ctx``; then the caller's frame again."""
         self.invoked.add(info)
         self.active.append(info)
         outer_frame, outer_ctx = self.frame, self.ctx
-        scope = self.scope_of[info]
-        closure = fn.closure if isinstance(fn.closure, Env) else scope.env
-        self.frame = Frame(Env(closure), scope, stack, fn.bound, info.cls)
-        self.ctx = torch_api.decorated(outer_ctx.in_function(), self._decorators(info), info, len(self.frame.stack))
+        self.frame, self.ctx = frame, ctx
         try:
-            self.bind_parameters(fn, args, kwargs, symbolic)
-            self.exec_block(statements(info.node.body))
-            returns = self.frame.returns
+            run()
         finally:
             self.frame, self.ctx = outer_frame, outer_ctx
             self.active.pop()
-        return choice(returns) if returns else Const(None)
+
+    # --- generators entered by a `with` (see :mod:`.generators`) ----------------------------------
+
+    def entered_generator(self, fn: Function, node: cst.CSTNode | None) -> Split | None:
+        """Where ``node`` is the call a ``with`` item enters and ``fn`` a context manager written
+        as a generator: its body cut at the ``yield``. The call is then no longer entered."""
+        if node is None or id(node) not in self.entering:
+            return None
+        info = fn.info
+        if not generators.is_context_manager(info, self._decorators(info)):
+            return None
+        self.entering = self.entering - {id(node)}
+        if info not in self.splits:
+            self.splits[info] = generators.split_at_yield(statements(info.node.body))
+        return self.splits[info]
+
+    def enter_generator(self, fn: Function, args: tuple, kwargs: dict, stack: tuple, split: Split) -> Value:
+        """Run the generator up to its ``yield``; the ``with`` resumes it at its exit. Its value is
+        what it yields."""
+        frame, ctx = self.callee_frame(fn, stack)
+
+        def run() -> None:
+            self.bind_parameters(fn, args, kwargs, False)
+            self.exec_block(split.before)
+
+        self.run_in_frame(fn.info, frame, ctx, run)
+        self.suspended.append(Suspended(fn.info, frame, ctx, split.after))
+        return choice(frame.yielded) if frame.yielded else UNKNOWN
+
+    def resume(self, generator: Suspended) -> None:
+        """Run a generator's code after its ``yield``: a ``with`` it entered exits."""
+        self.run_in_frame(generator.info, generator.frame, generator.ctx, lambda: self.exec_block(generator.after))
 
     def bind_parameters(self, fn: Function, args: tuple, kwargs: dict, symbolic: bool) -> None:
         params = fn.info.node.params

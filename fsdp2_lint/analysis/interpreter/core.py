@@ -23,6 +23,7 @@ import libcst as cst
 from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
 from fsdp2_lint.analysis.interpreter.calls import Calls, is_dataclass, name_unnamed
 from fsdp2_lint.analysis.interpreter.expressions import Expressions
+from fsdp2_lint.analysis.interpreter.generators import Split, Suspended, entered_calls
 from fsdp2_lint.analysis.interpreter.imports import Imports
 from fsdp2_lint.analysis.interpreter.state import (
     TERMINATED,
@@ -114,6 +115,9 @@ class Interpreter(Expressions, Calls, Imports):
         self.value_flow_steps = 0  # statements run in modules followed only for the values passed in
         self.summaries = Summaries()
         self.loops_seen = 0
+        self.entering: frozenset[int] = frozenset()  # ids of the calls the `with` item being evaluated enters
+        self.suspended: list[Suspended] = []  # generators a `with` entered, stopped at their `yield`
+        self.splits: dict[FunctionInfo, Split | None] = {}  # context-manager generators cut at their `yield`
 
     @property
     def module_env(self) -> Env:
@@ -341,17 +345,41 @@ class Interpreter(Expressions, Calls, Imports):
             self.exec_block(statements(orelse.body))
 
     def exec_with(self, node: cst.With) -> object:
+        """Each item is entered in turn; a generator it enters resumes after the body, the last
+        entered first (:mod:`.generators`)."""
         outer = self.ctx
         ctx = outer
+        entered: list[Suspended] = []
         for item in node.items:
-            value = self.eval(item.item)
+            value = self.enter_item(item.item, entered)
             if item.asname is not None:
                 self.assign(item.asname.name, value)
             ctx = torch_api.enter(ctx, value)
         self.ctx = ctx
         done = self.exec_block(statements(node.body))
         self.ctx = outer
+        for generator in reversed(entered):
+            self.resume(generator)
         return TERMINATED if done else None
+
+    def enter_item(self, item: cst.BaseExpression, entered: list[Suspended]) -> Value:
+        """The value a ``with`` item binds; the generators it entered are added to ``entered``."""
+        outer, mark = self.entering, len(self.suspended)
+        self.entering = entered_calls(item)
+        try:
+            return self.eval(item)
+        finally:
+            self.entering = outer
+            entered.extend(self.suspended[mark:])
+            del self.suspended[mark:]
+
+    def eval_yield(self, node: cst.Yield) -> Value:
+        """What a generator yields is what a ``with`` entering it binds; what is sent back is unknown."""
+        if isinstance(node.value, cst.From):
+            self.eval(node.value.item)
+        else:
+            self.frame.yielded.append(self.eval(node.value) if node.value is not None else Const(None))
+        return UNKNOWN
 
     def exec_try(self, node: cst.Try | cst.TryStar) -> None:
         self.exec_block(statements(node.body))
@@ -517,5 +545,6 @@ _EXPRESSIONS = {
     cst.IfExp: flow.eval_if_exp,
     cst.NamedExpr: Interpreter.eval_named,
     cst.Await: Interpreter.eval_await,
+    cst.Yield: Interpreter.eval_yield,
     cst.Lambda: lambda self, node: Lambda(node, self.frame.env),
 }

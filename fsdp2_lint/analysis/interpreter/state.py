@@ -113,6 +113,7 @@ class Frame:
     # Heap writes of arms that always exit (`if c: self.m = a; return`): they hold again where the
     # exit leads, joined into the heap when the enclosing function, loop body or block ends.
     escaped: list[dict[Slot, Value]] = field(default_factory=list)
+    yielded: list[Value] = field(default_factory=list)  # what a generator's `yield`s gave
 
 
 @dataclass(frozen=True)

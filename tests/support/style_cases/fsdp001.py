@@ -212,4 +212,37 @@ CASES = {
         model = fully_shard(model)
         opt.step()
     """,
+    "fsdp001-good-param-groups-rebuilt-after-yield": """
+        import torch
+        from contextlib import contextmanager
+        from torch.distributed.fsdp import fully_shard
+        @contextmanager
+        def sync_optimizer_and_model_params(optimizer, model):
+            names = [name for name, _ in model.named_parameters()]
+            try:
+                yield
+            finally:
+                optimizer.param_groups.clear()
+                optimizer.add_param_group({"params": list(model.parameters())})
+        model = Net()
+        opt = torch.optim.AdamW(model.parameters())
+        with sync_optimizer_and_model_params(opt, model) if opt is not None else nullcontext():
+            fully_shard(model)
+        opt.step()
+    """,
+    "fsdp001-context-manager-that-repairs-nothing": """
+        import torch
+        from contextlib import contextmanager
+        from torch.distributed.fsdp import fully_shard
+        @contextmanager
+        def sync_optimizer_and_model_params(optimizer, model):
+            names = [name for name, _ in model.named_parameters()]
+            yield
+            print(names)
+        model = Net()
+        opt = torch.optim.AdamW(model.parameters())  # expect: FSDP001
+        with sync_optimizer_and_model_params(opt, model):
+            fully_shard(model)
+        opt.step()
+    """,
 }

@@ -337,4 +337,34 @@ CASES = {
                         dist.monitored_barrier()
                     dist.barrier()  # expect: FSDP007
     """,
+    "fsdp007-good-main-process-first-try-finally": """
+        import torch.distributed as dist
+        from contextlib import contextmanager
+        @contextmanager
+        def main_process_first(local_rank):
+            try:
+                if local_rank != 0:
+                    dist.barrier()
+                yield
+            finally:
+                if local_rank == 0:
+                    dist.barrier()
+        def prepare(local_rank):
+            with main_process_first(local_rank):
+                download()
+    """,
+    "fsdp007-good-main-process-first-if-else": """
+        import torch.distributed as dist
+        from contextlib import contextmanager
+        @contextmanager
+        def main_process_first(is_main):
+            if is_main:
+                yield
+                dist.barrier()
+            else:
+                dist.barrier()
+                yield
+        with main_process_first(dist.get_rank() == 0):
+            prepare_data()
+    """,
 }

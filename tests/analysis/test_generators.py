@@ -1,0 +1,269 @@
+"""Generators used as context managers: a ``with`` entering a ``@contextmanager`` function runs its
+code before the ``yield`` at the entry, the body, then the code after the ``yield`` at the exit.
+Shapes that are not cut run the whole generator at the entry, and never lose the body."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from fsdp2_lint.analysis.facts import interpret
+from fsdp2_lint.analysis.interpreter.generators import split_at_yield
+from fsdp2_lint.analysis.model import UNKNOWN, Event, EventKind
+from fsdp2_lint.analysis.syntax import statements
+
+HEADER = """\
+import contextlib
+from contextlib import contextmanager
+"""
+
+STEPS = {"enter", "body", "leave", "cleanup", "failed", "done"}
+
+
+def entry_events(source: str, entry: str = "main") -> list[Event]:
+    source = HEADER + textwrap.dedent(source)
+    (trace,) = [trace for trace in interpret(cst.parse_module(source), source.encode()).traces if trace.entry == entry]
+    return trace.events
+
+
+def steps(source: str) -> list[str]:
+    """The ``log.<step>()`` calls of ``main``, in execution order."""
+    return [e.name for e in entry_events(source) if e.kind is EventKind.METHOD and e.name in STEPS]
+
+
+def with_main(generator: str, decorator: str = "@contextmanager") -> str:
+    return f"""
+        {decorator}
+        def managed(log, flag):
+{textwrap.indent(textwrap.dedent(generator), " " * 12)}
+        def main(log, flag):
+            with managed(log, flag):
+                log.body()
+        """
+
+
+SPLIT_SHAPES = {
+    "statement": (
+        """
+        log.enter()
+        yield
+        log.leave()
+        """,
+        ["enter", "body", "leave"],
+    ),
+    "try-finally": (
+        """
+        log.enter()
+        try:
+            yield log
+            log.leave()
+        finally:
+            log.cleanup()
+        """,
+        ["enter", "body", "leave", "cleanup"],
+    ),
+    "try-except-else": (
+        """
+        try:
+            log.enter()
+            yield
+        except ValueError:
+            log.failed()
+        else:
+            log.done()
+        log.leave()
+        """,
+        ["enter", "body", "failed", "done", "leave"],
+    ),
+    "if-else": (
+        """
+        if flag:
+            log.enter()
+            yield
+            log.leave()
+        else:
+            yield
+            log.cleanup()
+        """,
+        ["enter", "body", "leave", "cleanup"],
+    ),
+    "one-line-arms": (
+        """
+        log.enter()
+        if flag: yield
+        else: yield
+        log.leave()
+        """,
+        ["enter", "body", "leave"],
+    ),
+    "elif-and-an-arm-without-yield": (
+        """
+        if flag == 1:
+            log.enter()
+            yield
+        elif flag == 2:
+            log.failed()
+            raise ValueError
+        else:
+            yield
+            log.leave()
+        """,
+        ["enter", "failed", "body", "leave"],
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", SPLIT_SHAPES)
+def test_the_code_after_the_yield_runs_after_the_with_body(shape):
+    generator, expected = SPLIT_SHAPES[shape]
+    assert split_at_yield(statements(cst.parse_module(textwrap.dedent(generator)))) is not None
+    assert steps(with_main(generator)) == expected
+
+
+@pytest.mark.parametrize("decorator", ["@contextmanager", "@contextlib.contextmanager"])
+def test_each_spelling_of_the_decorator(decorator):
+    assert steps(with_main(SPLIT_SHAPES["statement"][0], decorator)) == ["enter", "body", "leave"]
+
+
+def test_an_undecorated_generator_is_a_plain_call():
+    assert steps(with_main(SPLIT_SHAPES["statement"][0], "")) == ["enter", "leave", "body"]
+
+
+UNCUT_SHAPES = {
+    "yield-in-a-loop": """
+        for _ in range(2):
+            log.enter()
+            yield
+        log.leave()
+        """,
+    "two-yields": """
+        log.enter()
+        yield
+        yield
+        log.leave()
+        """,
+    "yield-in-a-nested-with": """
+        with open("f"):
+            log.enter()
+            yield
+        log.leave()
+        """,
+}
+
+
+@pytest.mark.parametrize("shape", UNCUT_SHAPES)
+def test_a_shape_that_is_not_cut_runs_whole_at_the_entry(shape):
+    generator = UNCUT_SHAPES[shape]
+    assert split_at_yield(statements(cst.parse_module(textwrap.dedent(generator)))) is None
+    assert steps(with_main(generator)) == ["enter", "leave", "body"]
+
+
+def test_the_as_target_is_what_the_generator_yields():
+    events = entry_events(
+        """
+        @contextmanager
+        def managed(log):
+            yield log.enter()
+
+        def main(log):
+            with managed(log) as entered:
+                entered.body()
+        """
+    )
+    (enter,) = [e for e in events if e.name == "enter"]
+    (body,) = [e for e in events if e.name == "body"]
+    assert body.receiver is not UNKNOWN and body.receiver is enter.result
+
+
+def test_a_conditional_item_and_several_items_exit_in_reverse_order():
+    source = """
+        @contextmanager
+        def outer(log):
+            log.enter()
+            yield
+            log.leave()
+
+        @contextmanager
+        def inner(log):
+            log.failed()
+            yield
+            log.done()
+
+        def main(log, flag):
+            with outer(log) if flag else contextlib.nullcontext(), inner(log):
+                log.body()
+        """
+    assert steps(source) == ["enter", "failed", "body", "done", "leave"]
+
+
+def test_a_return_in_the_body_still_exits():
+    source = """
+        @contextmanager
+        def managed(log):
+            try:
+                yield
+            finally:
+                log.cleanup()
+
+        def main(log):
+            with managed(log):
+                log.body()
+                return 1
+        """
+    assert steps(source) == ["body", "cleanup"]
+
+
+def test_an_async_context_manager():
+    source = """
+        @contextlib.asynccontextmanager
+        async def managed(log):
+            log.enter()
+            yield
+            log.leave()
+
+        async def main(log):
+            async with managed(log):
+                log.body()
+        """
+    assert steps(source) == ["enter", "body", "leave"]
+
+
+def test_a_split_call_is_neither_summarised_nor_replayed():
+    """A plain call of the generator first (whole, summarised) and two ``with``s after it: each
+    ``with`` expands the generator afresh and cuts it at the ``yield``."""
+    source = """
+        @contextmanager
+        def managed(log):
+            log.enter()
+            yield
+            log.leave()
+
+        def main(log):
+            managed(log)
+            with managed(log):
+                log.body()
+            with managed(log):
+                log.body()
+        """
+    assert steps(source) == ["enter", "leave"] + ["enter", "body", "leave"] * 2
+
+
+def test_a_with_inside_a_summarised_helper_keeps_its_order_on_replay():
+    source = """
+        @contextmanager
+        def managed(log):
+            log.enter()
+            yield
+            log.leave()
+
+        def helper(log):
+            with managed(log):
+                log.body()
+
+        def main(log):
+            helper(log)
+            helper(log)
+        """
+    assert steps(source) == ["enter", "body", "leave"] * 2
