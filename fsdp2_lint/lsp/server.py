@@ -50,6 +50,7 @@ DEBOUNCE_SECONDS = 0.2
 CONFIG_FILE = "pyproject.toml"
 WATCHER_ID = "fsdp2-lint-configuration"
 logger = logging.getLogger(__name__)
+Placed = Mapping[Path, tuple[features.Finding, ...]]  # findings a lint placed in other files, by resolved path
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Analysis:
     found: tuple[features.Finding, ...]
     config_error: str | None = None
     reads: frozenset[Path] = frozenset()  # the project modules the lint read (resolved paths)
-    elsewhere: Mapping[Path, tuple[features.Finding, ...]] = field(default_factory=dict)  # in other open documents
+    elsewhere: Placed = field(default_factory=dict)  # what it found in other open documents
 
     @property
     def lsp_diagnostics(self) -> list[types.Diagnostic]:
@@ -87,9 +88,7 @@ class Fsdp2LintServer(LanguageServer):
         self._shown_config_error: str | None = None
         self._invalidations: dict[str, int] = {}  # per document: how often a module its lint read changed
         self._refresh: asyncio.Task[None] | None = None
-        self._placed: dict[
-            str, Mapping[Path, tuple[features.Finding, ...]]
-        ] = {}  # per document: its lint's findings elsewhere
+        self._placed: dict[str, Placed] = {}  # per document: what its lint found in other open documents
         self._placed_version = 0  # counts changes to _placed: part of a pulled report's id
 
     def capability(self, field: str) -> object:
@@ -172,7 +171,7 @@ class Fsdp2LintServer(LanguageServer):
         elif uris and self.capability("workspace.diagnostics.refresh_support"):
             self.schedule_refresh(delay)
 
-    def place(self, uri: str, elsewhere: Mapping[Path, tuple[features.Finding, ...]]) -> None:
+    def place(self, uri: str, elsewhere: Placed) -> None:
         """Record what the lint of ``uri`` found in other open documents; those whose share changed
         are shown again."""
         before = self._placed.pop(uri, {})
@@ -274,7 +273,7 @@ class Fsdp2LintServer(LanguageServer):
         self._shown_config_error = error
 
 
-def _shown(placed: Mapping[Path, tuple[features.Finding, ...]], path: Path | None) -> list[types.Diagnostic]:
+def _shown(placed: Placed, path: Path | None) -> list[types.Diagnostic]:
     return [finding.lsp for finding in placed.get(path, ())] if path is not None else []
 
 
