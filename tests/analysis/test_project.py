@@ -239,12 +239,22 @@ PASSTHROUGHS = {  # passthrough.py, and how train.py passes the model through it
 }
 
 
+BUDGETS = {  # (value flow, all other modules): the FSDP001 lines found
+    "both left": ((summaries.MAX_VALUE_FLOW_STEPS, summaries.MAX_FOREIGN_STEPS), [9, 12]),
+    "value flow spent": ((0, summaries.MAX_FOREIGN_STEPS), [12]),
+    "other modules spent": ((summaries.MAX_VALUE_FLOW_STEPS, 0), []),
+}
+
+
 @pytest.mark.parametrize("spelling", PASSTHROUGHS)
-@pytest.mark.parametrize("budget", [summaries.MAX_VALUE_FLOW_STEPS, 0])
-def test_modules_followed_only_for_value_flow_stop_at_the_file_budget(tmp_path, monkeypatch, budget, spelling) -> None:
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_other_modules_are_followed_while_the_file_budgets_last(tmp_path, monkeypatch, budget, spelling) -> None:
     """``passthrough.py`` can satisfy no rule: it is followed for the model passed in while the file's
-    value-flow budget lasts. ``parallel.py`` shards, so it is followed whatever the budget."""
-    monkeypatch.setattr(summaries, "MAX_VALUE_FLOW_STEPS", budget)
+    value-flow budget lasts. ``parallel.py`` shards: it is followed while the budget for all other
+    modules lasts."""
+    (value_flow, foreign), lines = BUDGETS[budget]
+    monkeypatch.setattr(summaries, "MAX_VALUE_FLOW_STEPS", value_flow)
+    monkeypatch.setattr(summaries, "MAX_FOREIGN_STEPS", foreign)
     passthrough, passed = PASSTHROUGHS[spelling]
     write(
         tmp_path,
@@ -273,7 +283,7 @@ def test_modules_followed_only_for_value_flow_stop_at_the_file_budget(tmp_path, 
         },
     )
     found = sorted((d.line, d.code) for d in lint(tmp_path / "trainer/train.py"))
-    assert found == ([(9, "FSDP001")] if budget else []) + [(12, "FSDP001")]
+    assert found == [(line, "FSDP001") for line in lines]
 
 
 def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_file(tmp_path: Path) -> None:

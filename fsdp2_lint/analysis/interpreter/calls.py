@@ -419,7 +419,7 @@ class Calls:
         if not symbolic and (
             self.active.count(info) >= MAX_RECURSION
             or len(self.active) >= MAX_CALL_DEPTH
-            or self.past_value_flow_budget(info)
+            or self.past_module_budget(info)
         ):
             return None
         stack = self.frame.stack + ((node,) if node is not None else ())

@@ -112,7 +112,8 @@ class Interpreter(Expressions, Calls, Imports):
         self.active_lambdas: list[cst.Lambda] = []
         self.invoked: set[FunctionInfo] = set()
         self.steps = 0
-        self.value_flow_steps = 0  # statements run in modules followed only for the values passed in
+        self.foreign_steps = 0  # statements run in other project modules
+        self.value_flow_steps = 0  # of those, in modules followed only for the values passed in
         self.summaries = Summaries()
         self.loops_seen = 0
         self.entering: frozenset[int] = frozenset()  # ids of the calls the `with` item being evaluated enters
@@ -231,8 +232,10 @@ class Interpreter(Expressions, Calls, Imports):
 
     def exec_stmt(self, stmt: cst.CSTNode) -> object:
         self.steps += 1
-        if not self.frame.scope.relevant:
-            self.value_flow_steps += 1
+        scope = self.frame.scope
+        if scope is not self.main:
+            self.foreign_steps += 1
+            self.value_flow_steps += not scope.relevant
         if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             for small in stmt.body:
                 if self.exec_small(small) is TERMINATED:

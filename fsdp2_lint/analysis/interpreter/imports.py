@@ -194,10 +194,16 @@ class Imports:
         finally:
             self.frame, self.ctx, self.active, self.active_lambdas = saved
 
-    def past_value_flow_budget(self, info: FunctionInfo) -> bool:
-        """Is ``info`` in a module followed only for the values passed in (its code cannot satisfy a
-        rule), with the file's statements for such modules spent (``MAX_VALUE_FLOW_STEPS``)?"""
-        return self.value_flow_steps >= summaries.MAX_VALUE_FLOW_STEPS and not self.scope_of[info].relevant
+    def past_module_budget(self, info: FunctionInfo) -> bool:
+        """Is ``info`` in another project module, with the file's statements for other modules spent
+        (``MAX_FOREIGN_STEPS``), or for modules followed only for the values passed in, when its
+        code cannot satisfy a rule (``MAX_VALUE_FLOW_STEPS``)?"""
+        scope = self.scope_of[info]
+        if scope is self.main:
+            return False
+        if self.foreign_steps >= summaries.MAX_FOREIGN_STEPS:
+            return True
+        return self.value_flow_steps >= summaries.MAX_VALUE_FLOW_STEPS and not scope.relevant
 
     def follows(self, fn: Function, args: tuple, kwargs: dict) -> bool:
         """Is a call of ``fn`` expanded? Always in the linted file; in another project module when

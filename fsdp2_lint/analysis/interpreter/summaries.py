@@ -45,6 +45,10 @@ Another project module whose own code cannot satisfy a rule (its tokens fail the
 followed only for the values a call passes in (a model built in ``models.py``, a config read in
 ``config.py``), and only for ``MAX_VALUE_FLOW_STEPS`` statements per file: a framework's trainer
 a test file constructs thirty times is otherwise re-run thirty times for nothing a rule can see.
+All other modules together get ``MAX_FOREIGN_STEPS`` statements per file: the training code of a
+project takes a few thousand (torchtitan, VeOmni, verl: under 10,000), a framework's god object
+constructed in each test of a file takes a hundred thousand. Past either budget, a call into such a
+module is analysed like a call past the bound.
 """
 
 from __future__ import annotations
@@ -82,7 +86,8 @@ from fsdp2_lint.analysis.model import (
 MAX_EXPANSIONS_PER_FUNCTION = 64  # fresh expansions of one function per file (torch's own sources reach it)
 MAX_STEPS = 200_000  # statements interpreted per file
 MAX_REPLAYED = 20_000  # events replayed per file (torch's sources and the fixtures replay 506 at most)
-MAX_VALUE_FLOW_STEPS = 5_000  # statements per file in modules followed only for the values passed in
+MAX_FOREIGN_STEPS = 30_000  # statements per file in other project modules
+MAX_VALUE_FLOW_STEPS = 5_000  # of those, in modules followed only for the values passed in
 
 
 @dataclass(frozen=True)
