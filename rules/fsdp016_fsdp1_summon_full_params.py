@@ -31,6 +31,25 @@ from torch.distributed.fsdp import fully_shard
 fully_shard(model)
 weight = model.layers[0].weight.full_tensor()
 """,
+        """
+from contextlib import nullcontext
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+from utils import fsdp_version
+
+
+def lora_weights(model):
+    is_fsdp1 = fsdp_version(model) == 1  # 1: FSDP1 wrapper, 2: FSDP2 module
+    with FSDP.summon_full_params(model) if is_fsdp1 else nullcontext():
+        weights = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
+    if fsdp_version(model) != 2:
+        with FSDP.summon_full_params(model, writeback=True):
+            merge(model)
+    return weights
+
+
+fully_shard(model)
+lora_weights(model)
+""",
     )
     invalid = (
         """
@@ -39,6 +58,24 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
 fully_shard(model)
 with FSDP.summon_full_params(model):  # expect: FSDP016
     weight = model.layers[0].weight.clone()
+""",
+        """
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+from utils import fsdp_version
+
+
+def merge_lora(model):
+    version = fsdp_version(model)
+    if version == 1:
+        with FSDP.summon_full_params(model, writeback=True):
+            merge(model)
+    elif version == 2:
+        with FSDP.summon_full_params(model, writeback=True):  # expect: FSDP016
+            merge(model)
+
+
+fully_shard(model)
+merge_lora(model)
 """,
     )
     requires = (("fully_shard",), ("summon_full_params",))

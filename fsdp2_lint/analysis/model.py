@@ -299,6 +299,16 @@ class Uniform(Value):
 
 
 @dataclass(frozen=True)
+class FsdpVersion(Value):
+    """What a version probe, ``fsdp_version(model)``, returns: 1 for an FSDP1 wrapper, 2 for an
+    FSDP2 module. Once compared (``== 1``, ``!= 2``), ``fsdp1_arm`` is the arm of the test (0:
+    true, 1: false) in which ``model`` is no FSDP2 module."""
+
+    model: Value
+    fsdp1_arm: int | None = None
+
+
+@dataclass(frozen=True)
 class Derived(Value):
     """A tensor computed from parameters' gradients. ``tags`` (:class:`GradTag`): ``GRAD`` always;
     ``LOCAL`` once ``.to_local()`` reduced it to this rank's shard. ``steps``: the indexes of the
