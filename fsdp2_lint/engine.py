@@ -197,9 +197,15 @@ def applicable_in(rules: Sequence[type[Rule]], data: bytes, where: InProject | N
     return applicable_rules(rules, data, imported, where.project.token_facts)
 
 
+# Code that selects the rank's device (``set_device``, ``set_device_index``): FSDP011 asks whether a
+# run did, wherever the helper is (torchtune's ``utils.get_device("cuda")`` is given only a string).
+DEVICE_SELECTION_TOKEN = b"set_device"
+
+
 def _may_matter(data: bytes) -> bool:
-    """May a project module's code matter to some rule (do its tokens pass the prefilter)?"""
-    return bool(applicable_rules(all_rules(), data))
+    """May a project module's code matter to some rule (do its tokens pass the prefilter, or does it
+    select the device)?"""
+    return DEVICE_SELECTION_TOKEN in data or bool(applicable_rules(all_rules(), data))
 
 
 def display_path(path: Path) -> str:
