@@ -193,6 +193,19 @@ def convert():
         save_weights("converted", state)
     dist.barrier()
 """,
+        """
+import torch.distributed as dist
+
+def merge(state, use_barriers=False):  # an opt-in barrier for callers that merge on every rank
+    if use_barriers:
+        dist.barrier()
+    return state
+
+def save(state):
+    if dist.get_rank() == 0:
+        write(merge(state))
+    dist.barrier()
+""",
     )
     invalid = (
         """
@@ -276,6 +289,19 @@ def convert():
         save_weights("converted", model.state_dict())  # expect: FSDP007
     dist.barrier()
 """,
+        """
+import torch.distributed as dist
+
+def merge(state, use_barriers=False):
+    if use_barriers:
+        dist.barrier()
+    return state
+
+def save(state):
+    if dist.get_rank() == 0:
+        write(merge(state, use_barriers=True))  # expect: FSDP007
+    dist.barrier()
+""",
     )
     # A collective: a torch.distributed one (its module and function names as words; DCP's
     # `checkpoint` with save/load or the state-dict helpers' options), a DTensor method, or
@@ -299,10 +325,14 @@ def convert():
             ]
             for event, name in collectives:
                 guard = event.ctx.rank_guard
-                if guard is None or any(
-                    _matches(facts, event, other) or _partner_after_exit(facts, event, other)
-                    for other, other_name in collectives
-                    if other_name == name
+                if (
+                    guard is None
+                    or event.ctx.against_default
+                    or any(
+                        _matches(facts, event, other) or _partner_after_exit(facts, event, other)
+                        for other, other_name in collectives
+                        if other_name == name
+                    )
                 ):
                     continue
                 frames = event.frames()

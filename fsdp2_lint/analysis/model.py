@@ -627,6 +627,9 @@ class Context:
     if_nodes: tuple[int, ...] = ()  # ids of the `if`s and conditional expressions it is in (their test or an arm)
     # The source of each `x` an `isinstance(x, ...DTensor...)` checks in the test of an `if` it is in.
     dtensor_checks: tuple[str, ...] = ()
+    # In the arm of a test on a parameter the call left to its default that the default rules out
+    # (`if use_barriers:` with `use_barriers=False`): it runs only for callers that pass the argument.
+    against_default: bool = False
     asserted: bool = False  # in an `assert`, or in a call of an `assert...` function (`self.assertLess(...)`)
     # Through calls too: ids of the `if`s and conditional expressions whose test is being evaluated.
     testing: tuple[int, ...] = ()

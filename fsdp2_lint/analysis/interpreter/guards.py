@@ -67,6 +67,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
     facts = _by_arm(test, lambda condition: _condition(interp, condition), _Facts.both, _Facts())
     loops = _loop_narrowing(interp, test)
     guards = rank_guards(node, test, rank_kind(value), len(interp.frame.stack))
+    ruled_out = _ruled_out_by_default(interp, test, value)
     return tuple(  # type: ignore[return-value]
         Arm(
             branch=(id(node), index),
@@ -76,9 +77,18 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             slots=_slots(facts[index].wrappers),
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
+            against_default=index == ruled_out,
         )
         for index in (0, 1)
     )
+
+
+def _ruled_out_by_default(interp: Evaluator, test: cst.BaseExpression, value: Value) -> int | None:
+    """The arm (0: true, 1: false) that a constant test on parameters the call left to their
+    defaults rules out. Both arms run (the function is written for callers that pass them too)."""
+    if isinstance(const(value), (bool, type(None))) and names_in(test) & interp.frame.defaulted:
+        return 0 if not const(value) else 1
+    return None
 
 
 @dataclass(frozen=True)
