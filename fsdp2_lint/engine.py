@@ -197,11 +197,18 @@ def applicable_in(rules: Sequence[type[Rule]], data: bytes, where: InProject | N
     return applicable_rules(rules, data, imported, where.project.token_facts)
 
 
+# Code that selects the rank's device (``set_device``, ``set_device_index``): FSDP011 asks whether a
+# run did, wherever the helper is (torchtune's ``utils.get_device("cuda")`` is given only a string).
+DEVICE_SELECTION_TOKEN = b"set_device"
+
+
 def _may_matter(project: Project) -> Callable[[bytes], bool]:
-    """May a project module's code matter to some rule (do its own tokens pass the prefilter)? Judged
-    for every rule, so that selecting rules never changes what a selected one finds; each module's
-    tokens found once per project."""
-    return lambda data: bool(applicable_rules(all_rules(), data, facts=project.token_facts))
+    """May a project module's code matter to some rule (do its own tokens pass the prefilter, or does
+    it select the device)? Judged for every rule, so that selecting rules never changes what a
+    selected one finds; each module's tokens found once per project."""
+    return lambda data: (
+        DEVICE_SELECTION_TOKEN in data or bool(applicable_rules(all_rules(), data, facts=project.token_facts))
+    )
 
 
 def display_path(path: Path) -> str:

@@ -62,6 +62,24 @@ model = DDP(model)
 with model.no_sync():
     loss.backward()
 """,
+        """
+from torch.distributed.fsdp import fully_shard
+from utils import fsdp_version
+
+
+def accumulate(model, loss):
+    version = fsdp_version(model)  # 1: FSDP1 wrapper, 2: FSDP2 module
+    if version == 1:
+        with model.no_sync():
+            loss.backward()
+    elif version == 2:
+        model.set_requires_gradient_sync(False)
+        loss.backward()
+
+
+fully_shard(model)
+accumulate(model, loss)
+""",
     )
     invalid = (
         """
@@ -77,6 +95,15 @@ from torch.distributed.fsdp import fully_shard
 
 fully_shard(model)
 sync_context = getattr(model, "no_sync", contextlib.nullcontext)  # expect: FSDP005
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+from utils import fsdp_version
+
+fully_shard(model)
+if fsdp_version(model) > 0:  # FSDP1 or FSDP2
+    with model.no_sync():  # expect: FSDP005
+        loss.backward()
 """,
     )
     requires = (("fully_shard",), ("no_sync",))

@@ -174,6 +174,38 @@ def convert(config, rank):
         write_config(config)
     dist.barrier()
 """,
+        """
+import torch
+import torch.distributed as dist
+from helpers import describe, prepare
+
+def save_weights(path, state_dict):
+    for name, tensor in state_dict.items():
+        if isinstance(tensor, torch.distributed.tensor.DTensor):  # the state dict of a plain module: never
+            tensor = tensor.full_tensor()
+        write(path, name, tensor)
+
+def convert():
+    if dist.get_rank() == 0:
+        model = torch.nn.Linear(4, 4)
+        state = model.state_dict()  # taken from the plain model: plain tensors
+        describe(model)  # code we cannot see, after the state dict was taken
+        save_weights("converted", state)
+    dist.barrier()
+""",
+        """
+import torch.distributed as dist
+
+def merge(state, use_barriers=False):  # an opt-in barrier for callers that merge on every rank
+    if use_barriers:
+        dist.barrier()
+    return state
+
+def save(state):
+    if dist.get_rank() == 0:
+        write(merge(state))
+    dist.barrier()
+""",
     )
     invalid = (
         """
@@ -239,6 +271,37 @@ def train(model, rank):
         save_weights("ckpt", model.state_dict())  # expect: FSDP007
     dist.barrier()
 """,
+        """
+import torch
+import torch.distributed as dist
+from helpers import describe, prepare
+
+def save_weights(path, state_dict):
+    for name, tensor in state_dict.items():
+        if isinstance(tensor, torch.distributed.tensor.DTensor):
+            tensor = tensor.full_tensor()
+        write(path, name, tensor)
+
+def convert():
+    if dist.get_rank() == 0:
+        model = torch.nn.Linear(4, 4)
+        prepare(model)  # code we cannot see: it may shard the model
+        save_weights("converted", model.state_dict())  # expect: FSDP007
+    dist.barrier()
+""",
+        """
+import torch.distributed as dist
+
+def merge(state, use_barriers=False):
+    if use_barriers:
+        dist.barrier()
+    return state
+
+def save(state):
+    if dist.get_rank() == 0:
+        write(merge(state, use_barriers=True))  # expect: FSDP007
+    dist.barrier()
+""",
     )
     # A collective: a torch.distributed one (its module and function names as words; DCP's
     # `checkpoint` with save/load or the state-dict helpers' options), a DTensor method, or
@@ -262,10 +325,14 @@ def train(model, rank):
             ]
             for event, name in collectives:
                 guard = event.ctx.rank_guard
-                if guard is None or any(
-                    _matches(facts, event, other) or _partner_after_exit(facts, event, other)
-                    for other, other_name in collectives
-                    if other_name == name
+                if (
+                    guard is None
+                    or event.ctx.against_default
+                    or any(
+                        _matches(facts, event, other) or _partner_after_exit(facts, event, other)
+                        for other, other_name in collectives
+                        if other_name == name
+                    )
                 ):
                     continue
                 frames = event.frames()
@@ -323,7 +390,9 @@ def _known_sharded(trace: Trace, event: Event, value: Value) -> bool:
         if isinstance(part, Params) and not all(_plain_module(trace, s.ref, event) for s in part.sources):
             return True
         if isinstance(part, StateDict) and part.full is not True:
-            if not (isinstance(part.owner, Ref) and _plain_module(trace, part.owner, event)):
+            # Its tensors are what the module held when it was taken, whatever happened to it after.
+            taken = trace.events[part.at] if 0 <= part.at < event.index else event
+            if not (isinstance(part.owner, Ref) and _plain_module(trace, part.owner, taken)):
                 return True
     return False
 

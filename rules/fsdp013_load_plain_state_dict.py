@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
+    ClassInfo,
     Const,
     Event,
     Loaded,
@@ -69,6 +70,28 @@ state = {"model": model.state_dict()}
 dcp.load(state, checkpoint_id="ckpt")
 model.load_state_dict(state["model"])
 """,
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+class TrainState:  # holds the model; its load_state_dict is its own
+    def __init__(self, model):
+        self.model = model
+        self.step = 0
+
+    def load_state_dict(self, state):
+        self.step = state["step"]
+
+class Trainer:
+    def __init__(self, model):
+        self.state = TrainState(model)
+
+    def fit(self):
+        fully_shard(self.state.model)
+
+    def resume(self, path):
+        self.state.load_state_dict(torch.load(path))
+""",
     )
     invalid = (
         """
@@ -91,6 +114,25 @@ for layer in model.layers:
 fully_shard(model)
 grow(model, Model())
 """,
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+class Wrapped(torch.nn.Module):  # a module holding the model: nn.Module's load_state_dict
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+class Trainer:
+    def __init__(self, model):
+        self.state = Wrapped(model)
+
+    def fit(self):
+        fully_shard(self.state.model)
+
+    def resume(self, path):
+        self.state.load_state_dict(torch.load(path))  # expect: FSDP013
+""",
     )
     requires = (("fully_shard",), ("load_state_dict",))
     signature = RuntimeSignature(
@@ -106,6 +148,8 @@ grow(model, Model())
                 if state is None or not _plain(trace, state):
                     continue
                 for module in _modules(load):
+                    if _own_loader(facts, module):
+                        continue
                     if trace.sharded_overlap(module, load):
                         yield Finding(load.node, _message(canonical(module).text, load))
                         break
@@ -125,6 +169,27 @@ def _modules(load: Event) -> list[Ref]:
     if may_be_wrapper(load.receiver):
         return []
     return [ref for ref in refs(load.receiver) if ref.root.kind is not ObjKind.OPTIMIZER]
+
+
+def _own_loader(facts: FileFacts, ref: Ref) -> bool:
+    """Is ``ref`` an object whose class defines ``load_state_dict`` itself and is no torch module
+    (composer's ``State``, which holds the model)? Its method is its own, not ``nn.Module``'s. For an
+    attribute of an instance (``self.state``), the objects the class's methods store in it."""
+    whole = canonical(ref)
+    stored = [whole] if not whole.path else [obj for value in facts.stored_in(whole) for obj in refs(value)]
+    return bool(stored) and all(not obj.path and _defines_loader(obj.root.cls) for obj in stored)
+
+
+def _defines_loader(cls: ClassInfo | None) -> bool:
+    return (
+        cls is not None
+        and cls.method("load_state_dict") is not None
+        and all(base.startswith(PLAIN_BASES) for base in cls.external_bases())
+    )
+
+
+# Bases that make no class a torch module.
+PLAIN_BASES = ("builtins.", "abc.", "typing.")
 
 
 def _plain(trace: Trace, state) -> bool:

@@ -18,6 +18,11 @@ POLICIES = {
     "offload_policy": (f"{apis.FSDP}.CPUOffload", "CPUOffloadPolicy()"),
     "mp_policy": (f"{apis.FSDP}.MixedPrecision", "MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)"),
 }
+# FSDP2 argument -> its own policy classes
+FSDP2_POLICIES = {
+    "offload_policy": {f"{apis.FSDP}.CPUOffloadPolicy", f"{apis.FSDP}.OffloadPolicy"},
+    "mp_policy": {f"{apis.FSDP}.MixedPrecisionPolicy"},
+}
 
 
 class Fsdp1PolicyObjects(Rule):
@@ -68,6 +73,22 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully
 policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
 fully_shard(model, mp_policy=policy, offload_policy=CPUOffloadPolicy())
 """,
+        """
+from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy, OffloadPolicy, fully_shard
+
+
+class Plugin:
+    def __init__(self, fsdp_version, offload):
+        if fsdp_version == 2:
+            self.cpu_offload = CPUOffloadPolicy() if offload else OffloadPolicy()
+        else:
+            self.cpu_offload = CPUOffload(offload_params=offload)  # for the FSDP1 wrapper
+
+
+plugin = Plugin(version, offload)
+if plugin_version == 2:
+    fully_shard(model, offload_policy=plugin.cpu_offload)
+""",
     )
     invalid = (
         """
@@ -76,6 +97,12 @@ from torch.distributed.fsdp import CPUOffload, MixedPrecision, fully_shard
 
 mixed = MixedPrecision(param_dtype=torch.bfloat16)  # expect: FSDP023
 fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mixed)  # expect: FSDP023
+""",
+        """
+from torch.distributed.fsdp import CPUOffload, fully_shard
+
+offload = CPUOffload(offload_params=True) if offload_params else None  # expect: FSDP023
+fully_shard(model, offload_policy=offload)
 """,
     )
     requires = (("fully_shard",), ("CPUOffload", "MixedPrecision"))
@@ -90,8 +117,10 @@ fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=mix
         for trace in facts.traces:
             for shard in trace.shards:
                 for argument, (fsdp1_class, replacement) in POLICIES.items():
-                    value = shard.kwargs.get(argument)
-                    for policy in refs(value) if value is not None else ():
+                    policies = list(refs(shard.kwargs[argument])) if argument in shard.kwargs else []
+                    if any(policy.root.qname in FSDP2_POLICIES[argument] for policy in policies):
+                        continue  # a version or config test picks the FSDP1 or the FSDP2 object
+                    for policy in policies:
                         creation = policy.root.event
                         if policy.root.qname == fsdp1_class and creation is not None:
                             yield Finding(

@@ -8,13 +8,16 @@ from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Event,
     EventKind,
+    Obj,
     ObjKind,
     Ref,
+    Value,
     canonical,
     is_any,
     is_any_depth,
     may_contain,
     may_overlap,
+    options,
     refs,
     walk_contents,
 )
@@ -42,6 +45,12 @@ LEAF_MODULES = frozenset(
     )
 )
 
+# torch.nn modules without parameters (activations, dropout, reshaping).
+PARAMETER_FREE = frozenset(
+    f"torch.nn.{name}"
+    for name in ("ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "LeakyReLU", "Softmax", "Dropout", "Identity", "Flatten")
+)
+
 
 NOT_MODULES = frozenset({"Parameter", "Buffer", "ParameterList", "ParameterDict", "Tensor"})
 
@@ -58,7 +67,8 @@ class OnlyRootSharded(Rule):
 Warns when a file shards the model it trains (an optimizer is built over it) with
 `fully_shard(model)` and shards nothing inside it: no per-block `fully_shard` anywhere in the
 file's flow. Not reported for a module without submodules (an `nn.Linear`, or a class of the file
-that defines no submodules), for a submodule sharded alone, or for a module sharding itself in one
+that defines no submodules) or an `nn.Sequential` of such layers and activations (no blocks
+to shard), for a submodule sharded alone, or for a module sharding itself in one
 of its methods (the per-block half of a bottom-up plan).
 
 ## Why is this bad?
@@ -83,6 +93,14 @@ from torch.distributed.fsdp import fully_shard
 head = torch.nn.Linear(16, 16)
 fully_shard(head)
 """,
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+toy = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 2))  # no blocks
+fully_shard(toy)
+optimizer = torch.optim.SGD(toy.parameters(), lr=0.1)
+""",
     )
     invalid = (
         """
@@ -93,6 +111,15 @@ class Trainer:
     def __init__(self, model):
         self.model = FSDP(model)  # expect: FSDP034
         self.optimizer = torch.optim.AdamW(self.model.parameters())
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+blocks = [torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU()) for _ in range(8)]
+model = torch.nn.Sequential(*blocks)
+fully_shard(model)  # expect: FSDP034
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 """,
     )
     signature = RuntimeSignature(
@@ -194,7 +221,7 @@ def _has_submodules(trace: Trace, module: Ref) -> bool:
     """Sharding a module that has no submodules on its own is all there is to do: a torch.nn
     leaf, or a class of this file whose constructor stores no object on ``self``."""
     obj = module.root
-    if obj.qname in LEAF_MODULES:
+    if obj.qname in LEAF_MODULES or _sequence_of_leaves(obj):
         return False
     if obj.cls is None or obj.cls.method("__init__") is None:
         return True
@@ -202,6 +229,22 @@ def _has_submodules(trace: Trace, module: Ref) -> bool:
         any(owner.root is obj and not owner.path for owner in refs(store.receiver))
         and any(_module_like(value) for value in refs(store.args[0]))
         for store in trace.of_kind(EventKind.STORE)
+    )
+
+
+def _sequence_of_leaves(obj: Obj) -> bool:
+    """``nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2))``: its layers are leaves, no
+    blocks made of several layers, so there is no per-block plan to apply (a test's toy model)."""
+    creation = obj.event
+    if obj.qname != "torch.nn.Sequential" or creation is None or creation.kwargs or not creation.args:
+        return False
+    return all(_leaf_layer(arg) for arg in creation.args)
+
+
+def _leaf_layer(value: Value) -> bool:
+    return all(
+        isinstance(option, Ref) and not option.path and option.root.qname in LEAF_MODULES | PARAMETER_FREE
+        for option in options(value)
     )
 
 

@@ -79,6 +79,16 @@ def canonical(qname: str) -> str:
     return qname
 
 
+def vendored_torch(qname: str) -> str | None:
+    """``torch.distributed.x.f`` for ``pkg.third_party.torch.distributed.x.f``: a project's copy of a
+    torch.distributed module (verl ships torch 2.7's ``checkpoint/state_dict.py``) is that module."""
+    parts = qname.split(".")
+    for index in range(1, len(parts) - 1):
+        if parts[index] == "torch" and parts[index + 1] == "distributed":
+            return canonical(".".join(parts[index:]))
+    return None
+
+
 # Names a star import from these modules may bring into scope (only what rules resolve).
 STAR_EXPORTS = {
     FSDP: {

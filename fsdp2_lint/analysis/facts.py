@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from fsdp2_lint.analysis.interpreter.core import Interpreter
-from fsdp2_lint.analysis.model import Event
+from fsdp2_lint.analysis.model import Event, EventKind, Ref, Value, canonical, refs
 from fsdp2_lint.analysis.project import Project
 from fsdp2_lint.analysis.syntax import Layout, child_nodes, dotted, source_lines
 from fsdp2_lint.analysis.trace import Trace, share_class_sharding
@@ -214,6 +214,22 @@ class FileFacts:
         for trace in self.traces:
             for event in trace.events:
                 yield trace, event
+
+    def stored_in(self, attribute: Ref) -> list[Value]:
+        """What the file's runs store in an instance's attribute (``self.state``), in any method
+        of its class: an entry point that starts in a method does not see ``__init__``'s stores."""
+        whole = canonical(attribute)
+        if whole.root.cls is None or len(whole.path) != 1:
+            return []
+        return [
+            store.args[0]
+            for _, store in self.events()
+            if store.kind is EventKind.STORE
+            and store.name == whole.path[0]
+            and any(
+                not owner.path and owner.root.cls is whole.root.cls for owner in map(canonical, refs(store.receiver))
+            )
+        ]
 
 
 # Context managers that expect the code they hold to raise (pytest, unittest).

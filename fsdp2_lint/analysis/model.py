@@ -299,6 +299,16 @@ class Uniform(Value):
 
 
 @dataclass(frozen=True)
+class FsdpVersion(Value):
+    """What a version probe, ``fsdp_version(model)``, returns: 1 for an FSDP1 wrapper, 2 for an
+    FSDP2 module. Once compared (``== 1``, ``!= 2``), ``fsdp1_arm`` is the arm of the test (0:
+    true, 1: false) in which ``model`` is no FSDP2 module."""
+
+    model: Value
+    fsdp1_arm: int | None = None
+
+
+@dataclass(frozen=True)
 class Derived(Value):
     """A tensor computed from parameters' gradients. ``tags`` (:class:`GradTag`): ``GRAD`` always;
     ``LOCAL`` once ``.to_local()`` reduced it to this rank's shard. ``steps``: the indexes of the
@@ -617,6 +627,9 @@ class Context:
     if_nodes: tuple[int, ...] = ()  # ids of the `if`s and conditional expressions it is in (their test or an arm)
     # The source of each `x` an `isinstance(x, ...DTensor...)` checks in the test of an `if` it is in.
     dtensor_checks: tuple[str, ...] = ()
+    # In the arm of a test on a parameter the call left to its default that the default rules out
+    # (`if use_barriers:` with `use_barriers=False`): it runs only for callers that pass the argument.
+    against_default: bool = False
     asserted: bool = False  # in an `assert`, or in a call of an `assert...` function (`self.assertLess(...)`)
     # Through calls too: ids of the `if`s and conditional expressions whose test is being evaluated.
     testing: tuple[int, ...] = ()

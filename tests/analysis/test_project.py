@@ -229,6 +229,73 @@ def test_a_rank_constant_from_a_config_module_is_its_value(tmp_path: Path) -> No
     assert found.code == "FSDP007" and "only on rank 0" in found.message
 
 
+DEVICE_HELPERS = {  # app/device.py's get_device body after `device = torch.device(name)`, and FSDP011 expected
+    "torch.cuda.set_device": ("torch.cuda.set_device(int(os.environ['LOCAL_RANK']))", False),
+    "a device module found at run time": (
+        "getattr(torch, device.type).set_device(int(os.environ['LOCAL_RANK']))",
+        False,
+    ),
+    "no selection": ("pass", True),
+}
+
+
+@pytest.mark.parametrize("selection", DEVICE_HELPERS)
+def test_a_device_helper_in_another_module_given_only_a_string_selects_the_device(tmp_path: Path, selection) -> None:
+    body, reported = DEVICE_HELPERS[selection]
+    write(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/device.py": "import os\nimport torch\n\n\ndef get_device(name):\n"
+            f"    device = torch.device(name)\n    {body}\n    return device\n",
+            "app/train.py": """
+                import torch
+                import torch.distributed as dist
+                from torch.distributed.fsdp import fully_shard
+                from app.device import get_device
+
+
+                def main():
+                    device = get_device("cuda")
+                    dist.init_process_group("nccl")
+                    fully_shard(torch.nn.Linear(2, 2, device=device))
+                """,
+        },
+    )
+    assert [d.code for d in lint(tmp_path / "app/train.py")] == (["FSDP011"] if reported else [])
+
+
+@pytest.mark.parametrize(
+    ("package", "findings"),
+    [("app.third_party.torch.distributed.checkpoint", []), ("app.checkpoint", ["FSDP009", "FSDP013"])],
+)
+def test_a_vendored_copy_of_a_torch_distributed_module_is_torch_s_api(tmp_path: Path, package, findings) -> None:
+    """verl ships torch's checkpoint/state_dict.py: its set_model_state_dict is torch's, which uses
+    FSDP1's API only for FSDP1 modules. The same body as the project's own helper is its code."""
+    folder = package.replace(".", "/")
+    files = {f"{'/'.join(folder.split('/')[: n + 1])}/__init__.py": "" for n in range(folder.count("/") + 1)}
+    files[f"{folder}/state_dict.py"] = """
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+        def set_model_state_dict(model, state_dict):
+            with FSDP.state_dict_type(model, "full"):
+                return model.load_state_dict(state_dict)
+        """
+    files["app/train.py"] = f"""
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from {package}.state_dict import set_model_state_dict
+
+
+        def main(model):
+            fully_shard(model)
+            set_model_state_dict(model, torch.load("full.pt"))
+        """
+    write(tmp_path, files)
+    assert sorted(d.code for d in lint(tmp_path / "app/train.py")) == findings
+
+
 PASSTHROUGHS = {  # passthrough.py, and how train.py passes the model through it
     "function": ("def same(value):\n    return value\n", "same(model)"),
     "constructor and method": (

@@ -18,7 +18,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.interpreter import flow, generators, summaries, torch_api
+from fsdp2_lint.analysis.interpreter import flow, generators, guards, summaries, torch_api
 from fsdp2_lint.analysis.interpreter.generators import Split, Suspended
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, slot_keys
 from fsdp2_lint.analysis.model import (
@@ -33,6 +33,7 @@ from fsdp2_lint.analysis.model import (
     Context,
     Event,
     EventKind,
+    FsdpVersion,
     Function,
     FunctionInfo,
     Iter,
@@ -86,6 +87,8 @@ class Calls:
             self.ctx = outer
 
     def _eval_call(self, node: cst.Call) -> Value:
+        if guards.is_version_probe(node):
+            return FsdpVersion(self.eval(node.args[0].value))
         if isinstance(node.func, cst.Attribute):
             receiver = self.eval(node.func.value)
             args, kwargs = self.eval_args(node)

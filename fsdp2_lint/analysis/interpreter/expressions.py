@@ -280,7 +280,7 @@ class Expressions:
         if isinstance(node.operator, cst.Not):
             if isinstance(value, Uniform) and value.kind is not UniformKind.SIZE:
                 return Uniform(UniformKind.SINGLE if value.kind is UniformKind.DIST else UniformKind.DIST)
-            return guards.negate_rank(value)
+            return guards.negate_fsdp_version(value) or guards.negate_rank(value)
         if isinstance(node.operator, cst.Minus) and isinstance(const(value), (int, float)):
             return Const(-const(value))
         return UNKNOWN
@@ -306,7 +306,11 @@ class Expressions:
             right = self.eval(target.comparator)
             if index == 0:
                 operator = target.operator
-                result = guards.compare_world_size(left, operator, right) or guards.compare_rank(left, operator, right)
+                result = (
+                    guards.compare_world_size(left, operator, right)
+                    or guards.compare_fsdp_version(left, operator, right)
+                    or guards.compare_rank(left, operator, right)
+                )
                 if result is UNKNOWN and len(node.comparisons) == 1:
                     result = _compare_constants(left, operator, right)
         return result

@@ -32,6 +32,7 @@ from fsdp2_lint.analysis.model import (
     Choice,
     Class,
     Const,
+    FsdpVersion,
     GuardRanks,
     Obj,
     ObjKind,
@@ -66,6 +67,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
     facts = _by_arm(test, lambda condition: _condition(interp, condition), _Facts.both, _Facts())
     loops = _loop_narrowing(interp, test)
     guards = rank_guards(node, test, rank_kind(value), len(interp.frame.stack))
+    ruled_out = _ruled_out_by_default(interp, test, value)
     return tuple(  # type: ignore[return-value]
         Arm(
             branch=(id(node), index),
@@ -73,11 +75,20 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             narrowing={**_variables(facts[index].wrappers), **loops[index]},
             type_facts=facts[index].type_facts,
             slots=_slots(facts[index].wrappers),
-            not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers),
+            not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
+            against_default=index == ruled_out,
         )
         for index in (0, 1)
     )
+
+
+def _ruled_out_by_default(interp: Evaluator, test: cst.BaseExpression, value: Value) -> int | None:
+    """The arm (0: true, 1: false) that a constant test on parameters the call left to their
+    defaults rules out. Both arms run (the function is written for callers that pass them too)."""
+    if isinstance(const(value), (bool, type(None))) and names_in(test) & interp.frame.defaulted:
+        return 0 if not const(value) else 1
+    return None
 
 
 @dataclass(frozen=True)
@@ -344,6 +355,52 @@ def _nodes_in(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         stack.extend(child_nodes(current))
+
+
+# --- FSDP version tests ------------------------------------------------------------------------
+
+
+def is_version_probe(node: cst.Call) -> bool:
+    """``fsdp_version(model)``, ``utils.get_fsdp_version(model)``: a helper that tells an FSDP1
+    wrapper (1) from an FSDP2 module (2), which code supporting both uses to pick an API."""
+    func = node.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+    return name.lstrip("_").removeprefix("get_") == "fsdp_version" and len(positional) == len(node.args) == 1
+
+
+# (operator, number) -> the arm (0: true, 1: false) in which the version is not 2
+_FSDP1_ARM = {
+    (cst.Equal, 1): 0,
+    (cst.NotEqual, 1): 1,
+    (cst.Equal, 2): 1,
+    (cst.NotEqual, 2): 0,
+    (cst.LessThan, 2): 0,
+    (cst.LessThanEqual, 1): 0,
+    (cst.GreaterThan, 1): 1,
+    (cst.GreaterThanEqual, 2): 1,
+}
+
+
+def compare_fsdp_version(left: Value, operator: cst.BaseCompOp, right: Value) -> Value | None:
+    """``fsdp_version(model) == 1`` and the like: the test, with the arm that rules FSDP2 out."""
+    if not (isinstance(left, FsdpVersion) and left.fsdp1_arm is None):
+        return None
+    arm = _FSDP1_ARM.get((type(operator), const(right)))
+    return None if arm is None else replace(left, fsdp1_arm=arm)
+
+
+def negate_fsdp_version(value: Value) -> Value | None:
+    if isinstance(value, FsdpVersion) and value.fsdp1_arm is not None:
+        return replace(value, fsdp1_arm=1 - value.fsdp1_arm)
+    return None
+
+
+def _version_not_fsdp2(value: Value, arm: int) -> tuple[Ref, ...]:
+    """The model a version test (evaluated to ``value``) proves no FSDP2 module in ``arm``."""
+    if isinstance(value, FsdpVersion) and value.fsdp1_arm == arm:
+        return tuple(canonical(ref) for ref in refs(value.model))
+    return ()
 
 
 # --- rank tests --------------------------------------------------------------------------------

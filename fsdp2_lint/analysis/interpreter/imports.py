@@ -119,6 +119,9 @@ class Imports:
             return self.patched[value.qname]
         if not isinstance(value, Symbol) or self.project is None:
             return value
+        vendored = apis.vendored_torch(value.qname)
+        if vendored is not None and self.project.find(value.qname.partition(".")[0], self.frame.scope.path):
+            return Symbol(vendored)  # the project's copy of torch's module: torch's API, as torch's own
         for _ in range(MAX_ALIAS_HOPS):
             found = self.project_binding(value.qname)
             if found is None:

@@ -66,6 +66,7 @@ from fsdp2_lint.analysis.model import (
     Context,
     Derived,
     Event,
+    FsdpVersion,
     Function,
     FunctionInfo,
     Iter,
@@ -357,6 +358,8 @@ class _Renumber:
             return StateDict(owner, self.index(value.at), value.full)
         if isinstance(value, Derived):
             return Derived(value.tags, frozenset(self.index(step) for step in value.steps))
+        if isinstance(value, FsdpVersion):
+            return replace(value, model=self.value(value.model))
         if isinstance(value, Partial):
             kwargs = tuple((name, self.value(item)) for name, item in value.kwargs)
             return Partial(self.value(value.func), tuple(self.value(arg) for arg in value.args), kwargs)
@@ -403,6 +406,8 @@ def _values_in(value: Value) -> Iterator[Value]:
             stack.extend(current.parts)
         elif isinstance(current, Super):
             stack.append(current.receiver)
+        elif isinstance(current, FsdpVersion):
+            stack.append(current.model)
         elif isinstance(current, Function) and current.bound is not None:
             stack.append(current.bound)
 
