@@ -515,6 +515,21 @@ async def wait_until(condition) -> None:
         await asyncio.sleep(0.05)
 
 
+async def edit_back_and_forth_then_close(
+    client: LanguageClient, edited: str, texts: tuple[str, str], watched: str, found_with_second: list[str]
+) -> None:
+    """Edit document ``edited`` to the first of ``texts`` (``watched`` then shows nothing), back to the
+    second (``watched`` shows ``found_with_second``), then close it (``watched`` shows nothing)."""
+    first, second = texts
+    change_document(client, edited, first, 2)
+    await published(client, watched, lambda found: found == [])
+    change_document(client, edited, second, 3)
+    await published(client, watched, lambda found: found == found_with_second)
+    closed = types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=edited))
+    client.text_document_did_close(closed)
+    await published(client, watched, lambda found: found == [])
+
+
 # A project whose train.py loads on rank 0 only and calls a helper that may shard: FSDP010 in
 # train.py, its related location the helper's first `fully_shard` (in the helper's file).
 LOADER = textwrap.dedent(
@@ -576,14 +591,8 @@ async def test_an_open_helpers_unsaved_text_is_what_its_importers_lints_read(cli
     assert "sharded at" in loaded.message and "parallel.py:6" in loaded.message
     assert related_span(loaded) == (parallel.resolve(), SHARD_SPAN)  # UTF-16 columns of the buffer's line
 
-    change_document(client, parallel_uri, NOT_SHARDING, 2)
-    await published(client, train_uri, lambda found: found == [])
-    change_document(client, parallel_uri, SHARDING, 3)
-    await published(client, train_uri, lambda found: found == ["FSDP010"])
-    client.text_document_did_close(
-        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=parallel_uri))
-    )
-    await published(client, train_uri, lambda found: found == [])  # closed unsaved: the file again
+    # closed unsaved: the file again, which shards nothing
+    await edit_back_and_forth_then_close(client, parallel_uri, (NOT_SHARDING, SHARDING), train_uri, ["FSDP010"])
 
 
 @ASYNC
@@ -652,14 +661,8 @@ async def test_a_finding_another_documents_lint_places_in_an_open_document_is_sh
     assert span(placed)[0] == 4 and "parallel.py:6`" in placed.message  # torch.save; the sharding
     assert list(await published(client, train_uri, until=lambda found: True)) == []  # not shown twice
 
-    change_document(client, train_uri, NOT_SAVING_SHARDED, 2)
-    await published(client, checkpoint_uri, lambda found: found == [])
-    change_document(client, train_uri, SAVER, 3)
-    await published(client, checkpoint_uri, lambda found: found == ["FSDP004"])
-    client.text_document_did_close(
-        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=train_uri))
-    )
-    await published(client, checkpoint_uri, lambda found: found == [])  # its finder closed
+    # closed: its finder is gone
+    await edit_back_and_forth_then_close(client, train_uri, (NOT_SAVING_SHARDED, SAVER), checkpoint_uri, ["FSDP004"])
 
 
 @ASYNC
