@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, EventKind, Obj, canonical, may_overlap, refs, report_node
+from fsdp2_lint.analysis.model import Event, EventKind, Obj, ObjKind, canonical, may_overlap, refs, report_node
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
@@ -81,6 +81,26 @@ with rebuild_param_groups(optimizer, model):
     fully_shard(model)
 optimizer.step()
 """,
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+class State:  # holds the optimizers where code we cannot follow reads them back
+    def __init__(self, model, optimizers):
+        self.model = model
+        self.optimizers = tuple_of(optimizers)
+
+def shard(state):
+    fully_shard(state.model)
+    optimizer = state.optimizers[0]  # the one built before sharding, as far as we can tell
+    groups = [{"params": list(state.model.parameters())}]
+    optimizer.param_groups.clear()
+    optimizer.add_param_group(groups[0])
+
+model = torch.nn.Linear(4, 4)
+state = State(model, torch.optim.AdamW(model.parameters(), lr=1e-3))
+shard(state)
+""",
     )
     invalid = (
         """
@@ -116,6 +136,17 @@ def main():
     optimizer = build_optimizer(model)  # expect: FSDP001
     fsdp.fully_shard(model)
     optimizer.step()
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)  # expect: FSDP001
+fully_shard(model)
+other = make_optimizer()  # rebuilt below, but the stale one never went anywhere it could be read back
+other.add_param_group({"params": list(model.parameters())})
+optimizer.step()
 """,
     )
     signature = RuntimeSignature(
@@ -200,13 +231,26 @@ def _used_after(trace: Trace, optimizer: Obj, shard: Event) -> bool:
     local variable and rebuilt after sharding is harmless; one that is stepped, passed on,
     stored or returned is not, unless code after sharding rewrites its parameter groups."""
     used = False
+    escaped: int | None = None  # the first event that hands the optimizer on
     for event in trace.mentions(optimizer):
         after_shard = event.index > shard.index
         if after_shard and _repairs_param_groups(event):
             return False
+        if _escapes(event) and escaped is None:
+            escaped = event.index
         if after_shard or _escapes(event):
             used = True
-    return used
+    return used and not (escaped is not None and _repaired_unnamed(trace, max(escaped, shard.index)))
+
+
+def _repaired_unnamed(trace: Trace, after: int) -> bool:
+    """Does code after event ``after`` rebuild the parameter groups of an optimizer the trace cannot
+    name? Once the stale optimizer has been handed on (composer's ``State`` holds it, and its
+    sharding helper repairs ``state.optimizers[0]``), that may be the same one."""
+    return any(
+        _repairs_param_groups(event) and not any(ref.root.kind is ObjKind.OPTIMIZER for ref in refs(event.receiver))
+        for event in trace.events[after + 1 :]
+    )
 
 
 def _escapes(event: Event) -> bool:
