@@ -5,7 +5,17 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Choice, Event, Order, Ref, canonical, is_any_depth, report_node, strict_ancestor
+from fsdp2_lint.analysis.model import (
+    Choice,
+    Event,
+    Order,
+    Ref,
+    canonical,
+    is_any_depth,
+    may_be_same,
+    report_node,
+    strict_ancestor,
+)
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
@@ -56,6 +66,17 @@ for module in reversed(list(model.modules())):
     if isinstance(module, Block):
         fully_shard(module)
 """,
+        """
+from torch.distributed.fsdp import fully_shard
+
+def shard_bottom_up(model):  # called once per trainer a script builds on the same model
+    for block in model.layers:
+        fully_shard(block)
+    fully_shard(model)
+
+shard_bottom_up(model)
+shard_bottom_up(model)  # a second pass over the whole tree: its order is bottom-up again
+""",
     )
     invalid = (
         """
@@ -71,6 +92,13 @@ import torch.distributed.fsdp as fsdp
 for module in model.modules():
     fsdp.fully_shard(module)  # expect: FSDP002
 """,
+        """
+from torch.distributed.fsdp import fully_shard
+
+root_or_encoder = model if shard_whole else model.encoder
+fully_shard(root_or_encoder)  # on one path the root, sharded before its encoder
+fully_shard(model.encoder)  # expect: FSDP002
+""",
     )
     signature = RuntimeSignature(
         evidence="exception",
@@ -82,9 +110,10 @@ for module in model.modules():
         for trace in facts.traces:
             shards = trace.shards
             for position, late in enumerate(shards):
-                for early in shards[:position]:
-                    if early.exclusive_with(late):
-                        continue
+                for early_position, early in enumerate(shards[:position]):
+                    same_call = [early] if early.node is late.node else []  # one call, a joined module
+                    if early.exclusive_with(late) or _sharded_before(late, shards[:early_position] + same_call):
+                        continue  # late's module may be sharded already: a second pass, no top-down order
                     ancestor = _ancestor_of_any(early.targets, late.targets)
                     if ancestor is not None:
                         reported, earlier = report_node(late, early), report_node(early, late)
@@ -130,6 +159,18 @@ def _rebound_to_itself(statement: cst.BaseStatement, shard: cst.CSTNode) -> set[
     if args and args[0].keyword is None and builders.code_of(args[0].value) == builders.code_of(target):
         return {builders.code_of(target)}
     return set()
+
+
+def _sharded_before(late: Event, shards: list[Event]) -> bool:
+    """May a module ``late`` shards be sharded already by one of ``shards`` (on the same path)? A
+    second pass over a tree sharded bottom-up, or an earlier run of the same call whose module may be
+    this one (a recursive helper's parameter joined over the tree), is no top-down order."""
+    return any(
+        not shard.exclusive_with(late) and may_be_same(canonical(target), canonical(again))
+        for shard in shards
+        for target in shard.targets
+        for again in late.targets
+    )
 
 
 def _ancestor_of_any(earlier: tuple, later: tuple) -> str | None:
