@@ -81,7 +81,10 @@ def canonical(qname: str) -> str:
 
 def vendored_torch(qname: str) -> str | None:
     """``torch.distributed.x.f`` for ``pkg.third_party.torch.distributed.x.f``: a project's copy of a
-    torch.distributed module (verl ships torch 2.7's ``checkpoint/state_dict.py``) is that module."""
+    torch.distributed module (verl ships torch 2.7's ``checkpoint/state_dict.py``) is that module.
+    Asked of every name the analysis resolves, so most names are turned away without splitting."""
+    if ".torch.distributed." not in qname and not qname.endswith(".torch.distributed"):
+        return None
     parts = qname.split(".")
     for index in range(1, len(parts) - 1):
         if parts[index] == "torch" and parts[index + 1] == "distributed":
