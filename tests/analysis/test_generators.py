@@ -33,6 +33,16 @@ def steps(source: str) -> list[str]:
     return [e.name for e in entry_events(source) if e.kind is EventKind.METHOD and e.name in STEPS]
 
 
+# The plainest context manager written as a generator, for the tests that vary where it is entered.
+MANAGED = """
+        @contextmanager
+        def managed(log):
+            log.enter()
+            yield
+            log.leave()
+        """
+
+
 def with_main(generator: str, decorator: str = "@contextmanager") -> str:
     return f"""
         {decorator}
@@ -233,12 +243,7 @@ def test_an_async_context_manager():
 def test_a_split_call_is_neither_summarised_nor_replayed():
     """A plain call of the generator first (whole, summarised) and two ``with``s after it: each
     ``with`` expands the generator afresh and cuts it at the ``yield``."""
-    source = """
-        @contextmanager
-        def managed(log):
-            log.enter()
-            yield
-            log.leave()
+    source = MANAGED + """
 
         def main(log):
             managed(log)
@@ -251,12 +256,7 @@ def test_a_split_call_is_neither_summarised_nor_replayed():
 
 
 def test_a_with_inside_a_summarised_helper_keeps_its_order_on_replay():
-    source = """
-        @contextmanager
-        def managed(log):
-            log.enter()
-            yield
-            log.leave()
+    source = MANAGED + """
 
         def helper(log):
             with managed(log):
