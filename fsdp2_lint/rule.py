@@ -40,12 +40,16 @@ class RuntimeSignature:
     for exceptions, ``exception`` lists the accepted exception type names and ``message`` is a
     regular expression the exception text must match. ``min_gpus`` > 0 marks failures that can
     only be reproduced on that many GPUs (the harness reports them as not runnable elsewhere).
+    ``min_ranks`` > 1 marks failures that need that many ranks to show in every form (ranks that
+    disagree, a shard smaller than the whole): a run with fewer ranks that shows no matching
+    failure could not have shown it, and is reported as not runnable there, not as unconfirmed.
     """
 
     evidence: str
     exception: tuple[str, ...] = ()
     message: str | None = None
     min_gpus: int = 0
+    min_ranks: int = 1
     note: str = ""
 
 

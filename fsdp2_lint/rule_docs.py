@@ -60,7 +60,10 @@ def rule_markdown(rule: type[Rule]) -> str:
     evidence = f"`{rule.signature.evidence}`"
     if rule.signature.exception:
         evidence += f": {' or '.join(rule.signature.exception)} matching `{rule.signature.message}`"
-    parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}. {rule.signature.note}".rstrip())
+    evidence = f"{evidence}. {rule.signature.note}".rstrip(" .")
+    if rule.signature.min_ranks > 1:
+        evidence += f"; it shows in every form only with {rule.signature.min_ranks} or more ranks (`--nproc`)"
+    parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}.")
     return "\n\n".join(parts) + "\n"
 
 

@@ -313,7 +313,9 @@ def save(state):
         RANK_TOKENS,
     )
     signature = RuntimeSignature(
-        evidence="hang", note="the run exceeds its timeout; the ranks' last events show rank 0 inside the collective"
+        evidence="hang",
+        note="the run exceeds its timeout; the ranks' last events show rank 0 inside the collective",
+        min_ranks=2,  # a hang needs a rank that skips the collective
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

@@ -118,7 +118,9 @@ grad_norm = torch.sqrt(sum(p.grad.to_local().pow(2).sum() for p in model.paramet
     # clipping over a list captured before a `fully_shard`, or a norm of `to_local()` shards
     requires = (("clip_grad", "get_total_norm", "to_local"), ("fully_shard", "to_local"))
     signature = RuntimeSignature(
-        evidence="wrong_grad_norm", note="the norm the script computes differs from the true global gradient norm"
+        evidence="wrong_grad_norm",
+        note="the norm the script computes differs from the true global gradient norm",
+        min_ranks=2,  # with one rank a local norm is the global one (a stale norm shows at one)
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

@@ -93,7 +93,9 @@ merge_lora(model)
     )
     requires = (("fully_shard",), ("summon_full_params",))
     signature = RuntimeSignature(
-        evidence="still_sharded", note="inside the context the module's parameters are still DTensor shards"
+        evidence="still_sharded",
+        note="inside the context the module's parameters are still DTensor shards",
+        min_ranks=2,  # with one rank a shard is the whole parameter
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

@@ -61,6 +61,32 @@ def test_every_bad_fixture_is_confirmed_and_every_good_one_is_clean_on_cpu():
     assert result.returncode == 0
 
 
+def test_on_one_rank_only_failures_that_need_a_second_rank_go_unshown_and_each_such_claim_is_needed():
+    report = json.loads(confirm("--device", "cpu", "--nproc", "1", "--output-format", "json").stdout)
+    rules = {rule.code: rule.signature for rule in all_rules()}
+
+    def allowed(r: dict) -> set[str]:
+        signature = rules[r["rule"]]
+        if signature.min_gpus > 0:
+            return {"not runnable here"}
+        if r["kind"] == "good":
+            return {"clean"}
+        return {"confirmed", "not runnable here"} if signature.min_ranks > 1 else {"confirmed"}
+
+    failures = [
+        f"{r['rule']}/{r['fixture']}: {r['verdict']} {r['note']}"
+        for r in report["results"]
+        if r["verdict"] not in allowed(r)
+    ]
+    assert failures == []
+    unshown = {r["rule"] for r in report["results"] if r["kind"] == "bad" and r["verdict"] == "not runnable here"}
+    # a rule claims a second rank only where one of its fixtures shows nothing on one
+    assert unshown - {code for code, signature in rules.items() if signature.min_gpus} == {
+        code for code, signature in rules.items() if signature.min_ranks > 1
+    }
+    assert report["ok"] is True
+
+
 def test_text_table_shows_device_rows_verdicts_and_summary():
     signature = RuntimeSignature("exception", ("AttributeError",), "no_sync")
     fixture = Fixture("FSDP005", Path("/f/FSDP005/bad_no_sync.py"), signature)

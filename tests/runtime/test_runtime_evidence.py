@@ -262,6 +262,22 @@ def test_verdicts_follow_the_evidence_not_the_exit():
     assert judge(fixture("bad_x", PARAMS_UNCHANGED), raised).verdict is Verdict.NOT_CONFIRMED
 
 
+def test_a_failure_that_needs_more_ranks_than_ran_is_not_runnable_unless_it_showed():
+    needs_two = RuntimeSignature("exception", ("AttributeError",), r"has no attribute 'no_sync'", min_ranks=2)
+    one_rank_raised = synthetic_record({0: [START, exception("'M' has no attribute 'no_sync'")]}, world_size=1)
+    one_rank_other = synthetic_record({0: [START, exception("something else")]}, world_size=1)
+    one_rank_clean = synthetic_record({0: [START, EXIT]}, world_size=1)
+    two_ranks_clean = synthetic_record({0: [START, EXIT], 1: [START, EXIT]})
+
+    assert judge(fixture("bad_x", needs_two), one_rank_raised).verdict is Verdict.CONFIRMED  # it showed anyway
+    not_runnable = judge(fixture("bad_x", needs_two), one_rank_other)
+    assert (not_runnable.verdict, not_runnable.note) == (Verdict.NOT_RUNNABLE, "its failure needs 2 ranks; 1 ran")
+    assert judge(fixture("bad_x", needs_two), one_rank_clean).verdict is Verdict.NOT_RUNNABLE
+    assert judge(fixture("bad_x", needs_two), two_ranks_clean).verdict is Verdict.NOT_CONFIRMED
+    assert judge(fixture("bad_x"), one_rank_clean).verdict is Verdict.NOT_CONFIRMED  # one rank is enough for it
+    assert judge(fixture("good_x", needs_two), one_rank_other).verdict is Verdict.UNEXPECTED  # goods run at any size
+
+
 LOADED = [[128, 5, 50], [128, 7, 70]]  # fingerprints of the two chunks of one loaded parameter
 OWN = [128, 9, 90]  # a chunk that is not the loaded one
 

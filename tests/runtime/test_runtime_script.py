@@ -14,7 +14,7 @@ from fsdp2_lint.diagnostics import Diagnostic, Severity
 from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import all_rules
 from fsdp2_lint.runtime.evidence.record import RunSpec
-from fsdp2_lint.runtime.harness.confirm_script import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, compare
+from fsdp2_lint.runtime.harness.confirm_script import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, NOT_RUNNABLE, compare
 from fsdp2_lint.runtime.harness.fixtures import fixtures_root
 
 EXPECT_MARK = re.compile(r"\s*# expect: FSDP\d{3}(, FSDP\d{3})*")
@@ -107,6 +107,11 @@ def test_compare_classifies_each_static_finding_by_line():
     assert [item.status for item in static] == [NOT_REACHED]
     [missed] = runtime_only
     assert missed.evidence.kind == "exception" and "FSDP005" in missed.rules
+
+    # one rank: a reached torch.save of DTensors cannot show FSDP004's failure (the shard is the whole)
+    one_rank = synthetic_record({0: [START, error]}, world_size=1, reached_lines=frozenset({10, 20, 27}))
+    static, _ = compare([diagnostic("FSDP005", 27), diagnostic("FSDP004", 20)], one_rank, all_rules())
+    assert [item.status for item in static] == [CONFIRMED, NOT_RUNNABLE]
 
 
 META_ERROR = {"kind": "exception", "types": ["RuntimeError"], "line": 30, "script_lines": [30, 44],

@@ -29,6 +29,7 @@ from fsdp2_lint.runtime.evidence.registry import Evidence, matches, observe
 from fsdp2_lint.runtime.evidence.scope import split_line
 from fsdp2_lint.runtime.harness.project import Entry
 from fsdp2_lint.runtime.harness.report import evidence_json, report_console
+from fsdp2_lint.runtime.harness.verdict import too_few_ranks
 from fsdp2_lint.runtime.launch.factory import make_launcher
 from fsdp2_lint.runtime.launch.launcher import HarnessError
 
@@ -131,8 +132,11 @@ def compare(
 
 
 def _unconfirmed_status(finding: _Finding, run: RunRecord, confirming: dict[int, list[Evidence]]) -> str:
-    if not can_reproduce(finding.rule.signature.min_gpus, run.device, run.world_size, run.world_size):
+    signature = finding.rule.signature
+    if not can_reproduce(signature.min_gpus, run.device, run.world_size, run.world_size):
         return NOT_RUNNABLE  # on CUDA every rank had its own GPU, so at least world_size were visible
+    if too_few_ranks(signature, run.world_size):
+        return NOT_RUNNABLE
     raised_here = any(
         evidence.kind == "exception" and finding.distance(evidence) == 0
         for evidence_list in confirming.values()

@@ -98,7 +98,9 @@ def print_table(
     for note in notes:
         console.print(f"note: {note}")
     if any(result.verdict is Verdict.NOT_RUNNABLE for result in results):
-        console.print("note: fixtures marked 'not runnable here' need GPUs; they do not fail this run")
+        console.print(
+            "note: fixtures marked 'not runnable here' need more GPUs or ranks than this run has; they do not fail it"
+        )
     console.print(f"{summary_line(results)} in {wall:.1f}s")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from fsdp2_lint.rule import RuntimeSignature
 from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.record import RunRecord
 from fsdp2_lint.runtime.evidence.registry import Evidence, describe_expected, matches, observe
@@ -16,7 +17,7 @@ class Verdict(enum.Enum):
     NOT_CONFIRMED = "NOT confirmed"  # bad fixture: it was not (other failures do not count)
     CLEAN = "clean"  # good fixture: every rank finished, no evidence of any kind
     UNEXPECTED = "unexpected failure"  # good fixture: it failed or showed evidence
-    NOT_RUNNABLE = "not runnable here"  # the failure needs GPUs this run does not have
+    NOT_RUNNABLE = "not runnable here"  # the failure needs GPUs or ranks this run does not have
 
     @property
     def passed(self) -> bool:
@@ -46,6 +47,9 @@ def judge(fixture: Fixture, run: RunRecord) -> FixtureResult:
         confirmed = any(matches(evidence, fixture.signature) for evidence in observed)
         verdict = Verdict.CONFIRMED if confirmed else Verdict.NOT_CONFIRMED
         note = "" if confirmed or observed else _unfinished_note(run) or "ran to completion without the failure"
+        too_few = too_few_ranks(fixture.signature, run.world_size)
+        if too_few and not confirmed:
+            verdict, note = Verdict.NOT_RUNNABLE, too_few
     else:
         verdict = Verdict.CLEAN if run.completed() and not observed else Verdict.UNEXPECTED
         note = "" if verdict is Verdict.CLEAN else _unfinished_note(run)
@@ -54,6 +58,13 @@ def judge(fixture: Fixture, run: RunRecord) -> FixtureResult:
         note = "; ".join(filter(None, [note, "probe errors: " + "; ".join(probe_errors)]))
     log_tail = "" if verdict.passed else _failing_log_tail(run)
     return FixtureResult(fixture, verdict, observed, run.seconds, note, log_tail)
+
+
+def too_few_ranks(signature: RuntimeSignature, world_size: int) -> str:
+    """Why a run of ``world_size`` ranks cannot show the failure, or "" when it can."""
+    if world_size >= signature.min_ranks:
+        return ""
+    return f"its failure needs {signature.min_ranks} ranks; {world_size} ran"
 
 
 def not_runnable(fixture: Fixture, reason: str) -> FixtureResult:
