@@ -4,6 +4,9 @@ pinned in the project's real-world corpus list, into one folder (default: bench-
     python bench/fetch_corpus.py [DEST]
     python bench/lint_speed.py bench-corpus/
 
+    python bench/fetch_corpus.py --precision bench-precision      # the speed corpus and 4 more
+    python bench/precision_corpus.py bench-precision
+
 Needs git and network access; a repository already there is left as it is. Without them, run
 bench/lint_speed.py on the installed torch package's sources alone (always there).
 """
@@ -24,12 +27,23 @@ REPOSITORIES = {  # owner/name: commit
     "facebookresearch/lingua": "437d680e5218",
     "Lightning-AI/pytorch-lightning": "7f0c3436cd3f",
 }
+# Linted for precision as well (bench/precision_corpus.py), kept out of the speed corpus whose
+# figures README gives.
+PRECISION_REPOSITORIES = REPOSITORIES | {
+    "axolotl-ai-cloud/axolotl": "067b021c8b87",
+    "mosaicml/composer": "6405188805a0",
+    "ByteDance-Seed/VeOmni": "d9774494f5d8",
+    "PrimeIntellect-ai/prime-rl": "559b44772e47",
+}
 
 
 def main() -> int:
-    destination = Path(sys.argv[1] if len(sys.argv) > 1 else "bench-corpus")
+    arguments = sys.argv[1:]
+    precision = "--precision" in arguments
+    folders = [argument for argument in arguments if argument != "--precision"]
+    destination = Path(folders[0] if folders else "bench-corpus")
     destination.mkdir(parents=True, exist_ok=True)
-    for repository, commit in REPOSITORIES.items():
+    for repository, commit in (PRECISION_REPOSITORIES if precision else REPOSITORIES).items():
         folder = destination / repository.replace("/", "+")
         if folder.exists():
             print(f"{folder}: already there")
