@@ -5,11 +5,26 @@ tests/rules/test_project_fixtures.py."""
 from __future__ import annotations
 
 import pytest
-from fixture_marks import FIXTURES, expected_diagnostics, fixture_files, fixture_projects, project_marks
+from fixture_marks import (
+    FIXTURES,
+    declared_torch_version,
+    expected_diagnostics,
+    fixture_files,
+    fixture_projects,
+    project_marks,
+)
 
 from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import all_rules
 from fsdp2_lint.runtime.harness.project import read_entry
+from fsdp2_lint.torch_version import default_torch_version
+
+
+def lint_fixture(path):
+    """The fixture's diagnostics from the rules that run for the torch it declares (else the
+    installed one), as `check --torch-version` would report them."""
+    version = declared_torch_version(path) or default_torch_version()
+    return lint_file(path, [rule for rule in all_rules() if version in rule.torch_versions])
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -20,7 +35,7 @@ def test_fixture_reports_exactly_its_marks(path):
         assert expected == [], "good fixtures carry no marks"
     else:
         assert expected, "a bad fixture marks at least one expected diagnostic"
-    got = sorted((d.line, d.code) for d in lint_file(path))
+    got = sorted((d.line, d.code) for d in lint_fixture(path))
     assert got == expected
 
 
