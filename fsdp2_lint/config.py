@@ -65,7 +65,7 @@ class Settings:
     torch_version: TorchVersion = field(default_factory=default_torch_version)  # the torch linted for
 
     def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
-        """The rules selected for the file whose failure happens on the torch linted for."""
+        """The rules selected for the file, less those whose failure does not happen on the torch linted for."""
         ignored = self.ignored_codes(path)
         return tuple(
             rule for rule in self.rules if rule.code not in ignored and self.torch_version in rule.torch_versions

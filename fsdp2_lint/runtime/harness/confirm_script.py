@@ -238,8 +238,7 @@ def _print(console: Console, report: Confirmation) -> None:
     what = f"{entry.describe()} (project {os.path.relpath(entry.project)})" if entry else report.script
     console.print(
         f"[bold]fsdp2-lint confirm[/bold] {what}: torch {report.torch}, device {run.device.describe()}, "
-        f"{run.world_size} ranks, "
-        f"{run.seconds:.1f}s — the run {_outcome(run)}"
+        f"{run.world_size} ranks, {run.seconds:.1f}s — the run {_outcome(run)}"
     )
     table = Table(title="Static findings and what the run showed", title_justify="left", show_lines=True)
     for column in ("Line", "Rule", "Static finding", "Runtime", "Evidence"):
