@@ -50,6 +50,8 @@ class TorchVersions:
             value = getattr(self, bound)
             if isinstance(value, str):
                 object.__setattr__(self, bound, TorchVersion.parse(value))
+        if self.since is not None and self.before is not None and self.since >= self.before:
+            raise ValueError(f"empty torch version range: since {self.since}, before {self.before}")
 
     def __contains__(self, version: TorchVersion) -> bool:
         return (self.since is None or version >= self.since) and (self.before is None or version < self.before)

@@ -82,6 +82,8 @@ def test_versions_compare_as_numbers_and_ranges_include_since_and_exclude_before
     assert TorchVersions().unbounded and TorchVersion(1, 0) in TorchVersions()
     assert BEFORE_2_8.excludes(TorchVersion(2, 13)) == "its failure happens on torch < 2.8 only; torch 2.13 ran"
     assert BEFORE_2_8.excludes(TorchVersion(2, 7)) == "" and BEFORE_2_8.excludes(None) == ""
+    with pytest.raises(ValueError, match="empty torch version range"):
+        TorchVersions(since="2.13", before="2.8")
 
 
 @pytest.mark.parametrize(
