@@ -41,6 +41,14 @@ from fsdp2_lint.pipeline import (
 from fsdp2_lint.rule import all_rules
 from fsdp2_lint.rule_docs import rule_json, rule_markdown, rules_table
 from fsdp2_lint.runtime.harness.command import confirm
+from fsdp2_lint.torch_version import TorchVersion
+
+
+def _torch_version(context: click.Context, parameter: click.Parameter, value: str | None) -> TorchVersion | None:
+    try:
+        return None if value is None else TorchVersion.parse(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), context, parameter) from None
 
 
 def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -74,6 +82,9 @@ def main() -> None:
 @click.option("--max-file-size", type=click.IntRange(min=0), metavar="BYTES",
               help="Report larger files (FSDP000) instead of analysing them; 0: no limit "
               "(default: max-file-size in the configuration, else 1048576).")  # fmt: skip
+@click.option("--torch-version", metavar="X.Y", callback=_torch_version,
+              help="The torch the code runs on: rules whose failure does not happen there are not run "
+              "(default: torch-version in the configuration, else the installed torch, else the newest supported).")  # fmt: skip
 @click.option("--no-follow-imports", is_flag=True,
               help="Analyse each file on its own, without following calls into the project's other modules.")  # fmt: skip
 @click.option("--with-importers", is_flag=True,
@@ -105,6 +116,7 @@ def check(
     isolated: bool,
     jobs: int | None,
     max_file_size: int | None,
+    torch_version: TorchVersion | None,
     no_follow_imports: bool,
     with_importers: bool,
     no_cache: bool,
@@ -120,7 +132,7 @@ def check(
     --diff: a change to show), 2 on usage or configuration errors.
     """
     selection = Selection(_codes(select) or None, _codes(ignore), _codes(extend_select))
-    resolver = SettingsResolver(selection, config, isolated, max_file_size, no_follow_imports)
+    resolver = SettingsResolver(selection, config, isolated, max_file_size, no_follow_imports, torch_version)
     reads_stdin = paths == (Path("-"),) or (stdin_filename is not None and not paths)
     if stdin_filename is not None and not reads_stdin:
         raise click.UsageError("--stdin-filename names standard input: pass no PATHS (or `-`) with it")

@@ -4,6 +4,8 @@ Selectors are rule codes or code prefixes (``FSDP0``, ``FSDP``), as in Ruff: ``s
 replaces the default (every rule), ``extend-select`` adds to it, ``ignore`` removes; the CLI's
 ``--select`` replaces the file's ``select``, its ``--ignore``/``--extend-select`` add to the
 file's. An unknown key or a selector that matches no rule is a configuration error.
+``torch-version`` (``--torch-version``) is the torch the code is linted for: a rule whose failure
+does not happen on it does not run (see :mod:`fsdp2_lint.torch_version`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pathspec
 from fsdp2_lint.diagnostics import PARSE_ERROR
 from fsdp2_lint.rule import Rule, all_rules
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
+from fsdp2_lint.torch_version import TorchVersion, default_torch_version
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,7 +33,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 SECTION = "fsdp2-lint"
 LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "import-roots")
-KNOWN_KEYS = frozenset(LIST_KEYS + ("per-file-ignores", "max-file-size", "follow-imports"))
+KNOWN_KEYS = frozenset(LIST_KEYS + ("per-file-ignores", "max-file-size", "follow-imports", "torch-version"))
 
 
 class ConfigError(Exception):
@@ -59,10 +62,14 @@ class Settings:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are FSDP000, not analysed (0: no limit)
     follow_imports: bool = True  # follow calls into the project's other modules
     import_roots: tuple[Path, ...] = ()  # where the project's imports resolve from (empty: found automatically)
+    torch_version: TorchVersion = field(default_factory=default_torch_version)  # the torch linted for
 
     def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
+        """The rules selected for the file, less those whose failure does not happen on the torch linted for."""
         ignored = self.ignored_codes(path)
-        return tuple(rule for rule in self.rules if rule.code not in ignored)
+        return tuple(
+            rule for rule in self.rules if rule.code not in ignored and self.torch_version in rule.torch_versions
+        )
 
     def reports_parse_errors(self, path: Path) -> bool:
         return self.parse_errors_reported and PARSE_ERROR not in self.ignored_codes(path)
@@ -121,6 +128,7 @@ def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
         max_file_size=_max_file_size(config, table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)),
         follow_imports=_flag(config, table, "follow-imports", True),
         import_roots=tuple(root / entry for entry in lists["import-roots"]),
+        torch_version=_torch_version(config, table.get("torch-version")),
     )
 
 
@@ -178,6 +186,17 @@ def _max_file_size(config: Path | None, value: object) -> int:
     if type(value) is not int or value < 0:
         raise ConfigError(f"{config}: `max-file-size` must be a number of bytes (0: no limit)")
     return value
+
+
+def _torch_version(config: Path | None, value: object) -> TorchVersion:
+    if value is None:
+        return default_torch_version()
+    if not isinstance(value, str):  # a TOML number would read 2.10 as 2.1
+        raise ConfigError(f'{config}: `torch-version` must be a string such as "2.13"')
+    try:
+        return TorchVersion.parse(value)
+    except ValueError as error:
+        raise ConfigError(f"{config}: `torch-version`: {error}") from None
 
 
 def _flag(config: Path | None, table: dict, key: str, default: bool) -> bool:

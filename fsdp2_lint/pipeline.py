@@ -45,6 +45,7 @@ from fsdp2_lint.fixing.lines import unified_diff
 from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
 from fsdp2_lint.rule import Rule
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source
+from fsdp2_lint.torch_version import TorchVersion
 
 PARALLEL_THRESHOLD = 16
 _WARNED: set[Path] = set()  # each layout problem once per process: `--fix` reads projects file by file
@@ -52,7 +53,7 @@ _WARNED: set[Path] = set()  # each layout problem once per process: `--fix` read
 
 class SettingsResolver:
     """Settings per file: from the nearest configuration, or from the one given explicitly;
-    ``max_file_size`` (the command line's) overrides the configured one."""
+    ``max_file_size`` and ``torch_version`` (the command line's) override the configured ones."""
 
     def __init__(
         self,
@@ -61,12 +62,14 @@ class SettingsResolver:
         isolated: bool = False,
         max_file_size: int | None = None,
         no_follow_imports: bool = False,
+        torch_version: TorchVersion | None = None,
     ) -> None:
         self.cli = cli
         self.config = config
         self.isolated = isolated
         self.max_file_size = max_file_size
         self.no_follow_imports = no_follow_imports
+        self.torch_version = torch_version
         self._by_config: dict[Path | None, Settings] = {}
         self._by_directory: dict[Path, Path | None] = {}
 
@@ -87,6 +90,8 @@ class SettingsResolver:
                 settings = replace(settings, max_file_size=self.max_file_size)
             if self.no_follow_imports:
                 settings = replace(settings, follow_imports=False)
+            if self.torch_version is not None:
+                settings = replace(settings, torch_version=self.torch_version)
             self._by_config[config] = settings
         return self._by_config[config]
 

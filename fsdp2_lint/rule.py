@@ -3,7 +3,7 @@
 A rule declares its identity and documentation next to its check (Fixit/Ruff style), the fix it
 can offer and how safe that is (:class:`FixOffer`), the byte tokens a file must contain for the
 rule to possibly fire (the prefilter), and the runtime signature the confirmation harness must
-observe when a bad fixture of the rule is run.
+observe when a bad fixture of the rule is run, and the torch versions in which its failure happens.
 The check reads the facts computed once per file (:class:`fsdp2_lint.analysis.facts.FileFacts`) and
 yields findings; it never re-walks the syntax tree. A rule's severity is a
 :class:`fsdp2_lint.diagnostics.Severity`; libcst is named here only in type annotations.
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from fsdp2_lint.diagnostics import Applicability, Severity
 from fsdp2_lint.prefilter import Tokens, Word
+from fsdp2_lint.torch_version import TorchVersions
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -100,6 +101,9 @@ class Rule:
     # no diagnostic from this rule (tests/analysis/test_prefilter.py compares runs with and without it).
     requires: ClassVar[tuple[tuple[str | Word, ...], ...]] = (("fully_shard",),)
     signature: ClassVar[RuntimeSignature]
+    # The torch versions in which the failure happens; outside them the rule does not run (the
+    # version linted for: `torch-version` in the configuration, else the installed torch).
+    torch_versions: ClassVar[TorchVersions] = TorchVersions()
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         raise NotImplementedError

@@ -49,7 +49,7 @@ def fix_safety(rule: type[Rule]) -> str:
 
 def rule_markdown(rule: type[Rule]) -> str:
     """A rule's documentation: its docs, a bad and a good example from its tests, the fix and how
-    safe it is, and the runtime evidence."""
+    safe it is, the torch versions its failure happens on, and the runtime evidence."""
     parts = [f"# {rule.code} {rule.name} ({rule.severity.value})", rule.summary, rule.docs.strip()]
     if rule.invalid:
         parts.append("## Example\n```python\n" + rule.invalid[0].strip() + "\n```")
@@ -57,6 +57,7 @@ def rule_markdown(rule: type[Rule]) -> str:
         parts.append("## Use instead\n```python\n" + rule.valid[0].strip() + "\n```")
     parts.append(f"## Fix\n{rule.hint}")
     parts.append(f"## Fix safety\n{fix_safety(rule)}")
+    parts.append(f"## Torch versions\n{torch_versions(rule)}")
     evidence = f"`{rule.signature.evidence}`"
     if rule.signature.exception:
         evidence += f": {' or '.join(rule.signature.exception)} matching `{rule.signature.message}`"
@@ -65,6 +66,18 @@ def rule_markdown(rule: type[Rule]) -> str:
         evidence += f"; it shows in every form only with {rule.signature.min_ranks} or more ranks (`--nproc`)"
     parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}.")
     return "\n\n".join(parts) + "\n"
+
+
+def torch_versions(rule: type[Rule]) -> str:
+    """The "Torch versions" section: where the failure happens, and that the rule runs only there."""
+    versions = rule.torch_versions
+    why = f" {versions.why}" if versions.why else ""
+    if versions.unbounded:
+        return f"No range is declared: the rule runs for every torch version.{why}"
+    return (
+        f"The failure happens on {versions} only.{why} For another torch (`torch-version`, `--torch-version`, "
+        "else the installed torch) the rule does not run."
+    )
 
 
 def rule_json(rule: type[Rule]) -> dict[str, object]:
@@ -77,6 +90,7 @@ def rule_json(rule: type[Rule]) -> dict[str, object]:
         "summary": rule.summary,
         "hint": rule.hint,
         "runtime_evidence": rule.signature.evidence,
+        "torch_versions": rule.torch_versions.to_json(),
         "fix": None
         if offer is None
         else {

@@ -9,7 +9,7 @@ from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature, TorchVersions
 
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
@@ -103,6 +103,16 @@ fully_shard(model.cuda())
         message=r"Duplicate GPU detected|out of memory",
         min_gpus=2,
         note="or a hang; needs at least two GPUs",
+    )
+    torch_versions = TorchVersions(
+        why=(
+            "On torch 2.13 a device mesh (`init_device_mesh`, or the one `fully_shard` makes without `mesh=`) "
+            "selects each rank's GPU from `LOCAL_RANK` (else rank modulo the GPUs per host) when CUDA is not "
+            "initialised yet (`DeviceMesh._setup_world_group_and_device`), so the rule reports only scripts that "
+            "use CUDA before their first mesh: there the mesh leaves every rank on cuda:0, on 2.13 too. Older torch (before about 2.8; not checked here) selected "
+            "the GPU only when the mesh created the process group itself, so a script that calls "
+            "`init_process_group` before its mesh fails there without touching CUDA; the rule does not report that."
+        )
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

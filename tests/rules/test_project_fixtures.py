@@ -9,12 +9,16 @@ import subprocess
 import sys
 
 import pytest
-from fixture_marks import fixture_projects, project_marks
+from fixture_marks import declared_torch_version, fixture_projects, project_marks
 
 
 def check_project(project) -> list[tuple[str, int, str]]:
-    """(file relative to the project, line, code) of every diagnostic `check` reports on it."""
+    """(file relative to the project, line, code) of every diagnostic `check` reports on it, for
+    the torch the project's header declares (else the installed one)."""
     command = [sys.executable, "-m", "fsdp2_lint", "check", "--isolated", "--no-cache", "--output-format", "json", "."]
+    version = declared_torch_version(project)
+    if version is not None:
+        command += ["--torch-version", str(version)]
     run = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300)
     assert run.returncode in (0, 1), run.stderr
     return sorted((d["path"], d["line"], d["code"]) for d in json.loads(run.stdout))

@@ -94,7 +94,9 @@ def test_text_table_shows_device_rows_verdicts_and_summary():
     results = [FixtureResult(fixture, Verdict.NOT_CONFIRMED, note="ran to completion without the failure"),
                FixtureResult(good, Verdict.CLEAN, seconds=0.4)]  # fmt: skip
     console = Console(record=True, width=200)
-    print_table(console, RunSettings("cpu", "gloo", 2, "pool", 1, 30.0), results, ["FSDP006 has no fixtures"], 3.0)
+    print_table(
+        console, RunSettings("cpu", "gloo", 2, "pool", 1, 30.0, "2.13.0+cpu"), results, ["FSDP006 has no fixtures"], 3.0
+    )
     text = console.export_text()
     assert "device cpu (gloo), 2 ranks per run, launcher pool (jobs 1), timeout 30s" in text
     assert "bad_no_sync" in text and "NOT confirmed" in text and "ran to completion without the failure" in text

@@ -1,13 +1,32 @@
-"""Reading the `# expect: CODE` marks of fixtures and rule examples."""
+"""Reading the `# expect: CODE` marks of fixtures and rule examples, and the torch version a fixture
+is linted for (its `# fsdp2-lint: torch-version = "X.Y"` header)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from fsdp2_lint.torch_version import TorchVersion
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 EXPECT = re.compile(r"#\s*expect:\s*(FSDP\d{3}(?:\s*,\s*FSDP\d{3})*)")
+TORCH_VERSION_HEADER = re.compile(r'^#\s*fsdp2-lint:\s*torch-version\s*=\s*"([^"]*)"\s*$', re.MULTILINE)
+HEADER_LINES = 5  # the header is a comment among a file's first lines
+
+
+def declared_torch_version(fixture: Path) -> TorchVersion | None:
+    """The torch a fixture (a file, or a project: any of its files) is linted for: the version its
+    `# fsdp2-lint: torch-version = "X.Y"` header gives, None without one (then `check`'s default,
+    the installed torch). A fixture of a rule whose failure happens on some torch versions only
+    declares one of them, so that the suite checks it statically whatever torch it runs on."""
+    files = project_files(fixture) if fixture.is_dir() else [fixture]
+    for path in files:
+        head = "\n".join(path.read_text().splitlines()[:HEADER_LINES])
+        match = TORCH_VERSION_HEADER.search(head)
+        if match:
+            return TorchVersion.parse(match.group(1))
+    return None
 
 
 def expected_diagnostics(source: str) -> list[tuple[int, str]]:

@@ -13,9 +13,10 @@ from fsdp2_lint.runtime.evidence.device import Device, can_reproduce, choose_dev
 from fsdp2_lint.runtime.evidence.record import RunSpec
 from fsdp2_lint.runtime.harness.fixtures import Fixture, discover
 from fsdp2_lint.runtime.harness.report import RunSettings
-from fsdp2_lint.runtime.harness.verdict import FixtureResult, judge, not_runnable
+from fsdp2_lint.runtime.harness.verdict import FixtureResult, judge, not_reproducible, not_runnable
 from fsdp2_lint.runtime.launch.factory import make_launcher
 from fsdp2_lint.runtime.launch.launcher import HarnessError, Launcher
+from fsdp2_lint.torch_version import installed_torch, installed_torch_version
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ def confirm_fixtures(
     on_result: Callable[[FixtureResult], None] = lambda result: None,
 ) -> FixtureReport:
     started = time.monotonic()
+    torch = installed_torch_version()  # the ranks run this interpreter, with this torch
     fixtures, notes = discover(rules, fixtures_root)
     launcher = make_launcher(launcher_name, nproc, device_request, run_root, jobs)
     results: dict[Fixture, FixtureResult] = {}
@@ -47,8 +49,12 @@ def confirm_fixtures(
         runnable = []
         for fixture in fixtures:
             reason = _why_not_runnable(fixture, launcher, device_request, nproc)
+            other_torch = fixture.bad and fixture.torch_versions.excludes(torch)
             if reason:
                 results[fixture] = not_runnable(fixture, reason)
+                on_result(results[fixture])
+            elif other_torch:  # never confirmed here, whatever a run would show
+                results[fixture] = not_reproducible(fixture, other_torch)
                 on_result(results[fixture])
             else:
                 runnable.append(fixture)
@@ -62,7 +68,7 @@ def confirm_fixtures(
             device = device or record.device
             on_result(results[fixture])
     kind, backend = (device.kind, device.backend) if device else (device_request, "nothing ran")
-    settings = RunSettings(kind, backend, nproc, launcher_name, launcher.jobs, timeout)
+    settings = RunSettings(kind, backend, nproc, launcher_name, launcher.jobs, timeout, installed_torch() or "unknown")
     ordered = [results[fixture] for fixture in fixtures]
     return FixtureReport(settings, ordered, notes, time.monotonic() - started)
 

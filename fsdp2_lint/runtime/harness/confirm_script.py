@@ -32,12 +32,14 @@ from fsdp2_lint.runtime.harness.report import evidence_json, report_console
 from fsdp2_lint.runtime.harness.verdict import too_few_ranks
 from fsdp2_lint.runtime.launch.factory import make_launcher
 from fsdp2_lint.runtime.launch.launcher import HarnessError
+from fsdp2_lint.torch_version import TorchVersion, installed_torch, installed_torch_version
 
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"  # the run went through the line without the rule's failure
 # no rank got past the line: none executed it, or it raised the failure of another static finding
 NOT_REACHED = "not reached"
 NOT_RUNNABLE = "not runnable here"
+NOT_REPRODUCIBLE = "not reproducible on this torch"  # the rule's failure happens on other torch versions
 
 
 @dataclass(frozen=True)
@@ -82,13 +84,16 @@ def compare(
     run: RunRecord,
     rules: Sequence[type[Rule]],
     files: dict[str, str] | None = None,
+    torch: TorchVersion | None = None,
 ) -> tuple[list[StaticFinding], list[RuntimeOnly]]:
     """A failure often shows away from the line a finding points at (the first forward of a model
     built on meta in a helper; the step of an optimizer built too early), so evidence of the kind a
     rule declares confirms a finding of that rule: one on whose lines it is, else the nearest one
     the run went through that no evidence is on. (Evidence away from a finding that has its own is
     another occurrence of the failure, which the static pass missed.) In a project run, ``files``
-    maps each diagnostic's path to its file relative to the project, as the run names them."""
+    maps each diagnostic's path to its file relative to the project, as the run names them. A
+    finding of a rule whose failure happens on other versions than ``torch`` (the one that ran) is
+    never confirmed: it is not reproducible on this torch."""
     by_code = {rule.code: rule for rule in rules}
     reached = {split_line(line) for line in run.reached_lines}
     findings = []
@@ -123,7 +128,9 @@ def compare(
                 confirming[i].append(evidence)
     static = []
     for i, finding in enumerate(findings):
-        if confirming[i]:
+        if finding.rule.torch_versions.excludes(torch):
+            static.append(StaticFinding(finding.diagnostic, NOT_REPRODUCIBLE))
+        elif confirming[i]:
             best = min(confirming[i], key=finding.distance)
             static.append(StaticFinding(finding.diagnostic, CONFIRMED, best))
         else:
@@ -181,9 +188,9 @@ def run_script_check(
     errors = run.harness_errors()
     if errors:
         raise HarnessError("; ".join(sorted(set(errors))))
-    static, runtime_only = compare(diagnostics, run, rules, files)
+    static, runtime_only = compare(diagnostics, run, rules, files, installed_torch_version())
     failed = any(item.status == CONFIRMED for item in static) or bool(runtime_only) or not run.completed()
-    report = Confirmation(script, run, static, runtime_only, failed, entry)
+    report = Confirmation(script, run, static, runtime_only, failed, entry, installed_torch() or "unknown")
     if output_format == "json":
         print(json.dumps(_as_json(report), indent=2))
     else:
@@ -201,6 +208,7 @@ class Confirmation:
     runtime_only: list[RuntimeOnly]
     failed: bool
     entry: Entry | None
+    torch: str  # the installed torch's version, which the ranks ran
 
 
 def _lint_project(project: Path, rules: Sequence[type[Rule]]) -> tuple[list[Diagnostic], dict[str, str]]:
@@ -229,8 +237,8 @@ def _print(console: Console, report: Confirmation) -> None:
     run, entry = report.run, report.entry
     what = f"{entry.describe()} (project {os.path.relpath(entry.project)})" if entry else report.script
     console.print(
-        f"[bold]fsdp2-lint confirm[/bold] {what}: device {run.device.describe()}, {run.world_size} ranks, "
-        f"{run.seconds:.1f}s — the run {_outcome(run)}"
+        f"[bold]fsdp2-lint confirm[/bold] {what}: torch {report.torch}, device {run.device.describe()}, "
+        f"{run.world_size} ranks, {run.seconds:.1f}s — the run {_outcome(run)}"
     )
     table = Table(title="Static findings and what the run showed", title_justify="left", show_lines=True)
     for column in ("Line", "Rule", "Static finding", "Runtime", "Evidence"):
@@ -269,6 +277,7 @@ def _as_json(report: Confirmation) -> dict[str, Any]:
     return {
         "script": str(report.script),
         **project,
+        "torch": report.torch,
         "device": run.device.kind,
         "backend": run.device.backend,
         "nproc": run.world_size,

@@ -12,6 +12,7 @@ from pathlib import Path
 from fsdp2_lint.rule import Rule, RuntimeSignature, all_rules
 from fsdp2_lint.runtime.harness.project import Entry, ProjectError, is_project, read_entry
 from fsdp2_lint.runtime.launch.launcher import HarnessError
+from fsdp2_lint.torch_version import TorchVersions
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class Fixture:
     path: Path  # the script, or the project's directory
     signature: RuntimeSignature
     entry: Entry | None = None  # how the project runs; None: a one-file fixture
+    torch_versions: TorchVersions = TorchVersions()  # where its rule's failure happens
 
     @property
     def name(self) -> str:
@@ -50,9 +52,9 @@ def discover(rules: Sequence[type[Rule]], root: Path | None = None) -> tuple[lis
         for kind in ("bad", "good"):
             for path in sorted(root.glob(f"{rule.code}/{kind}_*")):
                 if path.is_file() and path.suffix == ".py":
-                    found.append(Fixture(rule.code, path, rule.signature))
+                    found.append(Fixture(rule.code, path, rule.signature, None, rule.torch_versions))
                 elif path.is_dir() and is_project(path):
-                    found.append(Fixture(rule.code, path, rule.signature, _entry(path)))
+                    found.append(Fixture(rule.code, path, rule.signature, _entry(path), rule.torch_versions))
                 elif path.is_dir():
                     notes.append(f"{rule.code}/{path.name}: a directory without ENTRY (not run)")
         if not found:

@@ -24,6 +24,7 @@ VERDICT_STYLES = {
     Verdict.NOT_CONFIRMED: "bold red",
     Verdict.UNEXPECTED: "bold red",
     Verdict.NOT_RUNNABLE: "yellow",
+    Verdict.NOT_REPRODUCIBLE: "yellow",
 }
 
 
@@ -42,10 +43,11 @@ class RunSettings:
     launcher: str
     jobs: int
     timeout: float
+    torch: str  # the installed torch's version, which the ranks run
 
     def describe(self) -> str:
         return (
-            f"device {self.device} ({self.backend}), {self.nproc} ranks per run, "
+            f"torch {self.torch}, device {self.device} ({self.backend}), {self.nproc} ranks per run, "
             f"launcher {self.launcher} (jobs {self.jobs}), timeout {self.timeout:g}s"
         )
 
@@ -101,12 +103,18 @@ def print_table(
         console.print(
             "note: fixtures marked 'not runnable here' need more GPUs or ranks than this run has; they do not fail it"
         )
+    if any(result.verdict is Verdict.NOT_REPRODUCIBLE for result in results):
+        console.print(
+            "note: fixtures marked 'not reproducible on this torch' belong to rules whose failure happens on other "
+            "torch versions (`fsdp2-lint rule CODE`); they were not run and do not fail it"
+        )
     console.print(f"{summary_line(results)} in {wall:.1f}s")
 
 
 def as_json(settings: RunSettings, results: Sequence[FixtureResult], notes: Sequence[str], wall: float) -> str:
     counts = Counter(result.verdict.value for result in results)
     document: dict[str, Any] = {
+        "torch": settings.torch,
         "device": settings.device,
         "backend": settings.backend,
         "nproc": settings.nproc,

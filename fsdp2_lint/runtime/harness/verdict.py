@@ -18,10 +18,12 @@ class Verdict(enum.Enum):
     CLEAN = "clean"  # good fixture: every rank finished, no evidence of any kind
     UNEXPECTED = "unexpected failure"  # good fixture: it failed or showed evidence
     NOT_RUNNABLE = "not runnable here"  # the failure needs GPUs or ranks this run does not have
+    # bad fixture: its rule's failure happens on other torch versions than the one installed (not run)
+    NOT_REPRODUCIBLE = "not reproducible on this torch"
 
     @property
     def passed(self) -> bool:
-        return self in (Verdict.CONFIRMED, Verdict.CLEAN, Verdict.NOT_RUNNABLE)
+        return self in (Verdict.CONFIRMED, Verdict.CLEAN, Verdict.NOT_RUNNABLE, Verdict.NOT_REPRODUCIBLE)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,10 @@ def too_few_ranks(signature: RuntimeSignature, world_size: int) -> str:
 
 def not_runnable(fixture: Fixture, reason: str) -> FixtureResult:
     return FixtureResult(fixture, Verdict.NOT_RUNNABLE, note=reason)
+
+
+def not_reproducible(fixture: Fixture, reason: str) -> FixtureResult:
+    return FixtureResult(fixture, Verdict.NOT_REPRODUCIBLE, note=reason)
 
 
 def _unfinished_note(run: RunRecord) -> str:

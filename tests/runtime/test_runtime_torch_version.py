@@ -1,0 +1,107 @@
+"""`fsdp2-lint confirm` and the torch it runs on: it records the version, and a bad fixture or a
+finding of a rule whose failure happens on other versions is not reproducible there, never
+confirmed (no processes, no torch: a launcher that runs nothing, hand-written events)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from runtime_helpers import START, synthetic_record
+
+from fsdp2_lint.diagnostics import Diagnostic, Severity
+from fsdp2_lint.rule import all_rules
+from fsdp2_lint.runtime.harness import confirm_fixtures as confirming
+from fsdp2_lint.runtime.harness.confirm_script import (
+    CONFIRMED,
+    NOT_REPRODUCIBLE,
+    Confirmation,
+    _as_json,
+    _print,
+    compare,
+)
+from fsdp2_lint.runtime.harness.report import as_json, print_table
+from fsdp2_lint.runtime.harness.verdict import Verdict
+from fsdp2_lint.torch_version import TorchVersion, TorchVersions
+
+NO_SYNC = next(rule for rule in all_rules() if rule.code == "FSDP005")
+NO_SYNC_ERROR = {"kind": "exception", "types": ["AttributeError"], "message": "'M' object has no attribute 'no_sync'",
+                 "line": 27, "script_lines": [27]}  # fmt: skip
+
+
+class RunsNothing:
+    """A launcher that must not be asked to run anything."""
+
+    device = None
+    jobs = 1
+
+    def __enter__(self) -> RunsNothing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def visible_gpus(self) -> int:
+        return 0
+
+    def run_all(self, specs: dict) -> list:
+        assert not specs, "a fixture that cannot reproduce its failure on this torch was run"
+        return []
+
+
+@pytest.fixture
+def fixed_in_2_8(monkeypatch):
+    monkeypatch.setattr(NO_SYNC, "torch_versions", TorchVersions(before="2.8"))
+
+
+def test_a_bad_fixture_of_a_rule_fixed_before_this_torch_is_not_reproducible_and_not_run(
+    tmp_path, monkeypatch, fixed_in_2_8
+):
+    (tmp_path / "FSDP005").mkdir()
+    (tmp_path / "FSDP005" / "bad_no_sync.py").write_text("raise SystemExit(1)\n")
+    monkeypatch.setattr(confirming, "make_launcher", lambda *args: RunsNothing())
+    monkeypatch.setattr(confirming, "installed_torch", lambda: "2.13.0+cpu")
+    monkeypatch.setattr(confirming, "installed_torch_version", lambda: TorchVersion(2, 13))
+
+    report = confirming.confirm_fixtures([NO_SYNC], "cpu", 2, 30.0, 1, "pool", tmp_path, tmp_path)
+
+    [result] = report.results
+    assert (result.verdict, result.note) == (
+        Verdict.NOT_REPRODUCIBLE,
+        "its failure happens on torch < 2.8 only; torch 2.13 ran",
+    )
+    assert result.verdict.passed  # it does not fail the run
+    console = Console(record=True, width=200)
+    print_table(console, report.settings, report.results, report.notes, 1.0)
+    text = console.export_text()
+    assert text.startswith("fsdp2-lint confirm: torch 2.13.0+cpu, device cpu")
+    assert "not reproducible on this torch" in text and "1 fixtures: 1 not reproducible on this torch — OK" in text
+    document = json.loads(as_json(report.settings, report.results, report.notes, 1.0))
+    assert document["torch"] == "2.13.0+cpu" and document["ok"] is True
+    assert document["results"][0]["verdict"] == "not reproducible on this torch"
+
+
+def diagnostic(code: str, line: int) -> Diagnostic:
+    return Diagnostic(code, "name", "message", "hint", Severity.ERROR, "train.py", line, 1, line, 10, "")
+
+
+def test_a_finding_of_a_rule_whose_failure_happens_on_other_torch_versions_is_never_confirmed(fixed_in_2_8):
+    run = synthetic_record({0: [START, NO_SYNC_ERROR], 1: [START, NO_SYNC_ERROR]}, reached_lines=frozenset({27}))
+    static, _ = compare([diagnostic("FSDP005", 27)], run, all_rules(), torch=TorchVersion(2, 13))
+    assert [item.status for item in static] == [NOT_REPRODUCIBLE]  # even with the failure on its line
+    static, _ = compare([diagnostic("FSDP005", 27)], run, all_rules(), torch=TorchVersion(2, 7))
+    assert [item.status for item in static] == [CONFIRMED]
+
+
+def test_confirm_script_reports_the_torch_it_ran_on(fixed_in_2_8):
+    run = synthetic_record({0: [START, NO_SYNC_ERROR], 1: [START, NO_SYNC_ERROR]}, reached_lines=frozenset({27}))
+    static, runtime_only = compare([diagnostic("FSDP005", 27)], run, all_rules(), torch=TorchVersion(2, 13))
+    report = Confirmation(Path("train.py"), run, static, runtime_only, True, None, "2.13.0+cpu")
+    console = Console(record=True, width=200)
+    _print(console, report)
+    text = console.export_text()
+    assert text.startswith("fsdp2-lint confirm train.py: torch 2.13.0+cpu, device cpu")
+    assert "not reproducible on this torch" in text
+    assert _as_json(report)["torch"] == "2.13.0+cpu"
