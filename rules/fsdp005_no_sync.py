@@ -120,6 +120,8 @@ if fsdp_version(model) > 0:  # FSDP1 or FSDP2
                 if may_be_wrapper(use.receiver):
                     continue  # DDP / FSDP1 wrappers have no_sync()
                 for module in refs(use.receiver):
+                    if facts.defines(module, "no_sync"):
+                        continue  # the class's own `no_sync` (a trainer's, or the model class's)
                     shard = trace.sharded_overlap(module, use)
                     if shard:
                         name = canonical(module).text

@@ -6,7 +6,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts, sharded_note
-from fsdp2_lint.analysis.model import Event, EventKind, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
+from fsdp2_lint.analysis.model import Event, EventKind, Value, canonical, may_be_same, may_be_wrapper, refs
 from fsdp2_lint.analysis.trace import Trace, fsdp2_model
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
@@ -207,7 +207,7 @@ def _fsdp2_module(facts: FileFacts, trace: Trace, access: Event, name: str) -> t
         return None
     for module in refs(access.receiver):
         shard = trace.is_fsdp_module(module, access)
-        if shard and not _defines(facts, module, name):
+        if shard and not facts.defines(module, name):
             return canonical(module).text, shard
     return None
 
@@ -231,16 +231,3 @@ def _checked_first(trace: Trace, access: Event) -> bool:
 
 def _same(a: Value, b: Value | None) -> bool:
     return b is not None and any(may_be_same(canonical(x), canonical(y)) for x in refs(a) for y in refs(b))
-
-
-def _defines(facts: FileFacts, module: Ref, name: str) -> bool:
-    """Does the file store ``name`` on the module (``self.module = ...`` in its class)?"""
-    whole = canonical(module)
-    for _, store in facts.events():
-        if store.kind is EventKind.STORE and store.name == name:
-            if any(
-                canonical(owner) == whole or owner.root.cls is module.root.cls is not None
-                for owner in refs(store.receiver)
-            ):
-                return True
-    return False
