@@ -69,7 +69,10 @@ Flags FSDP1 (`FullyShardedDataParallel`) API used on a module sharded with `full
 `FSDP.flatten_sharded_optim_state_dict`, `FSDP.optim_state_dict_to_load`, `FSDP.clip_grad_norm_(model, ...)`.
 Not flagged on modules wrapped by `DistributedDataParallel` or `FullyShardedDataParallel`, which
 have them, nor where code checks the object first (`m.module if hasattr(m, "module") else m`,
-`if isinstance(m, FSDP): m.clip_grad_norm_(...)`, `getattr(m, "module", m)`).
+`if isinstance(m, FSDP): m.clip_grad_norm_(...)`, `getattr(m, "module", m)`), nor where the
+module gives the name itself: its class (or a base class in the project) defines the method,
+property or class attribute (`fully_shard` keeps the model's class as a base of the new one), or the code stores the
+attribute on it (`self.module = inner`).
 
 ## Why is this bad?
 `fully_shard` does not wrap the module (it changes its class in place to `FSDP<Class>`), so there
@@ -80,6 +83,10 @@ is no `.module` and none of FSDP1's methods. Observed with torch 2.13:
 from `optim_state_dict_to_load`); `IndexError: list index out of range` from
 `full_optim_state_dict`, `sharded_optim_state_dict`, `shard_full_optim_state_dict`,
 `scatter_full_optim_state_dict` and `flatten_sharded_optim_state_dict`, which find no FSDP1 module.
+
+## Known problems
+A method or attribute a model class gets from a base class outside the project is not seen (the
+analysis does not read third-party packages): its use is still reported.
 """
     valid = (
         """

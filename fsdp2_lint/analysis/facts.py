@@ -240,14 +240,13 @@ class FileFacts:
         return [obj for value in self.stored_in(whole) for obj in refs(value)]
 
     def defines(self, ref: Ref, name: str) -> bool:
-        """Does every object ``ref`` may name have ``name`` of its own: a method or property of its
-        class or of a base class the project defines, or an attribute the file stores on it
+        """Does every object ``ref`` may name have ``name`` of its own: a method, property or class
+        attribute of its class or of a base class the project defines, or an attribute the file stores on it
         (``self.module = inner``)? Such a name is the code's own, not the torch API of that name:
         ``fully_shard`` makes the model's class a subclass of its class, which keeps its methods."""
         objects = self.objects_in(ref)
         return bool(objects) and all(
-            not obj.path
-            and ((obj.root.cls is not None and obj.root.cls.method(name) is not None) or self._stores(obj, name))
+            not obj.path and ((obj.root.cls is not None and obj.root.cls.defines(name)) or self._stores(obj, name))
             for obj in objects
         )
 

@@ -224,6 +224,17 @@ CASES = {
                 with self.no_sync():
                     self.model(x).sum().backward()
     """,
+    "fsdp005-good-own-no-sync-class-attribute": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        class Evaluator:
+            no_sync = contextlib.nullcontext
+            def __init__(self, model):
+                self.model = fully_shard(model)
+            def run(self, x):
+                with self.no_sync():
+                    return self.model(x)
+    """,
     "fsdp005-trainer-own-no-sync-but-calls-the-model-s": """
         import contextlib
         from torch.distributed.fsdp import fully_shard
