@@ -41,10 +41,22 @@ same loop, or in another method of the same class) sets it to `True` or to a com
 an optimizer `step()`, including a loop that switches it back on only after the step (the next
 iteration switches it off again before any backward).
 
+Switching it back on counts only for the modules it reaches: `set_requires_gradient_sync(True)` on
+the same module (through any alias, `self.model` in another method) or a module around it does;
+on another model or on a submodule it does not, nor does `recurse=False`, which switches the
+module alone back on and leaves the FSDP modules inside it off, unless those are switched back on
+too (each block and the root individually). When the file does not show which modules inside
+the model are sharded, a `recurse=False` call on the model counts only alongside calls on modules
+below it. (torch makes `recurse` keyword-only: `set_requires_gradient_sync(True, False)` raises
+`TypeError` and switches nothing on.) A call on an object the file cannot follow (what a helper
+of another package returns, `unwrap(model)`) may be any module and counts.
+
 ## Why is this bad?
 With gradient sync off, FSDP2 skips the reduce-scatter: gradients are never reduced into the
 sharded parameters' `.grad`. Observed with torch 2.13: 0 reduce-scatters, `p.grad is None` for 10 of
 10 parameters, and `opt.step()` changes 0 of 10 parameters. No warning, the loss just stays flat.
+Switched back on with `recurse=False` on the root only: the root's own parameters get a `.grad`, the blocks'
+all stay `None`.
 """
     valid = (
         """
@@ -68,6 +80,18 @@ optimizer.step()
 for batch in batches:
     model.set_requires_gradient_sync(False)  # expect: FSDP014
     model(batch).sum().backward()
+optimizer.step()
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+
+for block in model.blocks:
+    fully_shard(block)
+fully_shard(model)
+model.set_requires_gradient_sync(False)  # expect: FSDP014
+model(batch).sum().backward()
+model.set_requires_gradient_sync(True, recurse=False)
+model(last).sum().backward()
 optimizer.step()
 """,
     )
