@@ -36,13 +36,22 @@ class NoSync(Rule):
 ## What it does
 Flags `with m.no_sync():`, `m.no_sync()` and `getattr(m, "no_sync", ...)` where `m` is sharded
 with `fully_shard` (or contains sharded modules). Not flagged on modules wrapped in
-`DistributedDataParallel` or FSDP1 `FullyShardedDataParallel`, which do have `no_sync`.
+`DistributedDataParallel` or FSDP1 `FullyShardedDataParallel`, which do have `no_sync`, nor
+where the receiver's class (or a base class in the project) defines `no_sync` itself, as a
+method, property or class attribute: a trainer's own `with self.no_sync():`, or a model class
+with its own `no_sync` (after `fully_shard` the model's class derives from it, so the method is
+still there). Code inside such a method that calls a sharded model's `no_sync()` is reported there.
 
 ## Why is this bad?
 `no_sync()` is an FSDP1/DDP method; `fully_shard` does not add it. The call fails with
 `AttributeError: 'FSDPModel' object has no attribute 'no_sync'`. The `getattr(m, "no_sync",
 nullcontext)` fallback hides the error but then gradients are reduce-scattered on every
 micro-batch. FSDP2's equivalent is `set_requires_gradient_sync(False)` ... `(True)`.
+
+## Known problems
+A `no_sync` that a class gets from a base class outside the project (a framework's trainer) is
+not seen (the analysis does not read third-party packages): such a call on an object that holds a
+sharded model is still reported.
 """
     valid = (
         """
@@ -120,6 +129,8 @@ if fsdp_version(model) > 0:  # FSDP1 or FSDP2
                 if may_be_wrapper(use.receiver):
                     continue  # DDP / FSDP1 wrappers have no_sync()
                 for module in refs(use.receiver):
+                    if facts.defines(module, "no_sync"):
+                        continue  # the class's own `no_sync` (a trainer's, or the model class's)
                     shard = trace.sharded_overlap(module, use)
                     if shard:
                         name = canonical(module).text

@@ -4,7 +4,6 @@ from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
-    ClassInfo,
     Const,
     Event,
     Loaded,
@@ -173,18 +172,10 @@ def _modules(load: Event) -> list[Ref]:
 
 def _own_loader(facts: FileFacts, ref: Ref) -> bool:
     """Is ``ref`` an object whose class defines ``load_state_dict`` itself and is no torch module
-    (composer's ``State``, which holds the model)? Its method is its own, not ``nn.Module``'s. For an
-    attribute of an instance (``self.state``), the objects the class's methods store in it."""
-    whole = canonical(ref)
-    stored = [whole] if not whole.path else [obj for value in facts.stored_in(whole) for obj in refs(value)]
-    return bool(stored) and all(not obj.path and _defines_loader(obj.root.cls) for obj in stored)
-
-
-def _defines_loader(cls: ClassInfo | None) -> bool:
-    return (
-        cls is not None
-        and cls.method("load_state_dict") is not None
-        and all(base.startswith(PLAIN_BASES) for base in cls.external_bases())
+    (composer's ``State``, which holds the model)? Its method is its own, not ``nn.Module``'s."""
+    return facts.defines(ref, "load_state_dict") and all(
+        obj.root.cls is not None and all(base.startswith(PLAIN_BASES) for base in obj.root.cls.external_bases())
+        for obj in facts.objects_in(ref)
     )
 
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts, sharded_note
-from fsdp2_lint.analysis.model import Event, EventKind, Ref, Value, canonical, may_be_same, may_be_wrapper, refs
+from fsdp2_lint.analysis.model import Event, EventKind, Value, canonical, may_be_same, may_be_wrapper, refs
 from fsdp2_lint.analysis.trace import Trace, fsdp2_model
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
@@ -69,7 +69,10 @@ Flags FSDP1 (`FullyShardedDataParallel`) API used on a module sharded with `full
 `FSDP.flatten_sharded_optim_state_dict`, `FSDP.optim_state_dict_to_load`, `FSDP.clip_grad_norm_(model, ...)`.
 Not flagged on modules wrapped by `DistributedDataParallel` or `FullyShardedDataParallel`, which
 have them, nor where code checks the object first (`m.module if hasattr(m, "module") else m`,
-`if isinstance(m, FSDP): m.clip_grad_norm_(...)`, `getattr(m, "module", m)`).
+`if isinstance(m, FSDP): m.clip_grad_norm_(...)`, `getattr(m, "module", m)`), nor where the
+module gives the name itself: its class (or a base class in the project) defines the method,
+property or class attribute (`fully_shard` keeps the model's class as a base of the new one), or the code stores the
+attribute on it (`self.module = inner`).
 
 ## Why is this bad?
 `fully_shard` does not wrap the module (it changes its class in place to `FSDP<Class>`), so there
@@ -80,6 +83,10 @@ is no `.module` and none of FSDP1's methods. Observed with torch 2.13:
 from `optim_state_dict_to_load`); `IndexError: list index out of range` from
 `full_optim_state_dict`, `sharded_optim_state_dict`, `shard_full_optim_state_dict`,
 `scatter_full_optim_state_dict` and `flatten_sharded_optim_state_dict`, which find no FSDP1 module.
+
+## Known problems
+A method or attribute a model class gets from a base class outside the project is not seen (the
+analysis does not read third-party packages): its use is still reported.
 """
     valid = (
         """
@@ -207,7 +214,7 @@ def _fsdp2_module(facts: FileFacts, trace: Trace, access: Event, name: str) -> t
         return None
     for module in refs(access.receiver):
         shard = trace.is_fsdp_module(module, access)
-        if shard and not _defines(facts, module, name):
+        if shard and not facts.defines(module, name):
             return canonical(module).text, shard
     return None
 
@@ -231,16 +238,3 @@ def _checked_first(trace: Trace, access: Event) -> bool:
 
 def _same(a: Value, b: Value | None) -> bool:
     return b is not None and any(may_be_same(canonical(x), canonical(y)) for x in refs(a) for y in refs(b))
-
-
-def _defines(facts: FileFacts, module: Ref, name: str) -> bool:
-    """Does the file store ``name`` on the module (``self.module = ...`` in its class)?"""
-    whole = canonical(module)
-    for _, store in facts.events():
-        if store.kind is EventKind.STORE and store.name == name:
-            if any(
-                canonical(owner) == whole or owner.root.cls is module.root.cls is not None
-                for owner in refs(store.receiver)
-            ):
-                return True
-    return False

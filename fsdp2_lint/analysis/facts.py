@@ -231,6 +231,39 @@ class FileFacts:
             )
         ]
 
+    def objects_in(self, ref: Ref) -> list[Ref]:
+        """The whole objects ``ref`` names: the object itself, or for an attribute of an instance
+        (``self.model``) the objects the class's methods store in it (none when it is unknown)."""
+        whole = canonical(ref)
+        if not whole.path:
+            return [whole]
+        return [obj for value in self.stored_in(whole) for obj in refs(value)]
+
+    def defines(self, ref: Ref, name: str) -> bool:
+        """Does every object ``ref`` may name have ``name`` of its own: a method, property or class
+        attribute of its class or of a base class the project defines, or an attribute the file stores on it
+        (``self.module = inner``)? Such a name is the code's own, not the torch API of that name:
+        ``fully_shard`` makes the model's class a subclass of its class, which keeps its methods."""
+        objects = self.objects_in(ref)
+        return bool(objects) and all(
+            not obj.path and ((obj.root.cls is not None and obj.root.cls.defines(name)) or self._stores(obj, name))
+            for obj in objects
+        )
+
+    def _stores(self, obj: Ref, name: str) -> bool:
+        """Does the file store attribute ``name`` on ``obj``, or (in a method of its class) on any
+        instance of its class?"""
+        whole, cls = canonical(obj), obj.root.cls
+        return any(
+            store.kind is EventKind.STORE
+            and store.name == name
+            and any(
+                owner == whole or (cls is not None and not owner.path and owner.root.cls is cls)
+                for owner in map(canonical, refs(store.receiver))
+            )
+            for _, store in self.events()
+        )
+
 
 # Context managers that expect the code they hold to raise (pytest, unittest).
 _EXPECTS_EXCEPTION = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})

@@ -567,6 +567,7 @@ class ClassInfo:
     node: cst.ClassDef
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     bases: tuple[Value, ...] = ()  # filled when the class statement is interpreted
+    attributes: set[str] = field(default_factory=set)  # what its body assigns, filled then too
 
     @property
     def name(self) -> str:
@@ -584,6 +585,11 @@ class ClassInfo:
             if name in cls.methods:
                 return cls.methods[name]
         return None
+
+    def defines(self, name: str) -> bool:
+        """Does the class, or a base class of the project's, define ``name`` (a method, a property
+        or a class attribute)?"""
+        return any(name in cls.methods or name in cls.attributes for cls in self.mro())
 
     def external_bases(self) -> Iterator[str]:
         """Resolved names of the bases defined outside this file (e.g. ``torch.optim.Optimizer``)."""

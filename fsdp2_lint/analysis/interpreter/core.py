@@ -317,6 +317,7 @@ class Interpreter(Expressions, Calls, Imports):
                             self.exec_small(small)
                     for name, value in self.frame.env.vars.items():
                         self.heap[(id(namespace), (name,))] = value
+                    info.attributes.update(self.frame.env.vars)
                 finally:
                     self.frame.env = outer
         self.bind(info.name, Class(info))

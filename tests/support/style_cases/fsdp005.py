@@ -140,4 +140,133 @@ CASES = {
                     with critic.no_sync():
                         critic(mb).mean().backward()
     """,
+    "fsdp005-good-trainer-own-no-sync": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                self.model = fully_shard(model)
+            @contextlib.contextmanager
+            def no_sync(self):
+                self.model.set_requires_gradient_sync(False)
+                yield
+                self.model.set_requires_gradient_sync(True)
+            def step(self, x):
+                with self.no_sync():
+                    self.model(x).sum().backward()
+    """,
+    "fsdp005-good-base-trainer-own-no-sync": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        class BaseTrainer:
+            @contextlib.contextmanager
+            def no_sync(self):
+                self.model.set_requires_gradient_sync(False)
+                try:
+                    yield
+                finally:
+                    self.model.set_requires_gradient_sync(True)
+        class Trainer(BaseTrainer):
+            def setup(self, model):
+                self.model = model
+                fully_shard(self.model)
+            def accumulate(self, batches):
+                for batch in batches:
+                    sync = self.no_sync
+                    with sync():
+                        self.model(batch).sum().backward()
+    """,
+    "fsdp005-good-model-class-own-no-sync": """
+        import contextlib
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(4)])
+            @contextlib.contextmanager
+            def no_sync(self):
+                self.set_requires_gradient_sync(False)
+                try:
+                    yield
+                finally:
+                    self.set_requires_gradient_sync(True)
+        model = Model()
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        with model.no_sync():
+            model(x).sum().backward()
+        context = getattr(model, "no_sync", contextlib.nullcontext)
+        class Trainer:
+            def __init__(self):
+                self.model = fully_shard(Model())
+            def step(self, x):
+                with self.model.no_sync():
+                    self.model(x).sum().backward()
+    """,
+    "fsdp005-good-own-no-sync-property": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        class Engine:
+            def __init__(self, model, accumulate):
+                self.model = fully_shard(model)
+                self.accumulate = accumulate
+            @property
+            def no_sync(self):
+                return self.model_no_sync if self.accumulate else contextlib.nullcontext
+            @contextlib.contextmanager
+            def model_no_sync(self):
+                self.model.set_requires_gradient_sync(False)
+                yield
+                self.model.set_requires_gradient_sync(True)
+            def step(self, x):
+                with self.no_sync():
+                    self.model(x).sum().backward()
+    """,
+    "fsdp005-good-own-no-sync-class-attribute": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        class Evaluator:
+            no_sync = contextlib.nullcontext
+            def __init__(self, model):
+                self.model = fully_shard(model)
+            def run(self, x):
+                with self.no_sync():
+                    return self.model(x)
+    """,
+    "fsdp005-trainer-own-no-sync-but-calls-the-model-s": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                self.model = fully_shard(model)
+            @contextlib.contextmanager
+            def no_sync(self):
+                with self.model.no_sync():  # expect: FSDP005
+                    yield
+            def step(self, x):
+                with self.no_sync():
+                    self.model(x).sum().backward()
+    """,
+    "fsdp005-model-class-defines-another-name": """
+        import contextlib
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Model(nn.Module):
+            @contextlib.contextmanager
+            def sync_off(self):
+                self.set_requires_gradient_sync(False)
+                yield
+                self.set_requires_gradient_sync(True)
+        class Trainer:
+            def __init__(self):
+                self.model = fully_shard(Model())
+            @contextlib.contextmanager
+            def no_sync_context(self):
+                yield
+            def step(self, x):
+                with self.model.no_sync():  # expect: FSDP005
+                    self.model(x).sum().backward()
+    """,
 }

@@ -42,4 +42,121 @@ CASES = {
         def freeze_sync(model):
             model.set_requires_gradient_sync(False)
     """,
+    "fsdp014-reenabled-on-another-model": """
+        def train(model, ema_model, optimizer, micro_batches):
+            model.set_requires_gradient_sync(False)  # expect: FSDP014
+            for mb in micro_batches:
+                model(mb).mean().backward()
+            ema_model.set_requires_gradient_sync(True)
+            optimizer.step()
+    """,
+    "fsdp014-reenabled-on-a-submodule": """
+        from torch.distributed.fsdp import fully_shard
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        for batches in loader:
+            model.set_requires_gradient_sync(False)  # expect: FSDP014
+            for mb in batches[:-1]:
+                model(mb).sum().backward()
+            model.layers[-1].set_requires_gradient_sync(True)
+            model(batches[-1]).sum().backward()
+            optimizer.step()
+    """,
+    "fsdp014-reenabled-without-recursing": """
+        def accumulate(model, optimizer, micro_batches):
+            model.set_requires_gradient_sync(False)  # expect: FSDP014
+            for mb in micro_batches[:-1]:
+                model(mb).mean().backward()
+            model.set_requires_gradient_sync(True, recurse=False)
+            model(micro_batches[-1]).mean().backward()
+            optimizer.step()
+    """,
+    "fsdp014-reenabled-without-recursing-positional": """
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model, optimizer):
+                for block in model.blocks:
+                    fully_shard(block)
+                self.model = fully_shard(model)
+                self.optimizer = optimizer
+            def step(self, micro_batches):
+                self.model.set_requires_gradient_sync(False)  # expect: FSDP014
+                for mb in micro_batches[:-1]:
+                    self.model(mb).mean().backward()
+                self.model.set_requires_gradient_sync(True, False)
+                self.model(micro_batches[-1]).mean().backward()
+                self.optimizer.step()
+    """,
+    "fsdp014-good-reenabled-through-an-alias": """
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model = fully_shard(model)
+                self.optimizer = optimizer
+            def step(self, micro_batches):
+                model = self.model
+                self.model.set_requires_gradient_sync(False)
+                for mb in micro_batches[:-1]:
+                    model(mb).mean().backward()
+                model.set_requires_gradient_sync(True, recurse=True)
+                model(micro_batches[-1]).mean().backward()
+                self.optimizer.step()
+    """,
+    "fsdp014-good-reenabled-on-each-block-and-the-root": """
+        from torch.distributed.fsdp import fully_shard
+        def train(model, optimizer, micro_batches):
+            for block in model.blocks:
+                fully_shard(block)
+            fully_shard(model)
+            model.set_requires_gradient_sync(False)
+            for mb in micro_batches[:-1]:
+                model(mb).mean().backward()
+            for block in model.blocks:
+                block.set_requires_gradient_sync(True, recurse=False)
+            model.set_requires_gradient_sync(True, recurse=False)
+            model(micro_batches[-1]).mean().backward()
+            optimizer.step()
+    """,
+    "fsdp014-good-each-module-individually-in-an-unseen-model": """
+        def train(model, optimizer, micro_batches):
+            for module in model.modules():
+                module.set_requires_gradient_sync(False, recurse=False)
+            for mb in micro_batches[:-1]:
+                model(mb).mean().backward()
+            for module in model.modules():
+                module.set_requires_gradient_sync(True, recurse=False)
+            model(micro_batches[-1]).mean().backward()
+            optimizer.step()
+    """,
+    "fsdp014-good-root-off-alone-and-back-on-alone": """
+        def train(model, optimizer, micro_batches):
+            model.set_requires_gradient_sync(False, recurse=False)
+            for mb in micro_batches[:-1]:
+                model(mb).mean().backward()
+            model.set_requires_gradient_sync(True, recurse=False)
+            model(micro_batches[-1]).mean().backward()
+            optimizer.step()
+    """,
+    "fsdp014-good-reenabled-in-another-method-on-self-model": """
+        class Trainer:
+            def accumulate(self, mb):
+                self.model.set_requires_gradient_sync(False)
+                self.model(mb).mean().backward()
+            def finish(self, mb):
+                self.model.set_requires_gradient_sync(True)
+                self.model(mb).mean().backward()
+                self.optimizer.step()
+    """,
+    "fsdp014-reenabled-in-another-method-on-another-model": """
+        class Trainer:
+            def accumulate(self, mb):
+                self.model.set_requires_gradient_sync(False)  # expect: FSDP014
+                self.model(mb).mean().backward()
+                self.optimizer.step()
+            def finish(self, mb):
+                self.ref_model.set_requires_gradient_sync(True)
+                self.model(mb).mean().backward()
+                self.optimizer.step()
+    """,
 }
