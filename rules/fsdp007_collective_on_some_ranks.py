@@ -319,12 +319,8 @@ def save(state):
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        for trace in facts.traces:
-            collectives = [
-                (event, name)
-                for event in trace.events
-                if (name := _collective(trace, event)) is not None and not _maybe_plain(facts, trace, event)
-            ]
+        found = {trace: _collectives(facts, trace) for trace in facts.traces}
+        for trace, collectives in found.items():
             for event, name in collectives:
                 guard = event.ctx.rank_guard
                 if (
@@ -335,6 +331,7 @@ def save(state):
                         for other, other_name in collectives
                         if other_name == name
                     )
+                    or _other_half_of_protocol(trace, event, name, found)
                 ):
                     continue
                 frames = event.frames()
@@ -345,6 +342,45 @@ def save(state):
                     f"(condition at {facts.where(guard.node, reported)}): the other ranks never join it and the job hangs",
                     related=((guard.node, f"the condition that lets only {RANKS[guard.ranks]} through"),),
                 )
+
+
+def _collectives(facts: FileFacts, trace: Trace) -> list[tuple[Event, str]]:
+    """The trace's collectives and their names, in execution order."""
+    return [
+        (event, name)
+        for event in trace.events
+        if (name := _collective(trace, event)) is not None and not _maybe_plain(facts, trace, event)
+    ]
+
+
+def _other_half_of_protocol(trace: Trace, event: Event, name: str, found: dict[Trace, list[tuple[Event, str]]]) -> bool:
+    """A leader/worker protocol split across methods that nothing in the file calls (``publish``
+    broadcasts on rank 0, ``receive`` on the other ranks): the code that calls them is elsewhere, and
+    a caller there that runs only one half is reported when that file is linted. So a collective in
+    such a method is matched by the same collective under the complementary rank test in another
+    method of its class analysed on its own. Test methods run alone and get no partner."""
+    guard = event.ctx.rank_guard
+    if guard is None or not _protocol_method(trace):
+        return False
+    return any(
+        other_name == name
+        and (theirs := other.ctx.rank_guard) is not None
+        and theirs.ranks == COMPLEMENT.get(guard.ranks)
+        for other_trace, collectives in found.items()
+        if other_trace is not trace and _protocol_method(other_trace) and _same_class(trace, other_trace)
+        for other, other_name in collectives
+    )
+
+
+def _protocol_method(trace: Trace) -> bool:
+    """Is the trace a method's own run (nothing in the file calls it), and not a test's?"""
+    return trace.instance is not None and not trace.entry.rpartition(".")[2].startswith("test")
+
+
+def _same_class(trace: Trace, other: Trace) -> bool:
+    return (
+        trace.instance is not None and other.instance is not None and trace.instance.root.cls is other.instance.root.cls
+    )
 
 
 def _collective(trace: Trace, event: Event) -> str | None:
