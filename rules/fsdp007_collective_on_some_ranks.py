@@ -110,8 +110,14 @@ Flags a collective that only some ranks execute: inside `if rank == 0:` (or `dis
 (`get_model_state_dict(..., StateDictOptions(full_state_dict=True))` and friends), `dist.*`
 collectives (`barrier`, `all_reduce`, `broadcast`, ...), `unshard()` on an FSDP module, and
 same-file helpers that call one (reported at the helper's call inside the branch). A collective
-that the complementary ranks call too (`if rank != 0: dist.barrier()` ... `if rank == 0:
-dist.barrier()`) is matched and not reported, and so is a gather that runs only for DTensors
+that the complementary ranks call too on the same path (`if rank != 0: dist.barrier()` ... `if
+rank == 0: dist.barrier()`: the same collective, a barrier for a barrier) is matched and not
+reported: in one function, in helpers and methods it calls, and across a "rank 0 goes first" guard
+(the other ranks wait in `__enter__`, or before the `yield` of a `@contextmanager`, and rank 0
+joins at the exit), whether the guard is a class, a generator or `async with`, in this module or
+another. So is the half of a leader/worker protocol split across methods of one class that nothing
+in the file calls (`publish` broadcasts on rank 0, `receive` on the others): the code that runs
+the two is in another file, and is reported there if it runs only one. And so is a gather that runs only for DTensors
 (`if isinstance(x, DTensor):`, `hasattr(x, "full_tensor")`) on values not known to be sharded (a
 plain reference model's parameters, a full state dict's tensors). `rank is None` tests and
 `cfg.lora.rank` (a matrix rank) select no ranks.
@@ -122,6 +128,17 @@ are already waiting in the next collective: observed with torch 2.13 on gloo, al
 (DCP save, `full_tensor()`, full `get_model_state_dict`) hang until killed, while the correct
 version finishes its save in under 0.1 s. With the default timeout the job sits idle for 30 minutes
 (NCCL: 10) before it dies, typically at the first checkpoint.
+
+## Known problems
+- The halves of a protocol written as module-level functions that nothing in the file calls
+  (`def send_plan(): if rank == 0: broadcast(...)`, `def receive_plan(): if rank != 0:
+  broadcast(...)`) are each analysed alone and reported, when the file is linted without the
+  code that calls both. Unlike the methods of one class, two functions of a module are not known
+  to belong together; the file that calls them is linted correctly.
+- A collective is matched by the same collective only (a barrier by a barrier): a barrier on some
+  ranks and an `all_reduce` on the others is reported, though a backend may happen to pair them.
+- The matching collective is looked for on the same path of one entry point: a partner that only
+  a callback, a thread or another process runs is not seen.
 """
     valid = (
         """
