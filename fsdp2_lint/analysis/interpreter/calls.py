@@ -539,13 +539,13 @@ class Calls:
 
     def call_special(self, manager: Value, name: str, args: tuple, node: cst.CSTNode) -> Value:
         """The method ``name`` the ``with`` at ``node`` calls on each option of ``manager`` that
-        defines it; an option that does not is left as it is."""
+        defines it; an option that does not, or whose method is past the bounds, is left as it is
+        (``__enter__`` mostly returns ``self``)."""
 
         def call(option: Value) -> Value:
             method = _defined_method(option, name)
-            if method is None:
-                return option
-            return self.call_function(self.function_value(method, option), args, {}, node) or UNKNOWN
+            result = self.call_function(self.function_value(method, option), args, {}, node) if method else None
+            return option if result is None else result
 
         return self.alternatives(manager, node, call)
 
