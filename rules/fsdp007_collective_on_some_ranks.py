@@ -375,13 +375,15 @@ def _other_half_of_protocol(trace: Trace, event: Event, name: str, found: dict[T
     broadcasts on rank 0, ``receive`` on the other ranks): the code that calls them is elsewhere, and
     a caller there that runs only one half is reported when that file is linted. So a collective in
     such a method is matched by the same collective under the complementary rank test in another
-    method of its class analysed on its own. Test methods run alone and get no partner."""
+    method of its class analysed on its own, each rank test written in the method itself (a helper
+    that tests the rank is part of a path this file shows). Test methods run alone and get no partner."""
     guard = event.ctx.rank_guard
-    if guard is None or not _protocol_method(trace):
+    if guard is None or guard.depth != 0 or not _protocol_method(trace):
         return False
     return any(
         other_name == name
         and (theirs := other.ctx.rank_guard) is not None
+        and theirs.depth == 0
         and theirs.ranks == COMPLEMENT.get(guard.ranks)
         for other_trace, collectives in found.items()
         if other_trace is not trace and _protocol_method(other_trace) and _same_class(trace, other_trace)
