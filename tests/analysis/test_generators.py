@@ -1,6 +1,7 @@
 """Generators used as context managers: a ``with`` entering a ``@contextmanager`` function runs its
 code before the ``yield`` at the entry, the body, then the code after the ``yield`` at the exit.
-Shapes that are not cut run the whole generator at the entry, and never lose the body."""
+Shapes that are not cut run the whole generator at the entry, and never lose the body. An object
+whose class defines ``__enter__``/``__exit__`` is entered and exited the same way."""
 
 from __future__ import annotations
 
@@ -243,7 +244,9 @@ def test_an_async_context_manager():
 def test_a_split_call_is_neither_summarised_nor_replayed():
     """A plain call of the generator first (whole, summarised) and two ``with``s after it: each
     ``with`` expands the generator afresh and cuts it at the ``yield``."""
-    source = MANAGED + """
+    source = (
+        MANAGED
+        + """
 
         def main(log):
             managed(log)
@@ -252,11 +255,14 @@ def test_a_split_call_is_neither_summarised_nor_replayed():
             with managed(log):
                 log.body()
         """
+    )
     assert steps(source) == ["enter", "leave"] + ["enter", "body", "leave"] * 2
 
 
 def test_a_with_inside_a_summarised_helper_keeps_its_order_on_replay():
-    source = MANAGED + """
+    source = (
+        MANAGED
+        + """
 
         def helper(log):
             with managed(log):
@@ -266,4 +272,96 @@ def test_a_with_inside_a_summarised_helper_keeps_its_order_on_replay():
             helper(log)
             helper(log)
         """
+    )
     assert steps(source) == ["enter", "body", "leave"] * 2
+
+
+# --- objects whose class defines `__enter__` and `__exit__` ------------------------------------------
+
+MANAGER_CLASS = """
+        class Managed:
+            def __init__(self, log):
+                self.log = log
+
+            def __enter__(self):
+                self.log.enter()
+                return self.log
+
+            def __exit__(self, exc_type, exc, tb):
+                self.log.leave()
+        """
+
+
+def test_an_object_runs_its_enter_at_the_entry_and_its_exit_at_the_exit():
+    events = entry_events(
+        MANAGER_CLASS
+        + """
+        def main(log):
+            managed = Managed(log)
+            with managed as entered:
+                entered.body()
+        """
+    )
+    assert [e.name for e in events if e.kind is EventKind.METHOD and e.name in STEPS] == ["enter", "body", "leave"]
+    (enter,) = [e for e in events if e.name == "enter"]
+    (body,) = [e for e in events if e.name == "body"]
+    assert body.receiver is not UNKNOWN and body.receiver == enter.receiver  # `as` binds what __enter__ returns
+
+
+def test_objects_and_generators_exit_in_reverse_order():
+    source = (
+        MANAGER_CLASS
+        + """
+        @contextmanager
+        def inner(log):
+            log.failed()
+            yield
+            log.done()
+
+        def main(log):
+            with Managed(log), inner(log):
+                log.body()
+        """
+    )
+    assert steps(source) == ["enter", "failed", "body", "done", "leave"]
+
+
+def test_an_async_with_runs_aenter_and_aexit():
+    source = """
+        class Managed:
+            def __init__(self, log):
+                self.log = log
+
+            async def __aenter__(self):
+                self.log.enter()
+
+            async def __aexit__(self, *exc):
+                self.log.leave()
+
+        async def main(log):
+            async with Managed(log):
+                log.body()
+        """
+    assert steps(source) == ["enter", "body", "leave"]
+
+
+def test_what_a_generator_yields_is_not_entered_again():
+    source = (
+        MANAGER_CLASS
+        + """
+        @contextmanager
+        def opened(log):
+            yield Managed(log)
+
+        def main(log):
+            with opened(log) as managed:
+                log.body()
+        """
+    )
+    assert steps(source) == ["body"]
+
+
+def test_an_enter_nothing_calls_runs_with_its_exit_after_it():
+    """A class used as a context manager by another file: its entry and exit on one path."""
+    events = entry_events(MANAGER_CLASS, entry="Managed.__enter__")
+    assert [e.name for e in events if e.kind is EventKind.METHOD and e.name in STEPS] == ["enter", "leave"]

@@ -229,6 +229,114 @@ def test_a_rank_constant_from_a_config_module_is_its_value(tmp_path: Path) -> No
     assert found.code == "FSDP007" and "only on rank 0" in found.message
 
 
+RANK_ZERO_FIRST = """
+    import torch.distributed as dist
+    from contextlib import contextmanager
+
+
+    class RankZeroFirst:
+        def __init__(self, local_rank):
+            self.local_rank = local_rank
+
+        def __enter__(self):
+            if self.local_rank != 0:
+                dist.barrier()
+
+        def __exit__(self, *exc):
+            if self.local_rank {exit_test} 0:
+                dist.barrier()
+
+
+    @contextmanager
+    def torch_distributed_zero_first(local_rank):
+        if local_rank not in (-1, 0):
+            dist.barrier()
+        yield
+        if local_rank == 0:
+            dist.barrier()
+    """
+
+
+@pytest.mark.parametrize("entered", ["RankZeroFirst(local_rank)", "torch_distributed_zero_first(local_rank)"])
+def test_a_rank_zero_first_guard_from_another_module_pairs_its_barriers(tmp_path: Path, entered: str) -> None:
+    write(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/distributed.py": RANK_ZERO_FIRST.format(exit_test="=="),
+            "app/data.py": f"""
+                import os
+
+                from app.distributed import RankZeroFirst, torch_distributed_zero_first
+
+
+                def load(path):
+                    local_rank = int(os.environ["LOCAL_RANK"])
+                    with {entered}:
+                        return download(path)
+                """,
+        },
+    )
+    assert lint(tmp_path / "app/data.py", tmp_path / "app/distributed.py") == []
+
+
+def test_a_guard_from_another_module_that_waits_on_the_same_ranks_twice_is_reported(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/distributed.py": RANK_ZERO_FIRST.format(exit_test="!="),
+            "app/data.py": """
+                import os
+
+                from app.distributed import RankZeroFirst
+
+
+                def load(path):
+                    with RankZeroFirst(int(os.environ["LOCAL_RANK"])):
+                        return download(path)
+                """,
+        },
+    )
+    found = lint(tmp_path / "app/data.py")
+    assert codes_at(found) == [("distributed.py", 11, "FSDP007"), ("distributed.py", 15, "FSDP007")]
+
+
+def test_one_half_of_a_protocol_from_another_module_is_reported_at_its_caller_s_lint(tmp_path: Path) -> None:
+    channel = """
+        import torch.distributed as dist
+
+
+        class PlanChannel:
+            def __init__(self):
+                self.rank = dist.get_rank()
+
+            def publish(self, plan):
+                if self.rank == 0:
+                    dist.broadcast_object_list([plan], src=0)
+
+            def receive(self):
+                box = [None]
+                if self.rank != 0:
+                    dist.broadcast_object_list(box, src=0)
+                return box[0]
+        """
+    caller = """
+        from app.channel import PlanChannel
+
+
+        def agree(plan):
+            channel = PlanChannel()
+            channel.publish(plan)
+            {receive}
+        """
+    files = {"app/__init__.py": "", "app/channel.py": channel}
+    write(tmp_path, {**files, "app/both.py": caller.format(receive="return channel.receive()")})
+    write(tmp_path, {**files, "app/half.py": caller.format(receive="return plan")})
+    assert lint(tmp_path / "app/channel.py", tmp_path / "app/both.py") == []
+    assert codes_at(lint(tmp_path / "app/half.py")) == [("channel.py", 10, "FSDP007")]
+
+
 DEVICE_HELPERS = {  # app/device.py's get_device body after `device = torch.device(name)`, and FSDP011 expected
     "torch.cuda.set_device": ("torch.cuda.set_device(int(os.environ['LOCAL_RANK']))", False),
     "a device module found at run time": (

@@ -10,7 +10,8 @@ expanded each time, and the bound on both). A call past the bound, deeper than
 function of another file (its events are not in the caller's trace), and a function no call
 expanded is still analysed as an entry point of its own. A ``@contextmanager`` generator a
 ``with`` enters is expanded up to its ``yield`` and resumed at the ``with``'s exit
-(:mod:`.generators`): such a call is never summarised.
+(:mod:`.generators`): such a call is never summarised. An object whose class defines ``__enter__``
+and ``__exit__`` runs the first at the ``with``'s entry and the second at its exit.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, generators, guards, summaries, torch_api
-from fsdp2_lint.analysis.interpreter.generators import Split, Suspended
+from fsdp2_lint.analysis.interpreter.generators import Exiting, Split, Suspended
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, slot_keys
 from fsdp2_lint.analysis.model import (
     ANY,
@@ -97,7 +98,7 @@ class Calls:
         args, kwargs = self.eval_args(node)
         return self.alternatives(callee, node, lambda option: self.call_value(option, args, kwargs, node))
 
-    def alternatives(self, value: Value, node: cst.Call, call) -> Value:
+    def alternatives(self, value: Value, node: cst.CSTNode, call) -> Value:
         """``call`` on each option of ``value``. Exclusive options (one object or another, not a
         loop's elements one after the other) run in exclusive branches: calling
         ``STRATEGIES.get(name, default).parallelize(model)`` runs one strategy, not all in turn."""
@@ -520,9 +521,33 @@ class Calls:
         self.suspended.append(Suspended(fn.info, frame, ctx, split.after))
         return choice(frame.yielded) if frame.yielded else UNKNOWN
 
-    def resume(self, generator: Suspended) -> None:
-        """Run a generator's code after its ``yield``: a ``with`` it entered exits."""
-        self.run_in_frame(generator.info, generator.frame, generator.ctx, lambda: self.exec_block(generator.after))
+    def resume(self, entered: Suspended | Exiting) -> None:
+        """Run a generator's code after its ``yield``, or the ``__exit__`` of an object: a ``with``
+        that entered it exits (with no exception: ``None`` for its type, value and traceback)."""
+        if isinstance(entered, Exiting):
+            self.call_special(entered.manager, entered.name, (Const(None),) * 3, entered.node)
+        else:
+            self.run_in_frame(entered.info, entered.frame, entered.ctx, lambda: self.exec_block(entered.after))
+
+    def enter_object(self, manager: Value, node: cst.CSTNode, asynchronous: bool) -> tuple[Value, Exiting | None]:
+        """``with manager:`` where ``manager`` is an instance of a class of the project that defines
+        ``__enter__``: what that returns (the value ``as`` binds), and the exit to run later."""
+        enter, exit_ = generators.special_methods(asynchronous)
+        if not any(_defined_method(option, enter) for option in options(manager)):
+            return manager, None
+        return self.call_special(manager, enter, (), node), Exiting(manager, node, exit_)
+
+    def call_special(self, manager: Value, name: str, args: tuple, node: cst.CSTNode) -> Value:
+        """The method ``name`` the ``with`` at ``node`` calls on each option of ``manager`` that
+        defines it; an option that does not, or whose method is past the bounds, is left as it is
+        (``__enter__`` mostly returns ``self``)."""
+
+        def call(option: Value) -> Value:
+            method = _defined_method(option, name)
+            result = self.call_function(self.function_value(method, option), args, {}, node) if method else None
+            return option if result is None else result
+
+        return self.alternatives(manager, node, call)
 
     def bind_parameters(self, fn: Function, args: tuple, kwargs: dict, symbolic: bool) -> None:
         params = fn.info.node.params
@@ -613,6 +638,13 @@ def _reversed(value: Value) -> Value:
 
 def _refs_inside(value: Value):
     return (ref for option in walk_contents(value) for ref in refs(option))
+
+
+def _defined_method(value: Value, name: str) -> FunctionInfo | None:
+    """The method ``name`` of the project's class ``value`` is an instance of, if it defines one."""
+    if isinstance(value, Ref) and not value.path and value.root.cls is not None:
+        return value.root.cls.method(name)
+    return None
 
 
 def _super_method(value: Super, name: str) -> FunctionInfo | None:

@@ -23,7 +23,7 @@ import libcst as cst
 from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
 from fsdp2_lint.analysis.interpreter.calls import Calls, is_dataclass, name_unnamed
 from fsdp2_lint.analysis.interpreter.expressions import Expressions
-from fsdp2_lint.analysis.interpreter.generators import Split, Suspended, entered_calls
+from fsdp2_lint.analysis.interpreter.generators import Exiting, Split, Suspended, entered_calls, special_methods
 from fsdp2_lint.analysis.interpreter.imports import Imports
 from fsdp2_lint.analysis.interpreter.state import (
     TERMINATED,
@@ -175,6 +175,9 @@ class Interpreter(Expressions, Calls, Imports):
         if instance is not None and info.name in ("forward", "__call__"):  # runs through `module(...)`
             self.ctx = self.ctx.with_(forward_of=(instance,))
         self.call_function(self.function_value(info, instance), (), {}, None, symbolic=True)
+        exit_ = _exit_of(info)
+        if instance is not None and exit_ is not None:  # what a `with` in another file runs next
+            self.call_function(self.function_value(exit_, instance), (), {}, None, symbolic=True)
         return EntryRun(info.qualname, self.events, instance=instance)
 
     def _collect(self, body: list[cst.CSTNode], cls: ClassInfo | None, scope: ModuleScope) -> None:
@@ -349,16 +352,20 @@ class Interpreter(Expressions, Calls, Imports):
             self.exec_block(statements(orelse.body))
 
     def exec_with(self, node: cst.With) -> object:
-        """Each item is entered in turn; a generator it enters resumes after the body, the last
-        entered first (:mod:`.generators`)."""
+        """Each item is entered in turn; a generator it enters resumes after the body, and an
+        object's ``__exit__`` runs then, the last entered first (:mod:`.generators`)."""
         outer = self.ctx
         ctx = outer
-        entered: list[Suspended] = []
+        entered: list[Suspended | Exiting] = []
         for item in node.items:
-            value = self.enter_item(item.item, entered)
+            mark = len(entered)
+            manager = value = self.enter_item(item.item, entered)
+            if len(entered) == mark:  # no generator entered: the object's own `__enter__`, if any
+                value, exiting = self.enter_object(manager, item.item, node.asynchronous is not None)
+                entered.extend([exiting] if exiting is not None else [])
             if item.asname is not None:
                 self.assign(item.asname.name, value)
-            ctx = torch_api.enter(ctx, value)
+            ctx = torch_api.enter(ctx, manager)
         self.ctx = ctx
         done = self.exec_block(statements(node.body))
         self.ctx = outer
@@ -366,7 +373,7 @@ class Interpreter(Expressions, Calls, Imports):
             self.resume(generator)
         return TERMINATED if done else None
 
-    def enter_item(self, item: cst.BaseExpression, entered: list[Suspended]) -> Value:
+    def enter_item(self, item: cst.BaseExpression, entered: list[Suspended | Exiting]) -> Value:
         """The value a ``with`` item binds; the generators it entered are added to ``entered``."""
         outer, mark = self.entering, len(self.suspended)
         self.entering = entered_calls(item)
@@ -477,6 +484,15 @@ class Interpreter(Expressions, Calls, Imports):
 
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _exit_of(info: FunctionInfo) -> FunctionInfo | None:
+    """The ``__exit__`` (``__aexit__``) of the class whose ``__enter__`` (``__aenter__``) ``info`` is."""
+    for asynchronous in (False, True):
+        enter, exit_ = special_methods(asynchronous)
+        if info.name == enter and info.cls is not None:
+            return info.cls.method(exit_)
+    return None
 
 
 def _catches_import_error(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:

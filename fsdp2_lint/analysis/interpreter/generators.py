@@ -8,6 +8,10 @@ a statement of the body, of a ``try:`` block (the ``except``/``else``/``finally`
 of ``if``/``elif``/``else`` arms (one ``yield`` per arm: the same test picks the arm on both sides,
 an arm without one runs whole before). Other shapes (a ``yield`` in a loop or a ``with``, several
 in one block) are not cut: the call runs the whole body at the entry, as any other call does.
+
+An object of a class with ``__enter__``/``__exit__`` (``__aenter__``/``__aexit__`` for ``async
+with``) is entered the same way: ``__enter__`` runs at the entry, ``x`` is bound to what it
+returns, and the ``with`` calls ``__exit__`` at its exit (:class:`Exiting`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,21 @@ class Suspended:
     frame: Frame
     ctx: Context
     after: list[cst.CSTNode]
+
+
+@dataclass
+class Exiting:
+    """An object a ``with`` entered through its class's ``__enter__``: the ``with`` item ``node``
+    calls the method ``name`` (``__exit__``, ``__aexit__``) on it at the exit."""
+
+    manager: Value
+    node: cst.CSTNode
+    name: str
+
+
+def special_methods(asynchronous: bool) -> tuple[str, str]:
+    """The methods a ``with`` (``async with``) calls on the object it enters and exits."""
+    return ("__aenter__", "__aexit__") if asynchronous else ("__enter__", "__exit__")
 
 
 def is_context_manager(info: FunctionInfo, decorators: tuple[Value, ...]) -> bool:

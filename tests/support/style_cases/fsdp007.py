@@ -367,4 +367,174 @@ CASES = {
         with main_process_first(dist.get_rank() == 0):
             prepare_data()
     """,
+    # --- collective pairs split across methods: `__enter__`/`__exit__`, the two halves of a protocol --
+    "fsdp007-good-rank-zero-first-class": """
+        import torch.distributed as dist
+        class RankZeroFirst:
+            def __enter__(self):
+                if dist.get_rank() != 0:
+                    dist.barrier()  # the other ranks wait here
+            def __exit__(self, *exc):
+                if dist.get_rank() == 0:
+                    dist.barrier()  # rank 0 joins after doing the work
+        def main(model):
+            with RankZeroFirst():
+                download()
+    """,
+    "fsdp007-good-local-zero-first-class-entered-through-a-variable": """
+        import torch.distributed as dist
+        class LocalZeroFirst:
+            def __init__(self, local_rank):
+                self.local_rank = local_rank
+            def __enter__(self):
+                if self.local_rank not in (-1, 0):
+                    dist.barrier(device_ids=[self.local_rank])
+                return self
+            def __exit__(self, exc_type, exc, tb):
+                if self.local_rank == 0:
+                    dist.barrier(device_ids=[0])
+                return False
+        first = LocalZeroFirst(args.local_rank)
+        with first as guard:
+            dataset = load_dataset(args.data)
+    """,
+    "fsdp007-good-main-process-first-class-used-in-another-file": """
+        import torch.distributed as dist
+        def is_main_process():
+            return dist.get_rank() == 0
+        class MainProcessFirst:
+            def __enter__(self):
+                if not is_main_process():
+                    dist.barrier()
+                return self
+            def __exit__(self, exc_type, exc, tb):
+                if is_main_process():
+                    dist.barrier()
+    """,
+    "fsdp007-good-async-rank-zero-first": """
+        import torch.distributed as dist
+        class RankZeroFirst:
+            def __init__(self, rank):
+                self.rank = rank
+            async def __aenter__(self):
+                if self.rank != 0:
+                    dist.barrier()
+            async def __aexit__(self, exc_type, exc, tb):
+                if self.rank == 0:
+                    dist.barrier()
+        async def prepare():
+            async with RankZeroFirst(dist.get_rank()):
+                await download()
+    """,
+    "fsdp007-good-zero-first-generator-with-a-rank-helper": """
+        import torch.distributed as dist
+        from contextlib import contextmanager
+        def is_main_process():
+            return not dist.is_initialized() or dist.get_rank() == 0
+        @contextmanager
+        def torch_distributed_zero_first():
+            if not is_main_process():
+                dist.barrier()
+            yield
+            if is_main_process():
+                dist.barrier()
+        with torch_distributed_zero_first():
+            dataset = build_dataset()
+    """,
+    "fsdp007-good-leader-and-worker-halves-on-one-path": """
+        import torch.distributed as dist
+        class PlanChannel:
+            def __init__(self):
+                self.rank = dist.get_rank()
+            def publish(self, plan):
+                if self.rank == 0:
+                    dist.broadcast_object_list([plan], src=0)
+            def receive(self, plan):
+                box = [plan]
+                if self.rank != 0:
+                    dist.broadcast_object_list(box, src=0)
+                return box[0]
+        def agree(plan):
+            channel = PlanChannel()
+            channel.publish(plan)
+            return channel.receive(plan)
+    """,
+    "fsdp007-good-leader-and-worker-halves-called-from-another-file": """
+        import torch.distributed as dist
+        class PlanChannel:
+            def __init__(self):
+                self.rank = dist.get_rank()
+            def publish(self, plan):
+                if self.rank == 0:
+                    dist.broadcast_object_list([plan], src=0)
+            def receive(self):
+                box = [None]
+                if self.rank != 0:
+                    dist.broadcast_object_list(box, src=0)
+                return box[0]
+    """,
+    "fsdp007-class-enter-and-exit-wait-on-the-same-ranks": """
+        import torch.distributed as dist
+        class RankZeroFirst:
+            def __enter__(self):
+                if dist.get_rank() != 0:
+                    dist.barrier()  # expect: FSDP007
+            def __exit__(self, *exc):
+                if dist.get_rank() != 0:  # the same ranks again: rank 0 never enters a barrier
+                    dist.barrier()  # expect: FSDP007
+        def main(model):
+            with RankZeroFirst():
+                download()
+    """,
+    "fsdp007-class-exit-without-the-partner-barrier": """
+        import torch.distributed as dist
+        class LocalZeroFirst:
+            def __init__(self, local_rank):
+                self.local_rank = local_rank
+            def __enter__(self):
+                if self.local_rank != 0:
+                    dist.barrier()  # expect: FSDP007
+                return self
+            def __exit__(self, exc_type, exc, tb):
+                return False
+        with LocalZeroFirst(local_rank):
+            dataset = load_dataset()
+    """,
+    "fsdp007-class-exit-runs-another-collective": """
+        import torch.distributed as dist
+        class RankZeroFirst:
+            def __enter__(self):
+                if dist.get_rank() != 0:
+                    dist.barrier()  # expect: FSDP007
+            def __exit__(self, *exc):
+                if dist.get_rank() == 0:
+                    dist.all_reduce(done)  # expect: FSDP007
+    """,
+    "fsdp007-leader-half-run-without-the-worker-half": """
+        import torch.distributed as dist
+        class PlanChannel:
+            def __init__(self):
+                self.rank = dist.get_rank()
+            def publish(self, plan):
+                if self.rank == 0:
+                    dist.broadcast_object_list([plan], src=0)  # expect: FSDP007
+            def receive(self):
+                box = [None]
+                if self.rank != 0:
+                    dist.broadcast_object_list(box, src=0)  # expect: FSDP007
+                return box[0]
+        def main(plan):
+            channel = PlanChannel()
+            channel.publish(plan)  # the other ranks never call receive()
+    """,
+    "fsdp007-halves-of-a-protocol-in-two-tests": """
+        import torch.distributed as dist
+        class BroadcastTest(TestCase):
+            def test_leader(self):
+                if dist.get_rank() == 0:
+                    dist.broadcast_object_list([1], src=0)  # expect: FSDP007
+            def test_worker(self):
+                if dist.get_rank() != 0:
+                    dist.broadcast_object_list([None], src=0)  # expect: FSDP007
+    """,
 }
