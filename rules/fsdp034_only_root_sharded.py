@@ -128,15 +128,12 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        shard_calls = {id(shard.node) for trace in facts.traces for shard in trace.shards}
         for trace in facts.traces:
             for shard in trace.shards:
-                root = _lone_root(trace, shard)
-                # Every fully_shard call in the file must be this one: a second call site may
-                # shard the blocks through a path the analysis cannot follow.
+                root = _lone_root(shard)
                 if (
                     root is not None
-                    and shard_calls == {id(shard.node)}
+                    and not _blocks_may_be_sharded(facts.traces, trace, root)
                     and _has_submodules(trace, root)
                     and _trained(trace, root)
                     and not _sharded_elsewhere(trace, shard, root)
@@ -149,24 +146,118 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
                     )
 
 
-def _lone_root(trace: Trace, shard: Event) -> Ref | None:
-    """The single whole model this call shards, if nothing inside it is sharded in the trace.
-    A submodule sharded alone (``layer.mlp.experts``) or a module sharding itself inside its
-    own method (``fully_shard(self)``, the per-block half of a bottom-up plan) is not a root."""
+def _lone_root(shard: Event) -> Ref | None:
+    """The single whole model this call shards. A submodule sharded alone (``layer.mlp.experts``)
+    or a module sharding itself inside its own method (``fully_shard(self)``, the per-block half
+    of a bottom-up plan) is not a root."""
     if len(shard.targets) != 1:
         return None
     (root,) = shard.targets
     if root.path or root.root.kind is ObjKind.SELF:
         return None
-    whole = canonical(root)
-    if any(is_any(e) or is_any_depth(e) for e in whole.path):
+    if any(is_any(e) or is_any_depth(e) for e in canonical(root).path):
         return None
-    for other in trace.shards:
-        for target in other.targets:
-            target = canonical(target)
-            if target != whole and may_contain(whole, target):
-                return None
     return root
+
+
+def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root: Ref) -> bool:
+    """May a ``fully_shard`` call of the file's runs shard a module inside this model? Asked per
+    model object: the blocks of another model the file builds do not count, while a call on a
+    module whose origin the runs do not show (a helper's parameter, ``get_layers(model)``) does
+    whenever it may be part of this one."""
+    whole = canonical(root)
+    if any(assumed != whole and may_contain(whole, assumed) for assumed in trace.assumed_sharded):
+        return True  # another method of the class shards a part of `self.model`
+    origins = _Origins()
+    for other in traces:
+        for shard in other.shards:
+            if not shard.targets and (other is trace or origins.outside_or_escaping(trace, whole.root)):
+                return True  # sharding a value the analysis does not know
+            targets = [canonical(target) for target in shard.targets]
+            for target in targets:
+                if target.root is whole.root:
+                    if target != whole and may_contain(whole, target):
+                        return True
+                elif other is not trace and _same_class_instances(target.root, whole.root):
+                    continue  # the class's other methods: `trace.assumed_sharded`, by path
+                elif not _inside_a_sharded_root(target, targets) and origins.related(trace, target.root, whole.root):
+                    return True
+    return False
+
+
+def _same_class_instances(a: Obj, b: Obj) -> bool:
+    return a.kind is b.kind is ObjKind.SELF and a.cls is b.cls
+
+
+def _inside_a_sharded_root(target: Ref, targets: list[Ref]) -> bool:
+    """Is ``target`` a block of a model whose root the same run shards too (``for b in
+    teacher.layers: fully_shard(b)``, then ``fully_shard(teacher)``)? It is that model's plan."""
+    return any(
+        outer.root is target.root and len(outer.path) < len(target.path) and may_contain(outer, target)
+        for outer in targets
+    )
+
+
+# Kinds of objects that come from code the run does not show.
+_FROM_OUTSIDE = frozenset({ObjKind.PARAM, ObjKind.SELF, ObjKind.WRAPPER})
+
+
+class _Origins:
+    """The objects each object was made from: itself, its owner, and what the call that created
+    it was given (``get_layers(model)`` is made from ``model``), transitively."""
+
+    def __init__(self) -> None:
+        self._origins: dict[int, frozenset[int]] = {}
+        self._outside: dict[int, bool] = {}
+
+    def related(self, trace: Trace, candidate: Obj, model: Obj) -> bool:
+        """May ``candidate`` be (part of) ``model``? Yes if one was made from the other, or if both
+        come from outside the run, or one does and the model escapes to code the run does not show."""
+        if id(model) in self.of(candidate) or id(candidate) in self.of(model):
+            return True
+        return self.outside(candidate) and self.outside_or_escaping(trace, model)
+
+    def outside_or_escaping(self, trace: Trace, model: Obj) -> bool:
+        return self.outside(model) or trace.handed_off([Ref(model)], -1) is not None
+
+    def outside(self, obj: Obj) -> bool:
+        if id(obj) not in self._outside:
+            self.of(obj)
+        return self._outside[id(obj)]
+
+    def of(self, obj: Obj) -> frozenset[int]:
+        if id(obj) in self._origins:
+            return self._origins[id(obj)]
+        found: dict[int, Obj] = {}
+        pending = [obj]
+        while pending and len(found) < _MAX_ORIGINS:
+            current = pending.pop()
+            if id(current) in found:
+                continue
+            found[id(current)] = current
+            pending.extend(_made_from(current))
+        self._origins[id(obj)] = frozenset(found)
+        self._outside[id(obj)] = any(each.kind in _FROM_OUTSIDE for each in found.values())
+        return self._origins[id(obj)]
+
+
+_MAX_ORIGINS = 64
+
+
+def _made_from(obj: Obj) -> Iterator[Obj]:
+    if obj.parent is not None:
+        yield obj.parent.root
+    values: list[Value] = [item for _, item in obj.items]
+    if obj.wrapped is not None:
+        values.append(obj.wrapped)
+    if obj.event is not None:
+        if obj.event.receiver is not None:
+            values.append(obj.event.receiver)
+        values.extend((*obj.event.args, *obj.event.kwargs.values()))
+    for value in values:
+        for option in walk_contents(value):
+            if isinstance(option, Ref):
+                yield option.root
 
 
 def _sharded_elsewhere(trace: Trace, shard: Event, root: Ref) -> bool:
