@@ -133,11 +133,11 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
                 root = _lone_root(shard)
                 if (
                     root is not None
-                    and not _blocks_may_be_sharded(facts.traces, trace, root)
                     and _has_submodules(trace, root)
                     and _trained(trace, root)
                     and not _sharded_elsewhere(trace, shard, root)
                     and not _fsdp1_blocks(trace, shard, root)
+                    and not _blocks_may_be_sharded(facts.traces, trace, root)
                 ):
                     yield Finding(
                         shard.node,
@@ -170,17 +170,17 @@ def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root: Ref) -> bool
         return True  # another method of the class shards a part of `self.model`
     origins = _Origins()
     for other in traces:
+        sharded = [canonical(target) for shard in other.shards for target in shard.targets]
         for shard in other.shards:
             if not shard.targets and (other is trace or origins.outside_or_escaping(trace, whole.root)):
                 return True  # sharding a value the analysis does not know
-            targets = [canonical(target) for target in shard.targets]
-            for target in targets:
+            for target in map(canonical, shard.targets):
                 if target.root is whole.root:
                     if target != whole and may_contain(whole, target):
                         return True
                 elif other is not trace and _same_class_instances(target.root, whole.root):
                     continue  # the class's other methods: `trace.assumed_sharded`, by path
-                elif not _inside_a_sharded_root(target, targets) and origins.related(trace, target.root, whole.root):
+                elif not _in_a_plan(target, sharded) and origins.related(trace, target.root, whole.root):
                     return True
     return False
 
@@ -189,12 +189,15 @@ def _same_class_instances(a: Obj, b: Obj) -> bool:
     return a.kind is b.kind is ObjKind.SELF and a.cls is b.cls
 
 
-def _inside_a_sharded_root(target: Ref, targets: list[Ref]) -> bool:
-    """Is ``target`` a block of a model whose root the same run shards too (``for b in
-    teacher.layers: fully_shard(b)``, then ``fully_shard(teacher)``)? It is that model's plan."""
+def _in_a_plan(target: Ref, sharded: list[Ref]) -> bool:
+    """Is ``target`` part of a per-block plan of its own run: a block of a module the run shards
+    too, or a module whose blocks it shards (``for b in teacher.layers: fully_shard(b)``, then
+    ``fully_shard(teacher)``)? It belongs to that model, not to a model another call shards."""
     return any(
-        outer.root is target.root and len(outer.path) < len(target.path) and may_contain(outer, target)
-        for outer in targets
+        other.root is target.root
+        and len(other.path) != len(target.path)
+        and (may_contain(other, target) if len(other.path) < len(target.path) else may_contain(target, other))
+        for other in sharded
     )
 
 
@@ -237,7 +240,8 @@ class _Origins:
             found[id(current)] = current
             pending.extend(_made_from(current))
         self._origins[id(obj)] = frozenset(found)
-        self._outside[id(obj)] = any(each.kind in _FROM_OUTSIDE for each in found.values())
+        # Origins cut short may hide one from outside: assume one.
+        self._outside[id(obj)] = bool(pending) or any(each.kind in _FROM_OUTSIDE for each in found.values())
         return self._origins[id(obj)]
 
 
@@ -251,7 +255,8 @@ def _made_from(obj: Obj) -> Iterator[Obj]:
     if obj.wrapped is not None:
         values.append(obj.wrapped)
     if obj.event is not None:
-        if obj.event.receiver is not None:
+        # A method's receiver (`model.get_submodule(name)`); not what is called (`RewardModel()`).
+        if obj.event.receiver is not None and obj.event.kind is not EventKind.INVOKE:
             values.append(obj.event.receiver)
         values.extend((*obj.event.args, *obj.event.kwargs.values()))
     for value in values:
