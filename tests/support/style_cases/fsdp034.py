@@ -206,6 +206,21 @@ CASES = {
         opt_g = torch.optim.Adam(generator.parameters())
         opt_d = torch.optim.Adam(discriminator.parameters())
     """,
+    "fsdp034-trainer-shards-its-models-in-separate-methods": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class PPOTrainer:
+            def __init__(self, actor, critic):
+                self.actor = actor
+                self.critic = critic
+            def shard_actor(self):
+                for block in self.actor.layers:
+                    fully_shard(block)
+                fully_shard(self.actor)
+            def shard_critic(self):
+                fully_shard(self.critic)  # expect: FSDP034
+                self.critic_optimizer = torch.optim.AdamW(self.critic.parameters())
+    """,
     "fsdp034-good-both-models-per-block-one-through-a-helper": """
         import torch
         from torch.distributed.fsdp import fully_shard
@@ -278,6 +293,16 @@ CASES = {
             fully_shard(model)
             optimizer = torch.optim.AdamW(model.parameters())
             return model, optimizer
+    """,
+    "fsdp034-good-a-function-shards-the-blocks-of-the-module-level-model": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Transformer()
+        def shard_blocks():
+            for block in model.layers:
+                fully_shard(block)
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
     """,
     "fsdp034-good-another-method-shards-the-same-attribute-s-blocks": """
         import torch
