@@ -64,12 +64,14 @@ class OnlyRootSharded(Rule):
     failure = "trains, but every forward all-gathers all parameters at once: no memory saving, no overlap"
     docs = """
 ## What it does
-Warns when a file shards the model it trains (an optimizer is built over it) with
-`fully_shard(model)` and shards nothing inside it: no per-block `fully_shard` anywhere in the
-file's flow. Not reported for a module without submodules (an `nn.Linear`, or a class of the file
-that defines no submodules) or an `nn.Sequential` of such layers and activations (no blocks
-to shard), for a submodule sharded alone, or for a module sharding itself in one
-of its methods (the per-block half of a bottom-up plan).
+Warns when a file shards a model it trains (an optimizer is built over it) with
+`fully_shard(model)` and shards nothing inside that model: no per-block `fully_shard` on it
+anywhere in the file's flow. The question is asked per model object: a second model sharded per
+block (in the same function, another function, another method of the class or a helper module)
+does not hide a model sharded only at its root. Not reported for a module without submodules (an
+`nn.Linear`, or a class of the file that defines no submodules) or an `nn.Sequential` of such
+layers and activations (no blocks to shard), for a submodule sharded alone, or for a module
+sharding itself in one of its methods (the per-block half of a bottom-up plan).
 
 ## Why is this bad?
 `fully_shard` groups the parameters of each call into one all-gather. With only the root sharded
@@ -77,6 +79,17 @@ there is one group holding every parameter: each forward all-gathers the entire 
 peak memory is the unsharded model and communication cannot overlap computation, which defeats the
 point of FSDP. The `fully_shard` docs ask for bottom-up application: each transformer block, then
 the root.
+
+## Known problems
+Which model a `fully_shard` call shards is known when the file shows where the module comes from.
+When it does not, the call counts for every model it may be part of, and the warning is not
+given: a call on a module made from the model (`get_decoder_layers(model)`), on a parameter of the
+same function (`apply_fsdp(model, blocks)`), or in a function the file never calls whose module
+comes from its caller while the model leaves the function (returned, stored, passed on). So two
+models both loaded from outside values in separate functions, each sharded at its root only, are
+not reported. Conversely a module that such a function makes from its parameter and shards
+together with its own blocks counts as a separate model (`layer = model.get_layer(i)`, then
+`fully_shard(layer.mlp)` and `fully_shard(layer)`), though it may be a block of this one.
 """
     valid = (
         """
@@ -180,7 +193,11 @@ def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root: Ref) -> bool
                         return True
                 elif other is not trace and _same_class_instances(target.root, whole.root):
                     continue  # the class's other methods: `trace.assumed_sharded`, by path
-                elif not _in_a_plan(target, sharded) and origins.related(trace, target.root, whole.root):
+                elif origins.related(trace, target.root, whole.root) and not (
+                    _in_a_plan(target, sharded) and (other is trace or target.root.kind not in _FROM_OUTSIDE)
+                ):
+                    # A plan on a parameter of a function the file never calls may be run by
+                    # its caller on each block of this model (a per-layer callback).
                     return True
     return False
 

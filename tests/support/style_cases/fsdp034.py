@@ -304,6 +304,19 @@ CASES = {
         fully_shard(model)
         optimizer = torch.optim.AdamW(model.parameters())
     """,
+    "fsdp034-good-a-per-layer-callback-other-code-runs-on-the-model-s-layers": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from mylib import for_each_layer
+        def shard_layer(layer):
+            fully_shard(layer.mlp)
+            fully_shard(layer)
+        def main():
+            model = Transformer()
+            for_each_layer(model, shard_layer)
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+    """,
     "fsdp034-good-another-method-shards-the-same-attribute-s-blocks": """
         import torch
         from torch.distributed.fsdp import fully_shard
