@@ -174,13 +174,14 @@ def _lone_root(shard: Event) -> Ref | None:
 
 
 def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root: Ref) -> bool:
-    """May a ``fully_shard`` call of the file's runs shard a module inside this model? Asked per
-    model object: the blocks of another model the file builds do not count, while a call on a
-    module whose origin the runs do not show (a helper's parameter, ``get_layers(model)``) does
-    whenever it may be part of this one."""
+    """May a ``fully_shard`` call of the file's runs shard a module inside this model, or around
+    it (then this is one of its blocks: ``fully_shard(model.block0)``, then ``fully_shard(model)``)?
+    Asked per model object: the blocks of another model the file builds do not count, while a call
+    on a module whose origin the runs do not show (a helper's parameter, ``get_layers(model)``)
+    does whenever it may be part of this one."""
     whole = canonical(root)
-    if any(assumed != whole and may_contain(whole, assumed) for assumed in trace.assumed_sharded):
-        return True  # another method of the class shards a part of `self.model`
+    if any(assumed != whole and may_overlap(whole, assumed) for assumed in trace.assumed_sharded):
+        return True  # another method of the class shards a part of `self.model`, or around it
     origins = _Origins()
     for other in traces:
         sharded = [canonical(target) for shard in other.shards for target in shard.targets]
@@ -189,7 +190,7 @@ def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root: Ref) -> bool
                 return True  # sharding a value the analysis does not know
             for target in map(canonical, shard.targets):
                 if target.root is whole.root:
-                    if target != whole and may_contain(whole, target):
+                    if target != whole and may_overlap(whole, target):
                         return True
                 elif other is not trace and _same_class_instances(target.root, whole.root):
                     continue  # the class's other methods: `trace.assumed_sharded`, by path

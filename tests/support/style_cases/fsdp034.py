@@ -262,6 +262,29 @@ CASES = {
             fully_shard(model)
             optimizer = torch.optim.AdamW(model.parameters())
     """,
+    "fsdp034-good-blocks-read-as-attributes-of-a-model-built-by-a-helper": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.up = nn.Linear(8, 32)
+                self.down = nn.Linear(32, 8)
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block0 = Block()
+                self.block1 = Block()
+        def build(device):
+            return Model().to(device)
+        def main(device):
+            model = build(device)
+            fully_shard(model.block0)
+            fully_shard(model.block1)
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+    """,
     "fsdp034-good-blocks-reached-through-a-call-on-the-model": """
         import torch
         from torch.distributed.fsdp import fully_shard
