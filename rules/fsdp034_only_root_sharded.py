@@ -69,8 +69,9 @@ Warns when a file shards a model it trains (an optimizer is built over it) with
 anywhere in the file's flow. The question is asked per model object: a second model sharded per
 block (in the same function, another function, another method of the class or a helper module)
 does not hide a model sharded only at its root. Not reported for a module without submodules (an
-`nn.Linear`, or a class of the file that defines no submodules) or an `nn.Sequential` of such
-layers and activations (no blocks to shard), for a submodule sharded alone, or for a module
+`nn.Linear`, or a class of the file that defines no submodules), an `nn.Sequential` of such
+layers and activations, or such a module a function converts (`convert_to_float8_training(linear)`):
+no blocks to shard. Nor for a submodule sharded alone, or for a module
 sharding itself in one of its methods (the per-block half of a bottom-up plan).
 
 ## Why is this bad?
@@ -150,7 +151,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
                     and _trained(trace, root)
                     and not _sharded_elsewhere(trace, shard, root)
                     and not _fsdp1_blocks(trace, shard, root)
-                    and not _blocks_may_be_sharded(facts.traces, trace, root)
+                    and not _blocks_may_be_sharded(facts.traces, trace, shard, root)
                 ):
                     yield Finding(
                         shard.node,
@@ -173,7 +174,7 @@ def _lone_root(shard: Event) -> Ref | None:
     return root
 
 
-def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root: Ref) -> bool:
+def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root_shard: Event, root: Ref) -> bool:
     """May a ``fully_shard`` call of the file's runs shard a module inside this model, or around
     it (then this is one of its blocks: ``fully_shard(model.block0)``, then ``fully_shard(model)``)?
     Asked per model object: the blocks of another model the file builds do not count, while a call
@@ -186,6 +187,8 @@ def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root: Ref) -> bool
     for other in traces:
         sharded = [canonical(target) for shard in other.shards for target in shard.targets]
         for shard in other.shards:
+            if other is not trace and shard.node is root_shard.node:
+                continue  # this call, reached from another entry point: the same statement, not a block
             if not shard.targets and (other is trace or origins.outside_or_escaping(trace, whole.root)):
                 return True  # sharding a value the analysis does not know
             for target in map(canonical, shard.targets):
@@ -335,7 +338,7 @@ def _has_submodules(trace: Trace, module: Ref) -> bool:
     """Sharding a module that has no submodules on its own is all there is to do: a torch.nn
     leaf, or a class of this file whose constructor stores no object on ``self``."""
     obj = module.root
-    if obj.qname in LEAF_MODULES or _sequence_of_leaves(obj):
+    if _without_blocks(obj):
         return False
     if obj.cls is None or obj.cls.method("__init__") is None:
         return True
@@ -344,6 +347,22 @@ def _has_submodules(trace: Trace, module: Ref) -> bool:
         and any(_module_like(value) for value in refs(store.args[0]))
         for store in trace.of_kind(EventKind.STORE)
     )
+
+
+def _without_blocks(obj: Obj) -> bool:
+    return obj.qname in LEAF_MODULES or _sequence_of_leaves(obj) or _converted_leaf(obj)
+
+
+def _converted_leaf(obj: Obj) -> bool:
+    """``convert_to_float8_training(nn.Linear(16, 16))``: a function (not a class) given a module
+    without blocks returns that module converted, still without blocks."""
+    creation = obj.event
+    if creation is None or creation.kind is not EventKind.CALL or not creation.args:
+        return False
+    if not (obj.qname or "").rpartition(".")[2][:1].islower():
+        return False
+    modules = options(creation.args[0])
+    return all(isinstance(option, Ref) and not option.path and _without_blocks(option.root) for option in modules)
 
 
 def _sequence_of_leaves(obj: Obj) -> bool:

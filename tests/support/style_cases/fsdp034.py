@@ -86,6 +86,24 @@ CASES = {
             fully_shard(model)
             return torch.optim.AdamW(model.parameters())
     """,
+    "fsdp034-good-a-leaf-converted-by-a-function": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from torchao.float8 import convert_to_float8_training
+        def test_single_module_parity():
+            module = convert_to_float8_training(torch.nn.Linear(16, 16))
+            fully_shard(module)
+            optim = torch.optim.Adam(module.parameters(), lr=1e-2)
+    """,
+    "fsdp034-a-model-converted-by-a-function-keeps-its-blocks": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from torchao.float8 import convert_to_float8_training
+        def main():
+            model = convert_to_float8_training(Transformer())
+            fully_shard(model)  # expect: FSDP034
+            optim = torch.optim.Adam(model.parameters(), lr=1e-2)
+    """,
     # --- per model: another model's per-block plan says nothing about this one ------------------
     "fsdp034-second-model-root-only-in-the-same-function": """
         import torch
@@ -220,6 +238,20 @@ CASES = {
             def shard_critic(self):
                 fully_shard(self.critic)  # expect: FSDP034
                 self.critic_optimizer = torch.optim.AdamW(self.critic.parameters())
+    """,
+    "fsdp034-one-root-only-helper-run-by-several-tests": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def _run(mesh, compile_model):
+            model = MLP(device=mesh.device_type)
+            if compile_model:
+                model = torch.compile(model)
+            model = fully_shard(model, mesh=mesh)  # expect: FSDP034
+            optim = torch.optim.SGD(model.parameters(), lr=1e-2)
+        def test_eager(mesh):
+            _run(mesh, compile_model=False)
+        def test_compiled(mesh):
+            _run(mesh, compile_model=True)
     """,
     "fsdp034-good-both-models-per-block-one-through-a-helper": """
         import torch
