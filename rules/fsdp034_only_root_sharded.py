@@ -197,11 +197,7 @@ def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root_shard: Event,
                         return True
                 elif other is not trace and _same_class_instances(target.root, whole.root):
                     continue  # the class's other methods: `trace.assumed_sharded`, by path
-                elif origins.related(trace, target.root, whole.root) and not (
-                    _in_a_plan(target, sharded) and (other is trace or target.root.kind not in _FROM_OUTSIDE)
-                ):
-                    # A plan on a parameter of a function the file never calls may be run by
-                    # its caller on each block of this model (a per-layer callback).
+                elif origins.related(trace, target.root, whole.root) and not _own_plan(target, sharded, other is trace):
                     return True
     return False
 
@@ -210,14 +206,16 @@ def _same_class_instances(a: Obj, b: Obj) -> bool:
     return a.kind is b.kind is ObjKind.SELF and a.cls is b.cls
 
 
-def _in_a_plan(target: Ref, sharded: list[Ref]) -> bool:
+def _own_plan(target: Ref, sharded: list[Ref], same_run: bool) -> bool:
     """Is ``target`` part of a per-block plan of its own run: a block of a module the run shards
     too, or a module whose blocks it shards (``for b in teacher.layers: fully_shard(b)``, then
-    ``fully_shard(teacher)``)? It belongs to that model, not to a model another call shards."""
+    ``fully_shard(teacher)``)? It belongs to that model, not to a model another call shards. Not
+    for a parameter of a function the file never calls: its caller may run it on each block of
+    this model (a per-layer callback)."""
+    if not same_run and target.root.kind in _FROM_OUTSIDE:
+        return False
     return any(
-        other.root is target.root
-        and len(other.path) != len(target.path)
-        and (may_contain(other, target) if len(other.path) < len(target.path) else may_contain(target, other))
+        other.root is target.root and len(other.path) != len(target.path) and may_overlap(other, target)
         for other in sharded
     )
 
@@ -233,6 +231,7 @@ class _Origins:
     def __init__(self) -> None:
         self._origins: dict[int, frozenset[int]] = {}
         self._outside: dict[int, bool] = {}
+        self._escaping: dict[int, bool] = {}
 
     def related(self, trace: Trace, candidate: Obj, model: Obj) -> bool:
         """May ``candidate`` be (part of) ``model``? Yes if one was made from the other, or if both
@@ -242,7 +241,9 @@ class _Origins:
         return self.outside(candidate) and self.outside_or_escaping(trace, model)
 
     def outside_or_escaping(self, trace: Trace, model: Obj) -> bool:
-        return self.outside(model) or trace.handed_off([Ref(model)], -1) is not None
+        if id(model) not in self._escaping:
+            self._escaping[id(model)] = trace.handed_off([Ref(model)], -1) is not None
+        return self.outside(model) or self._escaping[id(model)]
 
     def outside(self, obj: Obj) -> bool:
         if id(obj) not in self._outside:
