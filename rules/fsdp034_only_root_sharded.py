@@ -64,12 +64,15 @@ class OnlyRootSharded(Rule):
     failure = "trains, but every forward all-gathers all parameters at once: no memory saving, no overlap"
     docs = """
 ## What it does
-Warns when a file shards the model it trains (an optimizer is built over it) with
-`fully_shard(model)` and shards nothing inside it: no per-block `fully_shard` anywhere in the
-file's flow. Not reported for a module without submodules (an `nn.Linear`, or a class of the file
-that defines no submodules) or an `nn.Sequential` of such layers and activations (no blocks
-to shard), for a submodule sharded alone, or for a module sharding itself in one
-of its methods (the per-block half of a bottom-up plan).
+Warns when a file shards a model it trains (an optimizer is built over it) with
+`fully_shard(model)` and shards nothing inside that model: no per-block `fully_shard` on it
+anywhere in the file's flow. The question is asked per model object: a second model sharded per
+block (in the same function, another function, another method of the class or a helper module)
+does not hide a model sharded only at its root. Not reported for a module without submodules (an
+`nn.Linear`, or a class of the file that defines no submodules), an `nn.Sequential` of such
+layers and activations, or such a module a function converts (`convert_to_float8_training(linear)`):
+no blocks to shard. Nor for a submodule sharded alone, or for a module
+sharding itself in one of its methods (the per-block half of a bottom-up plan).
 
 ## Why is this bad?
 `fully_shard` groups the parameters of each call into one all-gather. With only the root sharded
@@ -77,6 +80,17 @@ there is one group holding every parameter: each forward all-gathers the entire 
 peak memory is the unsharded model and communication cannot overlap computation, which defeats the
 point of FSDP. The `fully_shard` docs ask for bottom-up application: each transformer block, then
 the root.
+
+## Known problems
+Which model a `fully_shard` call shards is known when the file shows where the module comes from.
+When it does not, the call counts for every model it may be part of, and the warning is not
+given: a call on a module made from the model (`get_decoder_layers(model)`), on a parameter of the
+same function (`apply_fsdp(model, blocks)`), or in a function the file never calls whose module
+comes from its caller while the model leaves the function (returned, stored, passed on). So two
+models both loaded from outside values in separate functions, each sharded at its root only, are
+not reported. Conversely a module that such a function makes from its parameter and shards
+together with its own blocks counts as a separate model (`layer = model.get_layer(i)`, then
+`fully_shard(layer.mlp)` and `fully_shard(layer)`), though it may be a block of this one.
 """
     valid = (
         """
@@ -128,19 +142,16 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        shard_calls = {id(shard.node) for trace in facts.traces for shard in trace.shards}
         for trace in facts.traces:
             for shard in trace.shards:
-                root = _lone_root(trace, shard)
-                # Every fully_shard call in the file must be this one: a second call site may
-                # shard the blocks through a path the analysis cannot follow.
+                root = _lone_root(shard)
                 if (
                     root is not None
-                    and shard_calls == {id(shard.node)}
                     and _has_submodules(trace, root)
                     and _trained(trace, root)
                     and not _sharded_elsewhere(trace, shard, root)
                     and not _fsdp1_blocks(trace, shard, root)
+                    and not _blocks_may_be_sharded(facts.traces, trace, shard, root)
                 ):
                     yield Finding(
                         shard.node,
@@ -149,24 +160,131 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
                     )
 
 
-def _lone_root(trace: Trace, shard: Event) -> Ref | None:
-    """The single whole model this call shards, if nothing inside it is sharded in the trace.
-    A submodule sharded alone (``layer.mlp.experts``) or a module sharding itself inside its
-    own method (``fully_shard(self)``, the per-block half of a bottom-up plan) is not a root."""
+def _lone_root(shard: Event) -> Ref | None:
+    """The single whole model this call shards. A submodule sharded alone (``layer.mlp.experts``)
+    or a module sharding itself inside its own method (``fully_shard(self)``, the per-block half
+    of a bottom-up plan) is not a root."""
     if len(shard.targets) != 1:
         return None
     (root,) = shard.targets
     if root.path or root.root.kind is ObjKind.SELF:
         return None
-    whole = canonical(root)
-    if any(is_any(e) or is_any_depth(e) for e in whole.path):
+    if any(is_any(e) or is_any_depth(e) for e in canonical(root).path):
         return None
-    for other in trace.shards:
-        for target in other.targets:
-            target = canonical(target)
-            if target != whole and may_contain(whole, target):
-                return None
     return root
+
+
+def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root_shard: Event, root: Ref) -> bool:
+    """May a ``fully_shard`` call of the file's runs shard a module inside this model, or around
+    it (then this is one of its blocks: ``fully_shard(model.block0)``, then ``fully_shard(model)``)?
+    Asked per model object: the blocks of another model the file builds do not count, while a call
+    on a module whose origin the runs do not show (a helper's parameter, ``get_layers(model)``)
+    does whenever it may be part of this one."""
+    whole = canonical(root)
+    if any(assumed != whole and may_overlap(whole, assumed) for assumed in trace.assumed_sharded):
+        return True  # another method of the class shards a part of `self.model`, or around it
+    origins = _Origins()
+    for other in traces:
+        sharded = [canonical(target) for shard in other.shards for target in shard.targets]
+        for shard in other.shards:
+            if other is not trace and shard.node is root_shard.node:
+                continue  # this call, reached from another entry point: the same statement, not a block
+            if not shard.targets and (other is trace or origins.outside_or_escaping(trace, whole.root)):
+                return True  # sharding a value the analysis does not know
+            for target in map(canonical, shard.targets):
+                if target.root is whole.root:
+                    if target != whole and may_overlap(whole, target):
+                        return True
+                elif other is not trace and _same_class_instances(target.root, whole.root):
+                    continue  # the class's other methods: `trace.assumed_sharded`, by path
+                elif origins.related(trace, target.root, whole.root) and not _own_plan(target, sharded, other is trace):
+                    return True
+    return False
+
+
+def _same_class_instances(a: Obj, b: Obj) -> bool:
+    return a.kind is b.kind is ObjKind.SELF and a.cls is b.cls
+
+
+def _own_plan(target: Ref, sharded: list[Ref], same_run: bool) -> bool:
+    """Is ``target`` part of a per-block plan of its own run: a block of a module the run shards
+    too, or a module whose blocks it shards (``for b in teacher.layers: fully_shard(b)``, then
+    ``fully_shard(teacher)``)? It belongs to that model, not to a model another call shards. Not
+    for a parameter of a function the file never calls: its caller may run it on each block of
+    this model (a per-layer callback)."""
+    if not same_run and target.root.kind in _FROM_OUTSIDE:
+        return False
+    return any(
+        other.root is target.root and len(other.path) != len(target.path) and may_overlap(other, target)
+        for other in sharded
+    )
+
+
+# Kinds of objects that come from code the run does not show.
+_FROM_OUTSIDE = frozenset({ObjKind.PARAM, ObjKind.SELF, ObjKind.WRAPPER})
+
+
+class _Origins:
+    """The objects each object was made from: itself, its owner, and what the call that created
+    it was given (``get_layers(model)`` is made from ``model``), transitively."""
+
+    def __init__(self) -> None:
+        self._origins: dict[int, frozenset[int]] = {}
+        self._outside: dict[int, bool] = {}
+        self._escaping: dict[int, bool] = {}
+
+    def related(self, trace: Trace, candidate: Obj, model: Obj) -> bool:
+        """May ``candidate`` be (part of) ``model``? Yes if one was made from the other, or if both
+        come from outside the run, or one does and the model escapes to code the run does not show."""
+        if id(model) in self.of(candidate) or id(candidate) in self.of(model):
+            return True
+        return self.outside(candidate) and self.outside_or_escaping(trace, model)
+
+    def outside_or_escaping(self, trace: Trace, model: Obj) -> bool:
+        if id(model) not in self._escaping:
+            self._escaping[id(model)] = trace.handed_off([Ref(model)], -1) is not None
+        return self.outside(model) or self._escaping[id(model)]
+
+    def outside(self, obj: Obj) -> bool:
+        if id(obj) not in self._outside:
+            self.of(obj)
+        return self._outside[id(obj)]
+
+    def of(self, obj: Obj) -> frozenset[int]:
+        if id(obj) in self._origins:
+            return self._origins[id(obj)]
+        found: dict[int, Obj] = {}
+        pending = [obj]
+        while pending and len(found) < _MAX_ORIGINS:
+            current = pending.pop()
+            if id(current) in found:
+                continue
+            found[id(current)] = current
+            pending.extend(_made_from(current))
+        self._origins[id(obj)] = frozenset(found)
+        # Origins cut short may hide one from outside: assume one.
+        self._outside[id(obj)] = bool(pending) or any(each.kind in _FROM_OUTSIDE for each in found.values())
+        return self._origins[id(obj)]
+
+
+_MAX_ORIGINS = 64
+
+
+def _made_from(obj: Obj) -> Iterator[Obj]:
+    if obj.parent is not None:
+        yield obj.parent.root
+    values: list[Value] = [item for _, item in obj.items]
+    if obj.wrapped is not None:
+        values.append(obj.wrapped)
+    if obj.event is not None:
+        # A method's receiver (`model.get_submodule(name)`); not what is called (`RewardModel()`).
+        if obj.event.receiver is not None and obj.event.kind is not EventKind.INVOKE:
+            values.append(obj.event.receiver)
+        values.extend((*obj.event.args, *obj.event.kwargs.values()))
+    for value in values:
+        for option in walk_contents(value):
+            if isinstance(option, Ref):
+                yield option.root
 
 
 def _sharded_elsewhere(trace: Trace, shard: Event, root: Ref) -> bool:
@@ -221,7 +339,7 @@ def _has_submodules(trace: Trace, module: Ref) -> bool:
     """Sharding a module that has no submodules on its own is all there is to do: a torch.nn
     leaf, or a class of this file whose constructor stores no object on ``self``."""
     obj = module.root
-    if obj.qname in LEAF_MODULES or _sequence_of_leaves(obj):
+    if _without_blocks(obj):
         return False
     if obj.cls is None or obj.cls.method("__init__") is None:
         return True
@@ -230,6 +348,22 @@ def _has_submodules(trace: Trace, module: Ref) -> bool:
         and any(_module_like(value) for value in refs(store.args[0]))
         for store in trace.of_kind(EventKind.STORE)
     )
+
+
+def _without_blocks(obj: Obj) -> bool:
+    return obj.qname in LEAF_MODULES or _sequence_of_leaves(obj) or _converted_leaf(obj)
+
+
+def _converted_leaf(obj: Obj) -> bool:
+    """``convert_to_float8_training(nn.Linear(16, 16))``: a function (not a class) given a module
+    without blocks returns that module converted, still without blocks."""
+    creation = obj.event
+    if creation is None or creation.kind is not EventKind.CALL or not creation.args:
+        return False
+    if not (obj.qname or "").rpartition(".")[2][:1].islower():
+        return False
+    modules = options(creation.args[0])
+    return all(isinstance(option, Ref) and not option.path and _without_blocks(option.root) for option in modules)
 
 
 def _sequence_of_leaves(obj: Obj) -> bool:

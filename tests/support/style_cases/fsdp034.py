@@ -86,4 +86,302 @@ CASES = {
             fully_shard(model)
             return torch.optim.AdamW(model.parameters())
     """,
+    "fsdp034-good-a-leaf-converted-by-a-function": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from torchao.float8 import convert_to_float8_training
+        def test_single_module_parity():
+            module = convert_to_float8_training(torch.nn.Linear(16, 16))
+            fully_shard(module)
+            optim = torch.optim.Adam(module.parameters(), lr=1e-2)
+    """,
+    "fsdp034-a-model-converted-by-a-function-keeps-its-blocks": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from torchao.float8 import convert_to_float8_training
+        def main():
+            model = convert_to_float8_training(Transformer())
+            fully_shard(model)  # expect: FSDP034
+            optim = torch.optim.Adam(model.parameters(), lr=1e-2)
+    """,
+    # --- per model: another model's per-block plan says nothing about this one ------------------
+    "fsdp034-second-model-root-only-in-the-same-function": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = nn.Linear(4, 4)
+        class Transformer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([Block() for _ in range(4)])
+        def two_models():
+            a = Transformer()
+            for b in a.layers:
+                fully_shard(b)
+            fully_shard(a)
+            other = Transformer()
+            fully_shard(other)  # expect: FSDP034
+            return torch.optim.AdamW([*a.parameters(), *other.parameters()])
+    """,
+    "fsdp034-second-model-root-only-in-another-function": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from transformers import AutoModelForCausalLM
+        def train_policy(name):
+            policy = AutoModelForCausalLM.from_pretrained(name)
+            for block in policy.model.layers:
+                fully_shard(block)
+            fully_shard(policy)
+            return torch.optim.AdamW(policy.parameters())
+        def train_value(name):
+            value = AutoModelForCausalLM.from_pretrained(name)
+            fully_shard(value)  # expect: FSDP034
+            return torch.optim.AdamW(value.parameters())
+    """,
+    "fsdp034-second-model-root-only-when-a-sharding-function-takes-its-model-as-a-parameter": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def shard_transformer(model, mesh):
+            for block in model.layers:
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+        def train_critic(mesh):
+            critic = Critic()
+            fully_shard(critic, mesh=mesh)  # expect: FSDP034
+            optimizer = torch.optim.AdamW(critic.parameters())
+    """,
+    "fsdp034-trainer-shards-the-teacher-per-block-and-the-student-at-its-root": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class DistillationTrainer:
+            def __init__(self, student, teacher, mesh):
+                for layer in teacher.layers:
+                    fully_shard(layer, mesh=mesh)
+                self.teacher = fully_shard(teacher, mesh=mesh)
+                self.student = fully_shard(student, mesh=mesh)  # expect: FSDP034
+                self.optimizer = torch.optim.AdamW(self.student.parameters())
+    """,
+    "fsdp034-function-given-a-student-and-a-teacher-shards-only-the-teacher-per-block": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def setup_distillation(student, teacher, mesh):
+            for layer in teacher.layers:
+                fully_shard(layer, mesh=mesh)
+            fully_shard(teacher, mesh=mesh)
+            fully_shard(student, mesh=mesh)  # expect: FSDP034
+            return torch.optim.AdamW(student.parameters())
+    """,
+    "fsdp034-good-an-untrained-reference-model-sharded-at-its-root": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def setup(model, ref_model):
+            for layer in model.layers:
+                fully_shard(layer)
+            fully_shard(model)
+            fully_shard(ref_model)  # only forwards, no optimizer: left alone like any untrained model
+            return torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-trainer-built-models-one-sharded-per-block": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, config):
+                self.actor = build_actor(config)
+                self.critic = build_critic(config)
+                for block in self.actor.blocks:
+                    fully_shard(block)
+                fully_shard(self.actor)
+                fully_shard(self.critic)  # expect: FSDP034
+                params = [*self.actor.parameters(), *self.critic.parameters()]
+                self.optimizer = torch.optim.AdamW(params)
+    """,
+    "fsdp034-helper-shards-the-blocks-of-one-model-only": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def shard_blocks(model):
+            for block in model.layers:
+                fully_shard(block)
+        def main():
+            policy = Policy()
+            shard_blocks(policy)
+            fully_shard(policy)
+            reward = RewardModel()
+            fully_shard(reward)  # expect: FSDP034
+            optimizer = torch.optim.AdamW([*policy.parameters(), *reward.parameters()])
+    """,
+    "fsdp034-module-level-second-model-root-only": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        generator = Generator()
+        for block in generator.blocks:
+            fully_shard(block)
+        fully_shard(generator)
+        discriminator = Discriminator()
+        fully_shard(discriminator)  # expect: FSDP034
+        opt_g = torch.optim.Adam(generator.parameters())
+        opt_d = torch.optim.Adam(discriminator.parameters())
+    """,
+    "fsdp034-trainer-shards-its-models-in-separate-methods": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class PPOTrainer:
+            def __init__(self, actor, critic):
+                self.actor = actor
+                self.critic = critic
+            def shard_actor(self):
+                for block in self.actor.layers:
+                    fully_shard(block)
+                fully_shard(self.actor)
+            def shard_critic(self):
+                fully_shard(self.critic)  # expect: FSDP034
+                self.critic_optimizer = torch.optim.AdamW(self.critic.parameters())
+    """,
+    "fsdp034-one-root-only-helper-run-by-several-tests": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def _run(mesh, compile_model):
+            model = MLP(device=mesh.device_type)
+            if compile_model:
+                model = torch.compile(model)
+            model = fully_shard(model, mesh=mesh)  # expect: FSDP034
+            optim = torch.optim.SGD(model.parameters(), lr=1e-2)
+        def test_eager(mesh):
+            _run(mesh, compile_model=False)
+        def test_compiled(mesh):
+            _run(mesh, compile_model=True)
+    """,
+    "fsdp034-good-both-models-per-block-one-through-a-helper": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def shard_blocks(model):
+            for block in model.layers:
+                fully_shard(block)
+            fully_shard(model)
+        def main():
+            policy = Policy()
+            shard_blocks(policy)
+            value = ValueModel()
+            for block in value.layers:
+                fully_shard(block)
+            fully_shard(value)
+            optimizer = torch.optim.AdamW([*policy.parameters(), *value.parameters()])
+    """,
+    "fsdp034-good-second-model-is-a-leaf": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def main():
+            model = Transformer()
+            for block in model.layers:
+                fully_shard(block)
+            fully_shard(model)
+            head = torch.nn.Linear(1024, 1)
+            fully_shard(head)
+            probe = torch.nn.Sequential(torch.nn.Linear(1024, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+            fully_shard(probe)
+            optimizer = torch.optim.AdamW([*model.parameters(), *head.parameters(), *probe.parameters()])
+    """,
+    "fsdp034-good-blocks-sharded-through-an-alias": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def main():
+            model = Transformer()
+            blocks = model.layers
+            for block in blocks:
+                fully_shard(block)
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-blocks-read-as-attributes-of-a-model-built-by-a-helper": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.up = nn.Linear(8, 32)
+                self.down = nn.Linear(32, 8)
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block0 = Block()
+                self.block1 = Block()
+        def build(device):
+            return Model().to(device)
+        def main(device):
+            model = build(device)
+            fully_shard(model.block0)
+            fully_shard(model.block1)
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-blocks-reached-through-a-call-on-the-model": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from mylib import get_decoder_layers
+        def main():
+            model = Transformer()
+            for block in get_decoder_layers(model):
+                fully_shard(block)
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-blocks-given-as-a-parameter-beside-the-model": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def apply_fsdp(model, blocks):
+            for block in blocks:
+                fully_shard(block)
+            fully_shard(model)
+            return torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-a-function-the-file-never-calls-may-shard-the-returned-model-s-blocks": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def shard_blocks(model):
+            for block in model.layers:
+                fully_shard(block)
+        def build():
+            model = Transformer()
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+            return model, optimizer
+    """,
+    "fsdp034-good-a-function-shards-the-blocks-of-the-module-level-model": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Transformer()
+        def shard_blocks():
+            for block in model.layers:
+                fully_shard(block)
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-a-per-layer-callback-other-code-runs-on-the-model-s-layers": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from mylib import for_each_layer
+        def shard_layer(layer):
+            fully_shard(layer.mlp)
+            fully_shard(layer)
+        def main():
+            model = Transformer()
+            for_each_layer(model, shard_layer)
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-another-method-shards-the-same-attribute-s-blocks": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def shard_blocks(self):
+                for block in self.model.layers:
+                    fully_shard(block)
+            def setup(self, model):
+                self.model = model
+                fully_shard(model)
+                self.optimizer = torch.optim.AdamW(self.model.parameters())
+    """,
 }
