@@ -521,6 +521,8 @@ def value_item(value: Value, key: object) -> Value:
     """``value[key]`` on a value that is not an object or a tuple."""
     if isinstance(value, Symbol) and value.qname == "os.environ":
         return environment_variable(key) or UNKNOWN
+    if isinstance(value, Symbol) and value.qname in apis.ENUMS:  # ShardingStrategy[args.strategy]
+        return Symbol(f"{value.qname}.{key if isinstance(key, str) else ANY}")  # ANY: some member, as getattr gives
     if isinstance(value, StateDict) and key == "param_groups":
         return UNKNOWN  # an optimizer's hyperparameters and parameter ids: no tensor in it
     if isinstance(value, (Params, Loaded, StateDict)):
