@@ -243,7 +243,9 @@ def test_an_async_context_manager():
 def test_a_split_call_is_neither_summarised_nor_replayed():
     """A plain call of the generator first (whole, summarised) and two ``with``s after it: each
     ``with`` expands the generator afresh and cuts it at the ``yield``."""
-    source = MANAGED + """
+    source = (
+        MANAGED
+        + """
 
         def main(log):
             managed(log)
@@ -252,11 +254,14 @@ def test_a_split_call_is_neither_summarised_nor_replayed():
             with managed(log):
                 log.body()
         """
+    )
     assert steps(source) == ["enter", "leave"] + ["enter", "body", "leave"] * 2
 
 
 def test_a_with_inside_a_summarised_helper_keeps_its_order_on_replay():
-    source = MANAGED + """
+    source = (
+        MANAGED
+        + """
 
         def helper(log):
             with managed(log):
@@ -266,4 +271,133 @@ def test_a_with_inside_a_summarised_helper_keeps_its_order_on_replay():
             helper(log)
             helper(log)
         """
+    )
     assert steps(source) == ["enter", "body", "leave"] * 2
+
+
+# --- objects with __enter__/__exit__, entered as Python enters them -----------------------------
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_object_of_a_class_with_enter_and_exit_runs_them_around_the_body(asynchronous):
+    prefix, a = ("async ", "a") if asynchronous else ("", "")
+    source = f"""
+        class Managed:
+            def __init__(self, log):
+                self.log = log
+            {prefix}def __{a}enter__(self):
+                self.log.enter()
+                return self.log
+            {prefix}def __{a}exit__(self, *exc):
+                self.log.leave()
+
+        {prefix}def main(log):
+            {prefix}with Managed(log) as entered, contextlib.nullcontext():
+                entered.body()
+        """
+    events = entry_events(source)
+    assert [e.name for e in events if e.kind is EventKind.METHOD and e.name in STEPS] == ["enter", "body", "leave"]
+    (body,) = [e for e in events if e.name == "body"]
+    assert body.receiver.root.kind.value == "param"  # `as` binds what __enter__ returned: the log
+
+
+def test_the_as_target_of_a_generator_is_not_entered_again():
+    """``with cm() as x`` binds what the generator yields; Python never calls ``x.__enter__``."""
+    source = """
+        class Session:
+            def __enter__(self):
+                log.failed()
+            def __exit__(self, *exc):
+                log.failed()
+
+        @contextmanager
+        def managed(log):
+            log.enter()
+            yield Session()
+            log.leave()
+
+        def main(log):
+            with managed(log):
+                log.body()
+        """
+    assert steps(source) == ["enter", "body", "leave"]
+
+
+# --- torch.set_default_device is process state: it outlives the call that set it -----------------
+
+META_MANAGERS = {
+    "generator": """
+        @contextmanager
+        def init_device(device):
+            torch.set_default_device(device)
+            yield
+            torch.set_default_device("cpu")
+        """,
+    "generator restoring what it read": """
+        @contextmanager
+        def init_device(device):
+            previous = torch.get_default_device()
+            torch.set_default_device(device)
+            try:
+                yield
+            finally:
+                torch.set_default_device(previous)
+        """,
+    "class": """
+        class init_device:
+            def __init__(self, device):
+                self.device = device
+            def __enter__(self):
+                torch.set_default_device(self.device)
+            def __exit__(self, *exc):
+                torch.set_default_device("cpu")
+        """,
+}
+
+
+@pytest.mark.parametrize("manager", sorted(META_MANAGERS))
+@pytest.mark.parametrize("device", ['"meta"', 'torch.device("meta")', '"cuda"'])
+def test_a_context_manager_that_sets_the_default_device_puts_its_body_on_it(manager, device):
+    source = (
+        "\n        import torch"
+        + META_MANAGERS[manager]
+        + f"""
+        def main():
+            with init_device({device}):
+                inside = Net()
+            after = Net()
+        """
+    )
+    built = [e.ctx.meta_device for e in entry_events(source) if e.kind is EventKind.INVOKE]  # Net()
+    assert built == ["meta" in device, False]
+
+
+def test_a_helper_that_sets_the_default_device_sets_it_for_its_caller():
+    source = """
+        import torch
+        def use_meta():
+            torch.set_default_device("meta")
+        def main():
+            before = Net()
+            use_meta()
+            on_meta = Net()
+            use_meta()
+            again = Net()
+        """
+    built = [e.ctx.meta_device for e in entry_events(source) if e.kind is EventKind.INVOKE]  # Net()
+    assert built == [False, True, True]
+
+
+def test_the_default_device_set_in_one_arm_holds_in_that_arm_and_may_hold_after_it():
+    source = """
+        import torch
+        def main(flag):
+            if flag:
+                torch.set_default_device("meta")
+                in_arm = Net()
+            else:
+                other_arm = Net()
+            after = Net()
+        """
+    built = [e.ctx.meta_device for e in entry_events(source) if e.kind is EventKind.INVOKE]  # Net()
+    assert built == [True, False, True]

@@ -68,6 +68,8 @@ from fsdp2_lint.analysis.model import (
 from fsdp2_lint.analysis.project import Project, package_of
 from fsdp2_lint.analysis.syntax import child_nodes, dotted, statements
 
+# Methods Python calls on an object of the class, which the file makes by calling the class.
+CALLED_THROUGH_CLASS = frozenset({"__init__", "__enter__", "__exit__", "__aenter__", "__aexit__"})
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
 
 
@@ -155,7 +157,7 @@ class Interpreter(Expressions, Calls, Imports):
 
     @staticmethod
     def _called(info: FunctionInfo, called: set[str]) -> bool:
-        if info.name == "__init__" and info.cls is not None:
+        if info.name in CALLED_THROUGH_CLASS and info.cls is not None:
             return info.cls.name in called
         if info.name in ("forward", "__call__"):
             return False  # reached through `module(...)`, which the file may never do
@@ -204,7 +206,10 @@ class Interpreter(Expressions, Calls, Imports):
     def record(self, kind: str, node: cst.CSTNode, **fields: object) -> Event:
         if kind in (EventKind.STORE, EventKind.INPLACE):  # changes an object a summarised call may read
             self.world.changed()
-        event = Event(len(self.events), kind, node, self.frame.stack, self.ctx, **fields)
+        ctx = self.ctx
+        if not ctx.meta_device and torch_api.default_device_may_be_meta(self.heap):
+            ctx = ctx.with_(meta_device=True)
+        event = Event(len(self.events), kind, node, self.frame.stack, ctx, **fields)
         self.events.append(event)
         return event
 
@@ -348,24 +353,49 @@ class Interpreter(Expressions, Calls, Imports):
             self.exec_block(statements(orelse.body))
 
     def exec_with(self, node: cst.With) -> object:
-        """Each item is entered in turn; a generator it enters resumes after the body, the last
-        entered first (:mod:`.generators`)."""
-        outer = self.ctx
-        ctx = outer
-        entered: list[Suspended] = []
+        """Each item is entered in turn: a generator runs to its ``yield`` (:mod:`.generators`), an
+        object of a class of the project's runs its ``__enter__``. After the body the last entered
+        exits first: the generator resumes, the object's ``__exit__`` runs."""
+        enter, leave = ("__aenter__", "__aexit__") if node.asynchronous else ("__enter__", "__exit__")
+        entered: list[Suspended | Ref] = []
+        managers = []
         for item in node.items:
+            generators = len(entered)
             value = self.enter_item(item.item, entered)
+            managers.append(value)
+            objects = self.enter_objects(value, enter) if len(entered) == generators else []
+            if objects:  # `as` binds what `__enter__` returned (a generator's: what it yielded)
+                entered.extend(ref for ref, _ in objects)
+                value = choice([result for _, result in objects])
             if item.asname is not None:
                 self.assign(item.asname.name, value)
-            ctx = torch_api.enter(ctx, value)
-        self.ctx = ctx
+        outer = self.ctx
+        for manager in managers:
+            self.ctx = torch_api.enter(self.ctx, manager)
         done = self.exec_block(statements(node.body))
         self.ctx = outer
-        for generator in reversed(entered):
-            self.resume(generator)
+        for manager in reversed(entered):
+            if isinstance(manager, Ref):
+                self.call_dunder(manager, leave, (Const(None),) * 3)
+            else:
+                self.resume(manager)
         return TERMINATED if done else None
 
-    def enter_item(self, item: cst.BaseExpression, entered: list[Suspended]) -> Value:
+    def enter_objects(self, value: Value, name: str) -> list[tuple[Ref, Value]]:
+        """The objects ``value`` may be whose class (one of the project's) has the method ``name``
+        (``__enter__``), each with what calling it returned."""
+        called = [(ref, self.call_dunder(ref, name)) for ref in refs(value)]
+        return [(ref, result) for ref, result in called if result is not None]
+
+    def call_dunder(self, ref: Ref, name: str, args: tuple = ()) -> Value | None:
+        """``ref.__enter__()`` (or another method Python calls itself) where ``ref`` is an object of
+        a class of the project's with that method: what it returns; None without one."""
+        method = ref.root.cls.method(name) if ref.root.cls is not None and not ref.path else None
+        if method is None:
+            return None
+        return self.call_function(self.function_value(method, ref), args, {}, None) or UNKNOWN
+
+    def enter_item(self, item: cst.BaseExpression, entered: list[Suspended | Ref]) -> Value:
         """The value a ``with`` item binds; the generators it entered are added to ``entered``."""
         outer, mark = self.entering, len(self.suspended)
         self.entering = entered_calls(item)

@@ -367,4 +367,31 @@ CASES = {
         with main_process_first(dist.get_rank() == 0):
             prepare_data()
     """,
+    "fsdp007-good-main-process-first-class": """
+        import torch.distributed as dist
+        class MainProcessFirst:
+            def __enter__(self):
+                if dist.get_rank() != 0:
+                    dist.barrier()
+                return self
+            def __exit__(self, *exc):
+                if dist.get_rank() == 0:
+                    dist.barrier()
+        class Trainer:
+            def prepare(self):
+                with MainProcessFirst():
+                    download()
+    """,
+    "fsdp007-main-process-first-class-that-never-releases": """
+        import torch.distributed as dist
+        class MainProcessFirst:
+            def __enter__(self):
+                if dist.get_rank() != 0:
+                    dist.barrier()  # expect: FSDP007
+            def __exit__(self, *exc):
+                return False
+        def prepare():
+            with MainProcessFirst():
+                download()
+    """,
 }

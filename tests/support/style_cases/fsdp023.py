@@ -96,4 +96,31 @@ CASES = {
             fully_shard(model, mp_policy=POLICIES[1])
         shard(Net())
     """,
+    "fsdp023-good-policy-class-table-keyed-by-version": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecision, MixedPrecisionPolicy, fully_shard
+        class Plugin:
+            def __init__(self, fsdp_version, dtype):
+                self.fsdp_version = fsdp_version
+                policy_class = {1: MixedPrecision, 2: MixedPrecisionPolicy}[fsdp_version]
+                self.mixed_precision = policy_class(param_dtype=dtype, reduce_dtype=dtype)
+        def prepare(model, plugin):
+            if plugin.fsdp_version == 2:
+                fully_shard(model, mp_policy=plugin.mixed_precision)
+        def main(cfg):
+            prepare(Net(), Plugin(cfg.fsdp_version, torch.bfloat16))
+        def main_fsdp2():
+            prepare(Net(), Plugin(2, torch.bfloat16))
+    """,
+    "fsdp023-policy-class-table-read-at-fsdp1-for-fully-shard": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecision, MixedPrecisionPolicy, fully_shard
+        class Plugin:
+            def __init__(self, fsdp_version, dtype):
+                policy_class = {1: MixedPrecision, 2: MixedPrecisionPolicy}[fsdp_version]
+                self.mixed_precision = policy_class(param_dtype=dtype, reduce_dtype=dtype)  # expect: FSDP023
+        def main():
+            plugin = Plugin(1, torch.bfloat16)
+            fully_shard(Net(), mp_policy=plugin.mixed_precision)
+    """,
 }
