@@ -49,7 +49,8 @@ class MetaInit(Rule):
 ## What it does
 Two cases of meta-device initialisation:
 - **error**, at the construction: a module built under `with torch.device("meta"):` (or with
-  `device="meta"`, after `torch.set_default_device("meta")`, or under accelerate's
+  `device="meta"`, after `torch.set_default_device("meta")`, also called by a helper or by a
+  context manager given the device, `with init_device("meta"):`, or under accelerate's
   `init_empty_weights()`) is sharded and nothing in the file ever
   materialises it (`to_empty(...)`, `load_state_dict(..., assign=True)`); a module held by an object
   of a framework's class (a `LightningModule`, which Lightning materialises itself) is left alone;

@@ -81,8 +81,10 @@ class Fsdp1Arguments(Rule):
 Flags `fully_shard(...)` calls that use FSDP1 (`FullyShardedDataParallel`) arguments:
 `auto_wrap_policy`, `sharding_strategy`, `cpu_offload`, `mixed_precision`, `use_orig_params`,
 `device_id`, `sync_module_states`, `param_init_fn`, `limit_all_gathers`, `backward_prefetch`, ...,
-a mesh passed positionally, or a `ShardingStrategy` as `reshard_after_forward`. Only
-`torch.distributed.fsdp.fully_shard` is checked, not another library's `fully_shard`.
+a mesh passed positionally, or a `ShardingStrategy` as `reshard_after_forward` (every member
+fails there, so `ShardingStrategy[args.sharding]` with a name read at run time is reported too,
+without a fix: the flag depends on the member). Only `torch.distributed.fsdp.fully_shard` is
+checked, not another library's `fully_shard`.
 
 ## Why is this bad?
 `fully_shard` has a different signature: `fully_shard(module, *, mesh, reshard_after_forward,

@@ -52,7 +52,9 @@ class Fsdp1PolicyObjects(Rule):
     docs = """
 ## What it does
 Flags FSDP1's `CPUOffload(...)` given as `offload_policy=` and FSDP1's `MixedPrecision(...)` given
-as `mp_policy=` to `fully_shard` (directly or through a variable). Reported at the policy object.
+as `mp_policy=` to `fully_shard` (directly or through a variable, an attribute, a dataclass field's
+`default_factory`, or a table keyed by FSDP version read at FSDP1's key). Reported at the policy
+object.
 
 ## Why is this bad?
 FSDP2 only acts on `isinstance(offload_policy, CPUOffloadPolicy)`: an FSDP1 `CPUOffload` is

@@ -34,6 +34,8 @@ GET_STATE_DICT = f"{STATE_DICT}.get_state_dict"
 SET_MODEL_STATE_DICT = f"{STATE_DICT}.set_model_state_dict"
 SET_OPTIMIZER_STATE_DICT = f"{STATE_DICT}.set_optimizer_state_dict"
 STATE_DICT_OPTIONS = f"{STATE_DICT}.StateDictOptions"
+# FSDP1's enums: `ShardingStrategy[name]` is the member `name` names, as `ShardingStrategy.FULL_SHARD` is.
+ENUMS = frozenset({f"{FSDP}.ShardingStrategy", f"{FSDP}.StateDictType", f"{FSDP}.BackwardPrefetch"})
 # Types every module passes, the root included (a sharded root is an FSDPModule).
 ROOT_ADMITTING_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", FSDP_MODULE})
 # Attributes only DDP and FSDP1 wrappers have: `hasattr(model, "no_sync")` rules out FSDP2.

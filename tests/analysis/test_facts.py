@@ -21,6 +21,7 @@ from fsdp2_lint.analysis.model import (
     RankDep,
     RankKind,
     StateDict,
+    Symbol,
     UniformKind,
     canonical,
     may_be_same,
@@ -610,3 +611,57 @@ def test_a_merged_dict_keeps_each_value_under_its_key(merge):
     saved = [save.args[0] for save in facts.traces[0].calls(apis.TORCH_SAVE)]
     holds_state_dict = [any(isinstance(v, StateDict) for v in walk_contents(value)) for value in saved]
     assert holds_state_dict == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("member", "expected"),
+    [
+        ('ShardingStrategy["SHARD_GRAD_OP"]', "ShardingStrategy.SHARD_GRAD_OP"),
+        ("ShardingStrategy.SHARD_GRAD_OP", "ShardingStrategy.SHARD_GRAD_OP"),
+        ("ShardingStrategy[args.strategy]", "ShardingStrategy.*"),
+        ("getattr(ShardingStrategy, args.strategy)", "ShardingStrategy.*"),
+        ("api.StateDictType[name.upper()]", "StateDictType.*"),
+    ],
+)
+def test_an_fsdp1_enum_indexed_by_name_is_that_member_or_some_member(member, expected):
+    """``ShardingStrategy[name]`` is the member ``name`` names; a name read at run time gives
+    some member (``*``), as ``getattr`` on a module does."""
+    facts = facts_of(
+        "from torch.distributed.fsdp import ShardingStrategy, api, fully_shard\n"
+        f"fully_shard(model, reshard_after_forward={member})\n"
+    )
+    (shard,) = facts.traces[0].shards
+    assert shard.kwargs["reshard_after_forward"] == Symbol(f"{apis.FSDP}.{expected}")
+
+
+@pytest.mark.parametrize(
+    "declaration",
+    [
+        "field(default_factory=lambda: MixedPrecision(param_dtype=torch.bfloat16))",
+        "dataclasses.field(default_factory=make_policy)",
+        "field(default_factory=MixedPrecision)",
+        "field(default=MixedPrecision(param_dtype=torch.bfloat16))",
+    ],
+)
+def test_a_dataclass_field_left_to_its_default_holds_what_field_declares(declaration):
+    """A field the constructor is not given holds ``field(default=v)``'s ``v``, or what its
+    ``default_factory`` returns: a new object for each instance, as Python makes it."""
+    facts = facts_of(
+        f"""
+        import dataclasses
+        from dataclasses import dataclass, field
+        import torch
+        from torch.distributed.fsdp import MixedPrecision, fully_shard
+        def make_policy():
+            return MixedPrecision(param_dtype=torch.bfloat16)
+        @dataclass
+        class Config:
+            mp: MixedPrecision = {declaration}
+        first, second = Config(), Config()
+        fully_shard(model, mp_policy=first.mp)
+        fully_shard(model, mp_policy=second.mp)
+        """
+    )
+    policies = [shard.kwargs["mp_policy"] for shard in facts.traces[0].shards]
+    assert [policy.root.qname for policy in policies] == [f"{apis.FSDP}.MixedPrecision"] * 2
+    assert (policies[0].root is policies[1].root) == declaration.startswith("field(default=")

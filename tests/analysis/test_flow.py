@@ -330,3 +330,31 @@ def test_a_none_test_on_an_unknown_value_runs_both_arms():
     )
     ran = {event.name for event in facts.traces[0].events if event.kind is EventKind.METHOD}
     assert {"own_path", "load_state_dict"} <= ran
+
+
+@pytest.mark.parametrize(
+    ("test", "arms"),
+    [
+        ("not USE_FSDP2", {"else_arm"}),
+        ("not USE_FSDP2 and ready", {"else_arm"}),
+        ("USE_FSDP2 or ready", {"then_arm"}),
+        ("USE_FSDP2 and ready", {"then_arm", "else_arm"}),  # `True and x` is `x`, unknown
+        ("not USE_FSDP2 or ready", {"then_arm", "else_arm"}),  # `False or x` is `x`
+    ],
+)
+def test_not_and_or_on_a_constant_flag_run_the_arms_python_runs(test, arms):
+    """``USE_FSDP2 = True``: ``not USE_FSDP2`` is False, and ``and``/``or`` decide on a constant left
+    side as Python does, so the FSDP1 arm of a flag set to FSDP2 never runs."""
+    facts = facts_of(
+        f"""
+        USE_FSDP2 = True
+        def step(model, ready):
+            if {test}:
+                model.then_arm()
+            else:
+                model.else_arm()
+        step(fully_shard(Net()), load())
+        """
+    )
+    ran = {event.name for event in facts.traces[0].events if event.kind is EventKind.METHOD}
+    assert ran & {"then_arm", "else_arm"} == arms

@@ -365,3 +365,83 @@ def test_an_enter_nothing_calls_runs_with_its_exit_after_it():
     """A class used as a context manager by another file: its entry and exit on one path."""
     events = entry_events(MANAGER_CLASS, entry="Managed.__enter__")
     assert [e.name for e in events if e.kind is EventKind.METHOD and e.name in STEPS] == ["enter", "leave"]
+
+
+# --- torch.set_default_device is process state: it outlives the call that set it -----------------
+
+META_MANAGERS = {
+    "generator": """
+        @contextmanager
+        def init_device(device):
+            torch.set_default_device(device)
+            yield
+            torch.set_default_device("cpu")
+        """,
+    "generator restoring what it read": """
+        @contextmanager
+        def init_device(device):
+            previous = torch.get_default_device()
+            torch.set_default_device(device)
+            try:
+                yield
+            finally:
+                torch.set_default_device(previous)
+        """,
+    "class": """
+        class init_device:
+            def __init__(self, device):
+                self.device = device
+            def __enter__(self):
+                torch.set_default_device(self.device)
+            def __exit__(self, *exc):
+                torch.set_default_device("cpu")
+        """,
+}
+
+
+@pytest.mark.parametrize("manager", sorted(META_MANAGERS))
+@pytest.mark.parametrize("device", ['"meta"', 'torch.device("meta")', '"cuda"'])
+def test_a_context_manager_that_sets_the_default_device_puts_its_body_on_it(manager, device):
+    source = (
+        "\n        import torch"
+        + META_MANAGERS[manager]
+        + f"""
+        def main():
+            with init_device({device}):
+                inside = Net()
+            after = Net()
+        """
+    )
+    built = [e.ctx.meta_device for e in entry_events(source) if e.kind is EventKind.INVOKE]  # Net()
+    assert built == ["meta" in device, False]
+
+
+def test_a_helper_that_sets_the_default_device_sets_it_for_its_caller():
+    source = """
+        import torch
+        def use_meta():
+            torch.set_default_device("meta")
+        def main():
+            before = Net()
+            use_meta()
+            on_meta = Net()
+            use_meta()
+            again = Net()
+        """
+    built = [e.ctx.meta_device for e in entry_events(source) if e.kind is EventKind.INVOKE]  # Net()
+    assert built == [False, True, True]
+
+
+def test_the_default_device_set_in_one_arm_holds_in_that_arm_and_may_hold_after_it():
+    source = """
+        import torch
+        def main(flag):
+            if flag:
+                torch.set_default_device("meta")
+                in_arm = Net()
+            else:
+                other_arm = Net()
+            after = Net()
+        """
+    built = [e.ctx.meta_device for e in entry_events(source) if e.kind is EventKind.INVOKE]  # Net()
+    assert built == [True, False, True]

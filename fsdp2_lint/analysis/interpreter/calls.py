@@ -410,9 +410,29 @@ class Calls:
         for index, name in enumerate(dict.fromkeys(fields)):
             if index < len(args) or name in kwargs:
                 self.store(instance, name, args[index] if index < len(args) else kwargs[name], node)
+            else:
+                default = self.field_default(info, name)
+                if default is not None:
+                    self.store(instance, name, default, node)
         post_init = info.method("__post_init__")
         if post_init is not None:
             self.call_function(self.function_value(post_init, instance), (), {}, None)
+
+    def field_default(self, info: ClassInfo, name: str) -> Value | None:
+        """What a dataclass field declared ``field(default=v)`` or ``field(default_factory=f)``
+        holds when the constructor is not given it: ``v``, or what calling ``f`` returns, a new
+        object for each instance. None for a plain default, read from the class as it is."""
+        declared = self.class_attribute(info, name)
+        for ref in refs(declared) if declared is not None else ():
+            event = ref.root.event
+            if ref.path or event is None or ref.root.qname != DATACLASS_FIELD:
+                continue
+            if "default" in event.kwargs:
+                return event.kwargs["default"]
+            factory = event.kwargs.get("default_factory")
+            if factory is not None and isinstance(event.node, cst.Call):
+                return choice([self.call_value(option, (), {}, event.node) for option in options(factory)])
+        return None
 
     def call_function(
         self, fn: Function, args: tuple, kwargs: dict, node: cst.CSTNode | None, symbolic: bool = False
@@ -601,6 +621,9 @@ def _called_name(node: cst.Call) -> str:
     """The last name of what is called (``assertLess`` in ``self.assertLess(...)``), else ``""``."""
     func = node.func
     return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+
+
+DATACLASS_FIELD = "dataclasses.field"
 
 
 def is_dataclass(info: ClassInfo) -> bool:

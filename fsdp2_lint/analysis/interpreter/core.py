@@ -68,6 +68,8 @@ from fsdp2_lint.analysis.model import (
 from fsdp2_lint.analysis.project import Project, package_of
 from fsdp2_lint.analysis.syntax import child_nodes, dotted, statements
 
+# Methods Python calls on an object of the class, which the file makes by calling the class.
+CALLED_THROUGH_CLASS = frozenset({"__init__", "__enter__", "__exit__", "__aenter__", "__aexit__"})
 CALLED_NAME = re.compile(rb"(?<!def )(?<!class )\b([A-Za-z_]\w*)\s*\(")
 
 
@@ -155,7 +157,7 @@ class Interpreter(Expressions, Calls, Imports):
 
     @staticmethod
     def _called(info: FunctionInfo, called: set[str]) -> bool:
-        if info.name == "__init__" and info.cls is not None:
+        if info.name in CALLED_THROUGH_CLASS and info.cls is not None:
             return info.cls.name in called
         if info.name in ("forward", "__call__"):
             return False  # reached through `module(...)`, which the file may never do
@@ -207,7 +209,10 @@ class Interpreter(Expressions, Calls, Imports):
     def record(self, kind: str, node: cst.CSTNode, **fields: object) -> Event:
         if kind in (EventKind.STORE, EventKind.INPLACE):  # changes an object a summarised call may read
             self.world.changed()
-        event = Event(len(self.events), kind, node, self.frame.stack, self.ctx, **fields)
+        ctx = self.ctx
+        if not ctx.meta_device and torch_api.default_device_may_be_meta(self.heap):
+            ctx = ctx.with_(meta_device=True)
+        event = Event(len(self.events), kind, node, self.frame.stack, ctx, **fields)
         self.events.append(event)
         return event
 

@@ -280,6 +280,8 @@ class Expressions:
         if isinstance(node.operator, cst.Not):
             if isinstance(value, Uniform) and value.kind is not UniformKind.SIZE:
                 return Uniform(UniformKind.SINGLE if value.kind is UniformKind.DIST else UniformKind.DIST)
+            if _is_literal(const(value)):  # `not USE_FSDP2` with `USE_FSDP2 = True`
+                return Const(not const(value))
             return guards.negate_fsdp_version(value) or guards.negate_rank(value)
         if isinstance(node.operator, cst.Minus) and isinstance(const(value), (int, float)):
             return Const(-const(value))
@@ -287,9 +289,12 @@ class Expressions:
 
     def eval_boolean(self, node: cst.BooleanOperation) -> Value:
         conjunction = isinstance(node.operator, cst.And)
+        left = self.eval(node.left)
+        if _is_literal(const(left)):  # `USE_FSDP2 and x`: Python decides on the left side alone
+            return left if bool(const(left)) is not conjunction else self.eval(node.right)
         # In a distributed run `dist.is_initialized() and X` is X, and so is `not ... or X`.
         neutral = Uniform(UniformKind.DIST if conjunction else UniformKind.SINGLE)
-        sides = [value for value in (self.eval(node.left), self.eval(node.right)) if value != neutral]
+        sides = [value for value in (left, self.eval(node.right)) if value != neutral]
         if len(sides) < 2:
             return sides[0] if sides else neutral
         kinds = {guards.rank_kind(side) for side in sides} - {None}
@@ -411,6 +416,10 @@ _CONSTANT_COMPARISONS = {
 _NEVER_NONE = (StateDict, Params, Loaded, Tuple, Function, Class, BoundMethod, Partial, Lambda)
 
 
+def _is_literal(value: object) -> bool:
+    return isinstance(value, (bool, int, float, str, type(None)))
+
+
 def _compare_constants(left: Value, operator: cst.BaseCompOp, right: Value) -> Value:
     """``2 == 1``, ``"fsdp2" != "fsdp1"``, ``None is None``: known when both sides are literals;
     ``state is None`` is False when ``state`` holds a value that is never None (a state dict a
@@ -421,6 +430,6 @@ def _compare_constants(left: Value, operator: cst.BaseCompOp, right: Value) -> V
             return Const(isinstance(operator, cst.IsNot))
     compare = _CONSTANT_COMPARISONS.get(type(operator))
     a, b = const(left), const(right)
-    if compare is None or not all(isinstance(x, (bool, int, float, str, type(None))) for x in (a, b)):
+    if compare is None or not (_is_literal(a) and _is_literal(b)):
         return UNKNOWN
     return Const(compare(a, b))

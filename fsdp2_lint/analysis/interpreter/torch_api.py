@@ -27,7 +27,7 @@ from typing import Generic, TypeVar
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.interpreter.state import Evaluator, owned_by
+from fsdp2_lint.analysis.interpreter.state import Evaluator, Heap, Slot, owned_by
 from fsdp2_lint.analysis.model import (
     ANY,
     ANY_DEPTH,
@@ -309,13 +309,31 @@ def environment_variable(key: object) -> Value | None:
     return Uniform(UniformKind.SIZE) if key in apis.WORLD_SIZE_ENV_VARS else None
 
 
+# torch's default device is process state: a heap slot of torch's own, so it outlives the call
+# (a helper, a context manager's `__enter__`) that sets it, and each arm of a branch sets its own.
+_TORCH = Obj(ObjKind.NEW, "torch")
+DEFAULT_DEVICE_IS_META: Slot = (id(_TORCH), ("default_device_is_meta",))
+
+
 @SYMBOLS("torch.set_default_device")
 def _set_default_device(interp: Evaluator, event: Event) -> Value:
-    """``torch.set_default_device("meta")``: what the rest of the block builds is on the meta device."""
-    device = const(event.arg(0, "device") or UNKNOWN)
-    if isinstance(device, str):
-        interp.ctx = interp.ctx.with_(meta_device=device.startswith("meta"))
+    """``torch.set_default_device("meta")``: what is built from now on is on the meta device; a
+    device we cannot read (``set_default_device(previous)``) is taken for one that is not."""
+    device = event.arg(0, "device") or UNKNOWN
+    interp.heap[DEFAULT_DEVICE_IS_META] = choice([Const(_names_meta(option)) for option in options(device)])
     return Const(None)
+
+
+def default_device_may_be_meta(heap: Heap) -> bool:
+    """After ``set_default_device("meta")`` on some path (one arm of an ``if`` is enough)."""
+    return Const(True) in options(heap.get(DEFAULT_DEVICE_IS_META, UNKNOWN))
+
+
+def _names_meta(device: Value) -> bool:
+    """``"meta"``, ``"meta:0"``, ``torch.device("meta")``."""
+    if isinstance(device, Ref) and device.root.qname == "torch.device" and device.root.event is not None:
+        device = device.root.event.arg(0, "type") or UNKNOWN
+    return isinstance(const(device), str) and const(device).startswith("meta")
 
 
 @SYMBOLS.rule
@@ -521,6 +539,8 @@ def value_item(value: Value, key: object) -> Value:
     """``value[key]`` on a value that is not an object or a tuple."""
     if isinstance(value, Symbol) and value.qname == "os.environ":
         return environment_variable(key) or UNKNOWN
+    if isinstance(value, Symbol) and value.qname in apis.ENUMS:  # ShardingStrategy[args.strategy]
+        return Symbol(f"{value.qname}.{key if isinstance(key, str) else ANY}")  # ANY: some member, as getattr gives
     if isinstance(value, StateDict) and key == "param_groups":
         return UNKNOWN  # an optimizer's hyperparameters and parameter ids: no tensor in it
     if isinstance(value, (Params, Loaded, StateDict)):

@@ -217,4 +217,109 @@ CASES = {
         def build(model):
             fully_shard(model)
     """,
+    "fsdp006-default-device-set-by-a-generator-context-manager": """
+        from contextlib import contextmanager
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        @contextmanager
+        def init_device(device):
+            torch.set_default_device(device)
+            yield
+            torch.set_default_device("cpu")
+        with init_device("meta"):
+            model = Transformer()  # expect: FSDP006
+        fully_shard(model)
+        model(tokens).sum().backward()
+    """,
+    "fsdp006-default-device-set-by-a-class-context-manager-in-a-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class DefaultDevice:
+            def __init__(self, device):
+                self.device = device
+            def __enter__(self):
+                self.previous = torch.get_default_device()
+                torch.set_default_device(self.device)
+                return self
+            def __exit__(self, *exc):
+                torch.set_default_device(self.previous)
+        class Trainer:
+            def __init__(self, init_device="meta"):
+                with DefaultDevice(torch.device(init_device)):
+                    self.model = Transformer()  # expect: FSDP006
+                fully_shard(self.model)
+            def step(self, tokens):
+                self.model(tokens).sum().backward()
+        Trainer().step(tokens)
+    """,
+    "fsdp006-default-device-set-by-a-helper": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def use_meta_device():
+            torch.set_default_device("meta")
+        def main():
+            use_meta_device()
+            model = Transformer()  # expect: FSDP006
+            fully_shard(model)
+            model(tokens).sum().backward()
+        main()
+    """,
+    "fsdp006-good-default-device-context-manager-on-the-gpu": """
+        from contextlib import contextmanager
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        @contextmanager
+        def init_device(device):
+            previous = torch.get_default_device()
+            torch.set_default_device(device)
+            try:
+                yield
+            finally:
+                torch.set_default_device(previous)
+        with init_device("cuda"):
+            model = Transformer()
+        fully_shard(model)
+        with init_device("meta"):
+            pass
+        other = Transformer()  # after the `with`: back on the previous device
+        fully_shard(other)
+    """,
+    "fsdp006-good-default-device-context-manager-then-materialised": """
+        from contextlib import contextmanager
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        @contextmanager
+        def init_device(device):
+            torch.set_default_device(device)
+            yield
+            torch.set_default_device("cpu")
+        with init_device("meta"):
+            model = Transformer()
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        model.init_weights()
+    """,
+    "fsdp006-default-device-set-on-one-path": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def main(args):
+            if args.meta_init:
+                torch.set_default_device("meta")
+            model = Transformer()  # expect: FSDP006
+            fully_shard(model)
+            model(tokens).sum().backward()
+    """,
+    "fsdp006-good-default-device-set-on-one-path-and-materialised-on-it": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def main(args):
+            if args.meta_init:
+                torch.set_default_device("meta")
+            model = Transformer()
+            fully_shard(model)
+            if args.meta_init:
+                model.to_empty(device="cuda")
+                model.reset_parameters()
+            model(tokens).sum().backward()
+    """,
 }

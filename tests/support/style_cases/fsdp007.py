@@ -537,4 +537,31 @@ CASES = {
                 if dist.get_rank() != 0:
                     dist.broadcast_object_list([None], src=0)  # expect: FSDP007
     """,
+    "fsdp007-good-main-process-first-class": """
+        import torch.distributed as dist
+        class MainProcessFirst:
+            def __enter__(self):
+                if dist.get_rank() != 0:
+                    dist.barrier()
+                return self
+            def __exit__(self, *exc):
+                if dist.get_rank() == 0:
+                    dist.barrier()
+        class Trainer:
+            def prepare(self):
+                with MainProcessFirst():
+                    download()
+    """,
+    "fsdp007-main-process-first-class-that-never-releases": """
+        import torch.distributed as dist
+        class MainProcessFirst:
+            def __enter__(self):
+                if dist.get_rank() != 0:
+                    dist.barrier()  # expect: FSDP007
+            def __exit__(self, *exc):
+                return False
+        def prepare():
+            with MainProcessFirst():
+                download()
+    """,
 }
