@@ -29,15 +29,139 @@ CASES = {
                 fully_shard(self.model)
                 self.model.to_empty(device="cpu")  # expect: FSDP006
     """,
-    "fsdp006-meta-helper-reported-at-caller": """
+    "fsdp006-meta-helper-reported-at-its-construction": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def build():
+            with torch.device("meta"):
+                return Transformer(args)  # expect: FSDP006
+        def main():
+            model = build()
+            fully_shard(model)
+            model(tokens).sum().backward()
+    """,
+    "fsdp006-meta-method-reported-at-its-construction": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def build_model(self):
+                with torch.device("meta"):
+                    model = Transformer(self.args)  # expect: FSDP006
+                return model
+            def setup(self):
+                self.model = self.build_model()
+                fully_shard(self.model)
+            def train(self, batch):
+                self.setup()
+                self.model(batch).sum().backward()
+    """,
+    "fsdp006-to-empty-helper-never-called": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def materialise(module):
+            module.to_empty(device="cuda")
+            module.init_weights()
+        def main():
+            with torch.device("meta"):
+                model = Transformer(args)  # expect: FSDP006
+            fully_shard(model)
+            model(tokens).sum().backward()
+    """,
+    "fsdp006-to-empty-helper-called-for-another-model": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def materialise(module):
+            module.to_empty(device="cuda")
+            module.init_weights()
+        def main():
+            with torch.device("meta"):
+                teacher = Transformer(args)
+                student = Transformer(args)  # expect: FSDP006
+            fully_shard(teacher)
+            fully_shard(student)
+            materialise(teacher)
+            loss = student(tokens).sum() + teacher(tokens).sum()
+    """,
+    "fsdp006-to-empty-of-another-attribute-in-a-sibling-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self):
+                with torch.device("meta"):
+                    self.model = Transformer()  # expect: FSDP006
+                    self.reference = Transformer()
+                fully_shard(self.model)
+                fully_shard(self.reference)
+            def materialise(self):
+                self.reference.to_empty(device="cuda")
+                self.reference.init_weights()
+            def step(self, batch):
+                self.model(batch).sum().backward()
+    """,
+    "fsdp006-good-to-empty-helper-called-with-the-model": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def materialise(module):
+            module.to_empty(device="cuda")
+            module.init_weights()
+        def main():
+            with torch.device("meta"):
+                model = Transformer(args)
+            fully_shard(model)
+            materialise(model)
+            model(tokens).sum().backward()
+    """,
+    "fsdp006-good-to-empty-through-an-alias": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Transformer(args)
+        fully_shard(model)
+        sharded = model
+        sharded.to_empty(device="cuda")
+        model.init_weights()
+        model(tokens).sum().backward()
+    """,
+    "fsdp006-good-to-empty-in-a-trainer-method-run-before-forward": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self):
+                with torch.device("meta"):
+                    self.model = Transformer()
+                fully_shard(self.model)
+            def materialise(self):
+                self.model.to_empty(device="cuda")
+                self.model.init_weights()
+            def train(self, batch):
+                self.materialise()
+                self.model(batch).sum().backward()
+    """,
+    "fsdp006-good-to-empty-in-a-sibling-method-nothing-calls": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self):
+                with torch.device("meta"):
+                    self.model = Transformer()
+                fully_shard(self.model)
+            def materialise(self):
+                self.model.to_empty(device="cuda")
+                self.model.init_weights()
+            def step(self, batch):
+                self.model(batch).sum().backward()
+    """,
+    "fsdp006-good-to-empty-of-a-helper-built-model-in-the-caller": """
         import torch
         from torch.distributed.fsdp import fully_shard
         def build():
             with torch.device("meta"):
                 return Transformer(args)
         def main():
-            model = build()  # expect: FSDP006
+            model = build()
             fully_shard(model)
+            model.to_empty(device="cuda")
+            model.init_weights()
             model(tokens).sum().backward()
     """,
     "fsdp006-good-full-state-dict-loaded-into-meta": """
