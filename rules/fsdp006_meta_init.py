@@ -210,7 +210,7 @@ def _never_materialised(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
                 continue  # e.g. returned to a framework that materialises meta modules itself
             if _materialised(facts, trace, creation, [canonical(target), canonical(creation.result)]):  # type: ignore[arg-type]
                 continue
-            name = canonical(target).text
+            name = canonical(creation.result).text  # type: ignore[arg-type]
             yield Finding(
                 creation.node,
                 f"`{name}` is built on the meta device and sharded ({facts.where(shard.node, creation.node)}), but "

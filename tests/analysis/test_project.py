@@ -703,3 +703,68 @@ def test_a_package_without_project_markers_is_named_from_above_its_top_package(t
     assert find_root(package / "functional.py") == tmp_path
     project = Project(find_root(package / "functional.py"))
     assert project.module_name(package / "functional.py") == "torch.nn.functional"
+
+
+META_BUILD = """
+    import torch
+    import torch.nn as nn
+
+
+    def build_model():
+        with torch.device("meta"):
+            return nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+    """
+MATERIALISE = """
+    def init_weights(module):
+        pass
+
+
+    def materialise(model):
+        model.to_empty(device="cuda")
+        model.apply(init_weights)
+    """
+META_TRAIN = """
+    from trainer.build import build_model
+    from trainer.init import materialise
+    from trainer.parallel import shard_model
+
+
+    def main(batch):
+        model = shard_model(build_model())
+        {materialise}
+        model(batch).sum().backward()
+    """
+
+
+@pytest.mark.parametrize(
+    ("materialise", "found"),
+    [
+        ("pass", [("build.py", 7, "FSDP006")]),
+        ("materialise(model)", []),
+        ("materialise(shard_model(Model()))", [("build.py", 7, "FSDP006")]),
+    ],
+    ids=["helper-never-given-the-model", "helper-given-the-model", "helper-given-another-model"],
+)
+def test_a_meta_model_is_reported_at_its_construction_unless_its_own_path_materialises_it(
+    tmp_path: Path, materialise: str, found: list
+) -> None:
+    """Materialisation is a fact of each model: a `to_empty()` helper in another module counts
+    for the model it is given; the finding goes into the module that builds on meta."""
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/build.py": META_BUILD,
+            "trainer/init.py": MATERIALISE,
+            "trainer/train.py": META_TRAIN.replace("{materialise}", materialise).replace(
+                "from trainer.build", "from trainer.model import Model\n    from trainer.build"
+            ),
+        },
+    )
+    diagnostics = lint(tmp_path / "trainer/train.py")
+    assert codes_at(diagnostics) == found
+    if found:
+        assert f"sharded (`{tmp_path / 'trainer/parallel.py'}:" in diagnostics[0].message
+        assert [Path(r.path).name for r in diagnostics[0].related] == ["parallel.py"]
