@@ -18,6 +18,7 @@ from fsdp2_lint.analysis.model import (
     may_overlap,
     options,
     refs,
+    report_node,
     walk_contents,
 )
 from fsdp2_lint.analysis.trace import Trace
@@ -57,6 +58,8 @@ Two cases of meta-device initialisation:
   class that holds it). A `to_empty()` of another model, or in a helper nothing calls with this
   one, does not count. A module handed to code the analysis does not follow, or held by an object
   of a framework's class (a `LightningModule`, which Lightning materialises itself), is left alone;
+- **error**, at the forward: the sharded meta model runs forward (`model(x)`, or a helper that does)
+  before the `to_empty()` that materialises it;
 - **warning**, at the `to_empty()` call: a sharded module is materialised but nothing initialises it
   afterwards (`init_weights()`, `reset_parameters()`, `.apply(init_fn)`, `torch.nn.init.*`,
   `load_state_dict`, `set_model_state_dict`, `dcp.load`, or a helper of the file that does; a call
@@ -67,7 +70,9 @@ Two cases of meta-device initialisation:
 The construction is the misuse when nothing on the model's own path materialises it: there is no
 wrong order to point at, only a missing step, so a `build_model()` helper that builds on meta is
 reported inside, at its construction (the message names where the model is sharded), not at the
-caller's `model = build_model()`.
+caller's `model = build_model()`. When the model is materialised but runs forward first, each step
+is right on its own and the order is wrong: the forward is reported, or the call that runs it
+(`evaluate(model)`), in the innermost function that also runs the `to_empty()`.
 
 ## Why is this bad?
 Meta tensors have no storage. Never materialised, the first forward fails with
@@ -196,8 +201,9 @@ def _loads_full_state(event: Event) -> bool:
 
 
 def _never_materialised(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
-    """Meta-device constructions of sharded modules that nothing materialises: reported at the
-    construction itself, wherever it is (the model's own path lacks the step, no order is wrong)."""
+    """Meta-device constructions of sharded modules that nothing materialises, reported at the
+    construction itself, wherever it is (the model's own path lacks the step: no order is wrong);
+    and forwards that run before the model's materialisation (an order that is wrong)."""
     reported = set()
     built_on_meta = [event for event in trace.events if _constructs(event) and _on_meta(event)]
     for shard in trace.shards:
@@ -208,27 +214,35 @@ def _never_materialised(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
             reported.add(id(creation))
             if trace.handed_off([target], creation.index) is not None or framework_owned(target):
                 continue  # e.g. returned to a framework that materialises meta modules itself
-            if _materialised(facts, trace, creation, [canonical(target), canonical(creation.result)]):  # type: ignore[arg-type]
-                continue
+            model = [canonical(target), canonical(creation.result)]  # type: ignore[arg-type]
             name = canonical(creation.result).text  # type: ignore[arg-type]
-            yield Finding(
-                creation.node,
-                f"`{name}` is built on the meta device and sharded ({facts.where(shard.node, creation.node)}), but "
-                "never materialised with `to_empty()`: the first forward fails with 'FSDP parameters should be "
-                "materialized from meta device'",
-                related=((shard.node, f"`{name}` is sharded here"),),
-            )
+            found = _materialisations(trace, model)
+            if found:
+                yield from _forward_first(facts, trace, shard, found[0], model, name)
+            elif not _materialised_by_sibling(facts, trace, creation):
+                yield Finding(
+                    creation.node,
+                    f"`{name}` is built on the meta device and sharded ({facts.where(shard.node, creation.node)}), "
+                    "but never materialised with `to_empty()`: the first forward fails with 'FSDP parameters "
+                    "should be materialized from meta device'",
+                    related=((shard.node, f"`{name}` is sharded here"),),
+                )
 
 
-def _materialised(facts: FileFacts, trace: Trace, creation: Event, model: list[Ref]) -> bool:
-    """Does anything materialise this model: an event of its trace whose module overlaps it (a
-    value the trace cannot identify may be it), or, when the model is an attribute of the
-    instance, a sibling method (run in an order the file does not show) that materialises the
-    object the same construction built?"""
+def _materialisations(trace: Trace, model: list[Ref]) -> list[Event]:
+    """The events of the trace that materialise this model (or a value the trace cannot identify,
+    which may be it)."""
+    found = []
     for event in trace.events:
-        found = _materialised_modules(event)
-        if found is not None and (not any(refs(found)) or _overlaps([canonical(r) for r in refs(found)], model)):
-            return True
+        value = _materialised_modules(event)
+        if value is not None and (not any(refs(value)) or _overlaps([canonical(r) for r in refs(value)], model)):
+            found.append(event)
+    return found
+
+
+def _materialised_by_sibling(facts: FileFacts, trace: Trace, creation: Event) -> bool:
+    """Does another method of the instance's class (run in an order the file does not show)
+    materialise the object the same construction built (``self.model``, set in ``__init__``)?"""
     if trace.instance is None:
         return False
     return any(
@@ -238,6 +252,30 @@ def _materialised(facts: FileFacts, trace: Trace, creation: Event, model: list[R
         and any(_built_by(found, creation) for found in map(_materialised_modules, other.events) if found is not None)
         for other in facts.traces
     )
+
+
+def _forward_first(
+    facts: FileFacts, trace: Trace, shard: Event, materialised: Event, model: list[Ref], name: str
+) -> Iterator[Finding]:
+    """A forward of the sharded model before its first materialisation: FSDP's pre-forward fails.
+    Each step is right on its own, so the order is reported where it is wrong: at the forward, or
+    at the call that runs it, in the innermost function that also runs the materialisation."""
+    for forward in trace.of_kind(EventKind.INVOKE):
+        if forward.index >= materialised.index:
+            return
+        if (
+            forward.index > shard.index
+            and not forward.exclusive_with(materialised)
+            and _overlaps([canonical(ref) for ref in _modules_of(forward.receiver)], model)
+        ):
+            reported, later = report_node(forward, materialised), report_node(materialised, forward)
+            yield Finding(
+                reported,
+                f"`{name}` runs forward before it is materialised with `to_empty()` ({facts.where(later, reported)}): "
+                "the forward fails with 'FSDP parameters should be materialized from meta device'",
+                related=((later, f"`{name}` is materialised here"),),
+            )
+            return
 
 
 def _built_by(value: Value, creation: Event) -> bool:

@@ -341,4 +341,60 @@ CASES = {
         def build(model):
             fully_shard(model)
     """,
+    "fsdp006-forward-before-to-empty-reported-at-the-forward": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def build():
+            with torch.device("meta"):
+                model = Transformer(args)
+            fully_shard(model)
+            return model
+        def main():
+            model = build()
+            warmup = model(tokens)  # expect: FSDP006
+            model.to_empty(device="cuda")
+            model.init_weights()
+    """,
+    "fsdp006-forward-helper-before-to-empty-reported-at-its-call": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def evaluate(model):
+            with torch.no_grad():
+                return model(tokens).mean()
+        def materialise(model):
+            model.to_empty(device="cuda")
+            model.init_weights()
+        def main():
+            with torch.device("meta"):
+                model = Transformer(args)
+            fully_shard(model)
+            baseline = evaluate(model)  # expect: FSDP006
+            materialise(model)
+    """,
+    "fsdp006-good-forward-after-to-empty-in-helpers": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def evaluate(model):
+            with torch.no_grad():
+                return model(tokens).mean()
+        def materialise(model):
+            model.to_empty(device="cuda")
+            model.init_weights()
+        def main():
+            with torch.device("meta"):
+                model = Transformer(args)
+            fully_shard(model)
+            materialise(model)
+            baseline = evaluate(model)
+    """,
+    "fsdp006-good-meta-forward-before-sharding": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Transformer(args)
+            shapes = model(torch.empty(2, 8, dtype=torch.long))
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        model.init_weights()
+    """,
 }
