@@ -768,3 +768,37 @@ def test_a_meta_model_is_reported_at_its_construction_unless_its_own_path_materi
     if found:
         assert f"sharded (`{tmp_path / 'trainer/parallel.py'}:" in diagnostics[0].message
         assert [Path(r.path).name for r in diagnostics[0].related] == ["parallel.py"]
+
+
+def test_a_generic_save_helper_in_another_module_is_reported_at_the_call_that_hands_it_the_state_dict(
+    tmp_path: Path,
+) -> None:
+    """`write(obj, path)` is right on its own: the caller that gives it a sharded state dict is the misuse."""
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/io.py": """
+                import torch
+
+
+                def write(obj, path):
+                    torch.save(obj, path)
+                """,
+            "trainer/train.py": """
+                from trainer.io import write
+                from trainer.model import Model
+                from trainer.parallel import shard_model
+
+
+                def main():
+                    model = shard_model(Model())
+                    write(model.state_dict(), "ckpt.pt")
+                """,
+        },
+    )
+    found = lint(tmp_path / "trainer/train.py")
+    assert codes_at(found) == [("train.py", 8, "FSDP004")]
+    assert f"which is sharded at `{tmp_path / 'trainer/parallel.py'}:6`" in found[0].message
