@@ -802,3 +802,31 @@ def test_a_generic_save_helper_in_another_module_is_reported_at_the_call_that_ha
     found = lint(tmp_path / "trainer/train.py")
     assert codes_at(found) == [("train.py", 8, "FSDP004")]
     assert f"which is sharded at `{tmp_path / 'trainer/parallel.py'}:6`" in found[0].message
+
+
+@pytest.mark.parametrize("guarded", ["caller", "helper"])
+def test_a_rank_0_load_across_modules_is_reported_at_the_statement_the_rank_condition_holds(
+    tmp_path: Path, guarded: str
+) -> None:
+    """A loading helper is right on its own: the caller that runs it on rank 0 only is the misuse;
+    a helper that loads on rank 0 only itself is wrong on its own and reported inside."""
+    load = "model.load_state_dict(torch.load(path))"
+    helper_body = f"if dist.get_rank() == 0:\n        {load}" if guarded == "helper" else load
+    call = "load_pretrained(model, 'init.pt')"
+    caller_body = f"if dist.get_rank() == 0:\n        {call}" if guarded == "caller" else call
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/io.py": f"import torch\nimport torch.distributed as dist\n\n\ndef load_pretrained(model, path):\n"
+            f"    {helper_body}\n",
+            "trainer/train.py": "import torch.distributed as dist\n\nfrom trainer.io import load_pretrained\n"
+            "from trainer.model import Model\nfrom trainer.parallel import shard_model\n\n\ndef main():\n"
+            f"    model = Model()\n    {caller_body}\n    shard_model(model)\n",
+        },
+    )
+    found = lint(tmp_path / "trainer/train.py")
+    assert codes_at(found) == ([("train.py", 11, "FSDP010")] if guarded == "caller" else [("io.py", 7, "FSDP010")])
+    assert f"sharded at `{tmp_path / 'trainer/parallel.py'}:" in found[0].message
