@@ -830,3 +830,38 @@ def test_a_rank_0_load_across_modules_is_reported_at_the_statement_the_rank_cond
     found = lint(tmp_path / "trainer/train.py")
     assert codes_at(found) == ([("train.py", 11, "FSDP010")] if guarded == "caller" else [("io.py", 7, "FSDP010")])
     assert f"sharded at `{tmp_path / 'trainer/parallel.py'}:" in found[0].message
+
+
+def test_a_clipping_helper_in_another_module_is_reported_at_the_call_that_hands_it_a_stale_list(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/clipping.py": """
+                import torch
+
+
+                def clip(params, max_norm):
+                    return torch.nn.utils.clip_grad_norm_(params, max_norm)
+                """,
+            "trainer/train.py": """
+                from trainer.clipping import clip
+                from trainer.model import Model
+                from trainer.parallel import shard_model
+
+
+                def main():
+                    model = Model()
+                    params = list(model.parameters())
+                    shard_model(model)
+                    clip(params, 1.0)
+                """,
+        },
+    )
+    found = lint(tmp_path / "trainer/train.py")
+    assert codes_at(found) == [("train.py", 10, "FSDP015")]
+    assert f"captured before `fully_shard` (`{tmp_path / 'trainer/parallel.py'}:6`)" in found[0].message
