@@ -865,3 +865,27 @@ def test_a_clipping_helper_in_another_module_is_reported_at_the_call_that_hands_
     found = lint(tmp_path / "trainer/train.py")
     assert codes_at(found) == [("train.py", 10, "FSDP015")]
     assert f"captured before `fully_shard` (`{tmp_path / 'trainer/parallel.py'}:6`)" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("restored", "code"), [("model", "FSDP013"), ("opt", "FSDP021")], ids=["model-state", "optimizer-state"]
+)
+def test_a_restore_helper_in_another_module_is_reported_at_the_call_that_hands_it_a_plain_file(
+    tmp_path: Path, restored: str, code: str
+) -> None:
+    """`restore(obj, state)` is right on its own (it loads what it is given): the caller that reads
+    one plain file and hands it over is the misuse, reported in the caller's module."""
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/io.py": "def restore(obj, state):\n    obj.load_state_dict(state)\n",
+            "trainer/train.py": "import torch\n\nfrom trainer.io import restore\nfrom trainer.model import Model\n"
+            "from trainer.parallel import shard_model\n\n\ndef main():\n    model = shard_model(Model())\n"
+            "    opt = torch.optim.AdamW(model.parameters())\n"
+            f"    restore({restored}, torch.load('single.pt'))\n",
+        },
+    )
+    assert codes_at(lint(tmp_path / "trainer/train.py")) == [("train.py", 11, code)]
