@@ -121,7 +121,7 @@ if rank == 0:
                 saved = save.arg(0, "obj")
                 for value in walk_contents(saved) if saved is not None else ():
                     if isinstance(value, StateDict) and value.full is False:
-                        reported = report_node(save, _at(trace, value.at))
+                        reported = report_node(save, trace.obtained(value, save) or _at(trace, value.at))
                         owner = _sharded_owner(facts, trace, value, reported)
                         if owner:
                             message, related = owner

@@ -322,4 +322,18 @@ CASES = {
             state = collect(model)
             write(state, "ckpt.pt")  # expect: FSDP004
     """,
+    "fsdp004-state-dict-kept-on-the-instance-saved-by-a-method-reported-inside": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Checkpointer:
+            def snapshot(self, model):
+                fully_shard(model)
+                self.state = model.state_dict()
+            def save(self, path):
+                torch.save(self.state, path)  # expect: FSDP004
+        def main(model):
+            checkpointer = Checkpointer()
+            checkpointer.snapshot(model)
+            checkpointer.save("ckpt.pt")
+    """,
 }
