@@ -74,6 +74,15 @@ caller's `model = build_model()`. When the model is materialised but runs forwar
 is right on its own and the order is wrong: the forward is reported, or the call that runs it
 (`evaluate(model)`), in the innermost function that also runs the `to_empty()`.
 
+## Known problems
+- A `to_empty()` (or `load_state_dict(..., assign=True)`) on a value the analysis cannot identify
+  (`getattr(self, name)`, an item of a container it does not follow) is taken to materialise the
+  model: it may be it.
+- A model materialised in part (`model.layers[0].to_empty(...)`) counts as materialised: which
+  parameters a partial materialisation leaves on meta is not decided statically.
+- A method of the model's class that nothing in the file calls runs in an order the file does not
+  show: its `to_empty()` of the model counts, before or after a forward.
+
 ## Why is this bad?
 Meta tensors have no storage. Never materialised, the first forward fails with
 `RuntimeError: FSDP parameters should be materialized from meta device before training, but the
