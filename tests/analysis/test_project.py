@@ -392,7 +392,8 @@ def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_fi
 def test_a_value_read_back_from_a_merged_checkpoint_dict_is_what_was_merged_under_its_key(tmp_path: Path) -> None:
     """torchtune's shape: the checkpoint client merges the model's state dict and the recipe state
     under key constants of another module; the recipe reads the seed back and saves it in its
-    progress record. Only the save of the whole dict holds the sharded state dict."""
+    progress record. Only the save of the whole dict holds the sharded state dict; the client's
+    `save(checkpoint, ...)` saves what it is given, so the recipe's call that hands it over is reported."""
     write(
         tmp_path,
         {
@@ -447,9 +448,9 @@ def test_a_value_read_back_from_a_merged_checkpoint_dict_is_what_was_merged_unde
         },
     )
     found = lint(tmp_path / "tune/recipe.py")
-    client = (tmp_path / "tune/client.py").read_text().splitlines()
-    whole_save = next(n for n, line in enumerate(client, 1) if '"checkpoint.pt"' in line)
-    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("client.py", whole_save, "FSDP004")]
+    recipe = (tmp_path / "tune/recipe.py").read_text().splitlines()
+    handed_over = next(n for n, line in enumerate(recipe, 1) if "save(self.checkpoint" in line)
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("recipe.py", handed_over, "FSDP004")]
 
 
 def test_a_finding_two_linted_files_reach_is_reported_once(tmp_path: Path) -> None:
