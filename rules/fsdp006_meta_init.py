@@ -280,8 +280,9 @@ def _forward_first(
             reported, later = report_node(forward, materialised), report_node(materialised, forward)
             yield Finding(
                 reported,
-                f"`{name}` runs forward before it is materialised with `to_empty()` ({facts.where(later, reported)}): "
+                f"`{name}` runs forward before it is materialised ({facts.where(later, reported)}): "
                 "the forward fails with 'FSDP parameters should be materialized from meta device'",
+                hint="materialise the model (`to_empty()`, then initialise it) before its first forward",
                 related=((later, f"`{name}` is materialised here"),),
             )
             return
