@@ -397,4 +397,26 @@ CASES = {
         model.to_empty(device="cuda")
         model.init_weights()
     """,
+    "fsdp006-another-test-s-to-empty-does-not-materialise-this-model": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class TestMetaInit(FSDPTest):
+            def test_meta_device_init(self):
+                with torch.device("meta"):
+                    model = nn.Sequential(MLP(8), MLP(8))
+                fully_shard(model)
+                model.to_empty(device="cuda")
+                for module in model.modules():
+                    if hasattr(module, "reset_parameters"):
+                        module.reset_parameters()
+                model(torch.randn(4, 8))
+            def test_invalid_meta_device_init(self):
+                with torch.device("meta"):
+                    model = nn.Sequential(MLP(8), MLP(8))  # expect: FSDP006
+                    fully_shard(model[0])
+                    fully_shard(model)
+                with self.assertRaisesRegex(RuntimeError, "should be materialized"):
+                    model(torch.randn(4, 8))
+    """,
 }
