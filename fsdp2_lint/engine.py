@@ -200,14 +200,19 @@ def applicable_in(rules: Sequence[type[Rule]], data: bytes, where: InProject | N
 # Code that selects the rank's device (``set_device``, ``set_device_index``): FSDP011 asks whether a
 # run did, wherever the helper is (torchtune's ``utils.get_device("cuda")`` is given only a string).
 DEVICE_SELECTION_TOKEN = b"set_device"
+# Code that builds modules on the meta device: FSDP006 asks whether the model a helper in another
+# module built there is materialised, and that module need not name `fully_shard` itself.
+META_DEVICE_TOKENS = (b'"meta"', b"'meta'", b"init_empty_weights")
 
 
 def _may_matter(project: Project) -> Callable[[bytes], bool]:
     """May a project module's code matter to some rule (do its own tokens pass the prefilter, or does
-    it select the device)? Judged for every rule, so that selecting rules never changes what a
-    selected one finds; each module's tokens found once per project."""
+    it select the device or build on the meta device)? Judged for every rule, so that selecting rules
+    never changes what a selected one finds; each module's tokens found once per project."""
     return lambda data: (
-        DEVICE_SELECTION_TOKEN in data or bool(applicable_rules(all_rules(), data, facts=project.token_facts))
+        DEVICE_SELECTION_TOKEN in data
+        or any(token in data for token in META_DEVICE_TOKENS)
+        or bool(applicable_rules(all_rules(), data, facts=project.token_facts))
     )
 
 

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, RankDep, Ref, StateDict, canonical, walk_contents
+from fsdp2_lint.analysis.model import Event, RankDep, Ref, StateDict, canonical, report_node, walk_contents
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -27,6 +29,11 @@ list, or through a variable; also `get_model_state_dict`/`get_state_dict` result
 `StateDictOptions(full_state_dict=True)`. Not flagged: full state dicts, values mapped through
 `.full_tensor()`, DCP (`dcp.save`), and deliberate per-rank shard files (the path varies with
 the rank).
+
+## Where it is reported
+At the `torch.save` when the function that saves also takes the state dict (a `save_checkpoint(model)`
+helper is wrong on its own); when a helper saves whatever it is given (`save(obj, path)`), at the
+call that hands it the sharded state dict, in the innermost function that runs both.
 
 ## Why is this bad?
 After `fully_shard`, `state_dict()` returns DTensors holding only the local shard. The save is
@@ -114,11 +121,12 @@ if rank == 0:
                 saved = save.arg(0, "obj")
                 for value in walk_contents(saved) if saved is not None else ():
                     if isinstance(value, StateDict) and value.full is False:
-                        owner = _sharded_owner(facts, trace, value, save)
+                        reported = report_node(save, trace.obtained(value, save) or _at(trace, value.at))
+                        owner = _sharded_owner(facts, trace, value, reported)
                         if owner:
                             message, related = owner
                             yield Finding(
-                                save.node,
+                                reported,
                                 f"`torch.save` of the state dict of {message}: the file holds DTensors with only "
                                 "this rank's shard of every parameter",
                                 related=related,
@@ -126,16 +134,16 @@ if rank == 0:
                             break
 
 
-def _sharded_owner(facts: FileFacts, trace: Trace, state: StateDict, save: Event) -> tuple[str, tuple] | None:
+def _sharded_owner(facts: FileFacts, trace: Trace, state: StateDict, reported: cst.CSTNode) -> tuple[str, tuple] | None:
     """A description of the state dict's owner if it held DTensors when it was taken, and where
-    it was sharded when that is in another file."""
+    it was sharded when that is in another file than the finding (at ``reported``)."""
     owner = state.owner if isinstance(state.owner, Ref) else Ref(state.owner)
     if trace.sharded_optimizer(owner):
         return "an optimizer over sharded parameters", ()
     shard = isinstance(state.owner, Ref) and trace.sharded_overlap(state.owner, _at(trace, state.at))
     if shard:
         name = canonical(state.owner).text
-        at, related = facts.sharded_elsewhere(name, shard, save.node)
+        at, related = facts.sharded_elsewhere(name, shard, reported)
         return f"`{name}`, which is sharded{at}", related
     return None
 

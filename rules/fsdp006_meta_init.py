@@ -12,6 +12,7 @@ from fsdp2_lint.analysis.model import (
     ObjKind,
     Params,
     Ref,
+    Value,
     canonical,
     framework_owned,
     may_overlap,
@@ -48,17 +49,40 @@ class MetaInit(Rule):
     docs = """
 ## What it does
 Two cases of meta-device initialisation:
-- **error**, at the construction: a module built under `with torch.device("meta"):` (or with
+- **error**, at the meta-device construction itself (inside the helper or method that builds
+  it, in whichever file that is): a module built under `with torch.device("meta"):` (or with
   `device="meta"`, after `torch.set_default_device("meta")`, also called by a helper or by a
   context manager given the device, `with init_device("meta"):`, or under accelerate's
-  `init_empty_weights()`) is sharded and nothing in the file ever
-  materialises it (`to_empty(...)`, `load_state_dict(..., assign=True)`); a module held by an object
-  of a framework's class (a `LightningModule`, which Lightning materialises itself) is left alone;
+  `init_empty_weights()`) is sharded and nothing materialises *that model*: no `to_empty(...)`,
+  `load_state_dict(..., assign=True)` or full-state-dict `set_model_state_dict` reaches the object
+  built there (directly, through an alias, a helper it is passed to, or another method of the
+  class that holds it). A `to_empty()` of another model, or in a helper nothing calls with this
+  one, does not count. A module handed to code the analysis does not follow, or held by an object
+  of a framework's class (a `LightningModule`, which Lightning materialises itself), is left alone;
+- **error**, at the forward: the sharded meta model runs forward (`model(x)`, or a helper that does)
+  before the `to_empty()` that materialises it;
 - **warning**, at the `to_empty()` call: a sharded module is materialised but nothing initialises it
   afterwards (`init_weights()`, `reset_parameters()`, `.apply(init_fn)`, `torch.nn.init.*`,
   `load_state_dict`, `set_model_state_dict`, `dcp.load`, or a helper of the file that does; a call
   that passes the module to code outside the file is assumed to initialise it, and so is the caller
   of a method or function that materialises a module it did not build: `self`, or an argument).
+
+## Where it is reported
+The construction is the misuse when nothing on the model's own path materialises it: there is no
+wrong order to point at, only a missing step, so a `build_model()` helper that builds on meta is
+reported inside, at its construction (the message names where the model is sharded), not at the
+caller's `model = build_model()`. When the model is materialised but runs forward first, each step
+is right on its own and the order is wrong: the forward is reported, or the call that runs it
+(`evaluate(model)`), in the innermost function that also runs the `to_empty()`.
+
+## Known problems
+- A `to_empty()` (or `load_state_dict(..., assign=True)`) on a value the analysis cannot identify
+  (`getattr(self, name)`, an item of a container it does not follow) is taken to materialise the
+  model: it may be it.
+- A model materialised in part (`model.layers[0].to_empty(...)`) counts as materialised: which
+  parameters a partial materialisation leaves on meta is not decided statically.
+- A method of the model's class that nothing in the file calls runs in an order the file does not
+  show: its `to_empty()` of the model counts, before or after a forward.
 
 ## Why is this bad?
 Meta tensors have no storage. Never materialised, the first forward fails with
@@ -121,6 +145,19 @@ fully_shard(model)
 model.to_empty(device="cuda")  # expect: FSDP006
 loss = model(tokens).sum()
 """,
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+def materialise(module):  # materialises the model it is given; nothing gives it `model`
+    module.to_empty(device="cuda")
+    module.init_weights()
+
+with torch.device("meta"):
+    model = Transformer(args)  # expect: FSDP006
+fully_shard(model)
+loss = model(tokens).sum()
+""",
     )
     requires = (("meta", "to_empty", "init_empty_weights"), ("fully_shard",))
     signature = RuntimeSignature(
@@ -131,10 +168,8 @@ loss = model(tokens).sum()
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        materialised = any(_materialises(event) for _, event in facts.events())
         for trace in facts.traces:
-            if not materialised:
-                yield from _never_materialised(trace)
+            yield from _never_materialised(facts, trace)
             for to_empty in trace.methods("to_empty"):
                 if _sharded(trace, to_empty) and not _initialised_after(facts, trace, to_empty):
                     yield Finding(
@@ -147,14 +182,16 @@ loss = model(tokens).sum()
                     )
 
 
-def _materialises(event: Event) -> bool:
+def _materialised_modules(event: Event) -> Value | None:
+    """The module an event materialises: the receiver of ``to_empty()`` or of
+    ``load_state_dict(..., assign=True)``, the model given to a full-state-dict ``set_model_state_dict``."""
     if event.kind is EventKind.METHOD and event.name == "to_empty":
-        return True
+        return event.receiver
     if event.kind is EventKind.CALL and event.qname in (apis.SET_MODEL_STATE_DICT, SET_STATE_DICT):
-        return _loads_full_state(event)
-    return (
-        event.kind is EventKind.METHOD and event.name == "load_state_dict" and event.kwargs.get("assign") == Const(True)
-    )
+        return event.arg(0, "model") if _loads_full_state(event) else None
+    if event.kind is EventKind.METHOD and event.name == "load_state_dict" and event.kwargs.get("assign") == Const(True):
+        return event.receiver
+    return None
 
 
 def _loads_full_state(event: Event) -> bool:
@@ -173,21 +210,94 @@ def _loads_full_state(event: Event) -> bool:
     return True  # options built where we cannot see them
 
 
-def _never_materialised(trace: Trace) -> Iterator[Finding]:
+def _never_materialised(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
+    """Meta-device constructions of sharded modules that nothing materialises, reported at the
+    construction itself, wherever it is (the model's own path lacks the step: no order is wrong);
+    and forwards that run before the model's materialisation (an order that is wrong)."""
     reported = set()
     built_on_meta = [event for event in trace.events if _constructs(event) and _on_meta(event)]
     for shard in trace.shards:
         for target in shard.targets:
             creation = _meta_creation(target) or _meta_part(built_on_meta, target)
-            if creation is not None and id(creation) not in reported:
-                reported.add(id(creation))
-                if trace.handed_off([target], creation.index) is not None or framework_owned(target):
-                    continue  # e.g. returned to a framework that materialises meta modules itself
+            if creation is None or id(creation) in reported:
+                continue
+            reported.add(id(creation))
+            if trace.handed_off([target], creation.index) is not None or framework_owned(target):
+                continue  # e.g. returned to a framework that materialises meta modules itself
+            model = [canonical(target), canonical(creation.result)]  # type: ignore[arg-type]
+            name = canonical(creation.result).text  # type: ignore[arg-type]
+            found = _materialisations(trace, model)
+            if found:
+                yield from _forward_first(facts, trace, shard, found[0], model, name)
+            elif not _materialised_by_sibling(facts, trace, creation):
                 yield Finding(
-                    report_node(creation, shard),  # a helper that builds on meta is fine by itself
-                    "built on the meta device and sharded, but never materialised with `to_empty()`: the first "
-                    "forward fails with 'FSDP parameters should be materialized from meta device'",
+                    creation.node,
+                    f"`{name}` is built on the meta device and sharded ({facts.where(shard.node, creation.node)}), "
+                    "but never materialised with `to_empty()`: the first forward fails with 'FSDP parameters "
+                    "should be materialized from meta device'",
+                    related=((shard.node, f"`{name}` is sharded here"),),
                 )
+
+
+def _materialisations(trace: Trace, model: list[Ref]) -> list[Event]:
+    """The events of the trace that materialise this model (or a value the trace cannot identify,
+    which may be it)."""
+    found = []
+    for event in trace.events:
+        value = _materialised_modules(event)
+        if value is not None and (not any(refs(value)) or _overlaps([canonical(r) for r in refs(value)], model)):
+            found.append(event)
+    return found
+
+
+def _materialised_by_sibling(facts: FileFacts, trace: Trace, creation: Event) -> bool:
+    """Does another method of the instance's class (run in an order the file does not show)
+    materialise the object the same construction built (``self.model``, set in ``__init__``)?"""
+    if trace.instance is None:
+        return False
+    return any(
+        other is not trace
+        and other.instance is not None
+        and other.instance.root.cls is trace.instance.root.cls
+        and any(_built_by(found, creation) for found in map(_materialised_modules, other.events) if found is not None)
+        for other in facts.traces
+    )
+
+
+def _forward_first(
+    facts: FileFacts, trace: Trace, shard: Event, materialised: Event, model: list[Ref], name: str
+) -> Iterator[Finding]:
+    """A forward of the sharded model before its first materialisation: FSDP's pre-forward fails.
+    Each step is right on its own, so the order is reported where it is wrong: at the forward, or
+    at the call that runs it, in the innermost function that also runs the materialisation."""
+    for forward in trace.of_kind(EventKind.INVOKE):
+        if forward.index >= materialised.index:
+            return
+        if (
+            forward.index > shard.index
+            and not forward.exclusive_with(materialised)
+            and _overlaps([canonical(ref) for ref in _modules_of(forward.receiver)], model)
+        ):
+            reported, later = report_node(forward, materialised), report_node(materialised, forward)
+            yield Finding(
+                reported,
+                f"`{name}` runs forward before it is materialised ({facts.where(later, reported)}): "
+                "the forward fails with 'FSDP parameters should be materialized from meta device'",
+                hint="materialise the model (`to_empty()`, then initialise it) before its first forward",
+                related=((later, f"`{name}` is materialised here"),),
+            )
+            return
+
+
+def _built_by(value: Value, creation: Event) -> bool:
+    """Is ``value`` a module the same construction site built (or one inside or around it)?"""
+    for ref in refs(value):
+        obj = ref.root
+        while obj is not None:
+            if obj.event is not None and obj.event.node is creation.node:
+                return True
+            obj = obj.parent.root if obj.parent is not None else None
+    return False
 
 
 def _constructs(event: Event) -> bool:

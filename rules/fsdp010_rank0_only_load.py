@@ -26,6 +26,9 @@ class Rank0OnlyLoad(Rule):
 Flags a checkpoint load (`model.load_state_dict(...)`, `from_pretrained(...)`) that only rank 0
 runs (`if rank == 0:`, `is_main_process`, ...) when the model is sharded afterwards with no
 broadcast (`dist.broadcast`, `set_model_state_dict(..., broadcast_from_rank0=True)`).
+Reported at the statement the rank condition holds, as FSDP007 is: the load itself when the
+condition is around it, or the call of a loading helper (right on its own: it loads on every rank
+that runs it) that the caller runs on rank 0 only.
 
 ## Why is this bad?
 This is FSDP1's `sync_module_states=True` habit. FSDP2 has no such option: `fully_shard` keeps, on
@@ -79,10 +82,11 @@ fully_shard(model)
                 for module in _loaded_modules(load):
                     shard = _sharded_later_without_broadcast(trace, load, module)
                     if shard is not None:
-                        name = canonical(module).text
+                        name, frames = canonical(module).text, load.frames()
+                        reported = frames[min(guard.depth, len(frames) - 1)]  # the statement the guard holds
                         yield Finding(
-                            load.node,
-                            f"`{name}` is loaded on rank 0 only and sharded at {facts.where(shard.node, load.node)} "
+                            reported,
+                            f"`{name}` is loaded on rank 0 only and sharded at {facts.where(shard.node, reported)} "
                             "with no broadcast: the other ranks keep their random initialisation",
                             related=((shard.node, f"`{name}` is sharded here"),),
                         )

@@ -10,9 +10,11 @@ from fsdp2_lint.analysis.model import (
     ObjKind,
     Ref,
     StateDict,
+    Value,
     canonical,
     may_be_wrapper,
     refs,
+    report_node,
     walk_contents,
 )
 from fsdp2_lint.analysis.trace import Trace
@@ -36,6 +38,12 @@ Flags `model.load_state_dict(state)` on a model sharded with `fully_shard` when 
 plain tensors: read with `torch.load` / safetensors `load_file` from one file, or taken from a
 module that is not sharded. Not flagged: each rank loading its own shard file (the path varies
 with the rank), or a state dict taken from a sharded module.
+
+## Where it is reported
+At the `load_state_dict` when the function that loads also reads the state dict (a
+`load_pretrained(model, path)` helper is wrong on its own); when a helper loads whatever it is
+given (`restore(model, state)`), at the call that hands it the plain state dict, in the innermost
+function that both obtains it and loads.
 
 ## Why is this bad?
 FSDP2 only loads sharded (DTensor) state dicts through `load_state_dict`. Observed with torch
@@ -144,13 +152,16 @@ class Trainer:
         for trace in facts.traces:
             for load in trace.methods("load_state_dict"):
                 state = load.arg(0, "state_dict")
-                if state is None or not _plain(trace, state):
+                plain = _plain(trace, state) if state is not None else None
+                if plain is None:
                     continue
                 for module in _modules(load):
                     if _own_loader(facts, module):
                         continue
                     if trace.sharded_overlap(module, load):
-                        yield Finding(load.node, _message(canonical(module).text, load))
+                        source = trace.obtained(plain, load)
+                        reported = report_node(load, source) if source is not None else load.node
+                        yield Finding(reported, _message(canonical(module).text, load))
                         break
 
 
@@ -183,11 +194,12 @@ def _own_loader(facts: FileFacts, ref: Ref) -> bool:
 PLAIN_BASES = ("builtins.", "abc.", "typing.")
 
 
-def _plain(trace: Trace, state) -> bool:
+def _plain(trace: Trace, state) -> Value | None:
+    """The full, plain-tensor state dict (or file contents) that ``state`` may be."""
     for value in walk_contents(state):
         if isinstance(value, Loaded) and not value.per_rank:
-            return True
+            return value
         if isinstance(value, StateDict) and isinstance(value.owner, Ref):
             if value.full is True or not trace.sharded_overlap(value.owner, trace.events[value.at]):
-                return True
-    return False
+                return value
+    return None

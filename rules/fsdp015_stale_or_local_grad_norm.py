@@ -5,7 +5,18 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Derived, Event, EventKind, GradTag, Params, canonical, may_overlap, walk_contents
+from fsdp2_lint.analysis.model import (
+    Derived,
+    Event,
+    EventKind,
+    GradTag,
+    Params,
+    ParamSource,
+    canonical,
+    may_overlap,
+    report_node,
+    walk_contents,
+)
 from fsdp2_lint.analysis.syntax import dotted
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Applicability
@@ -75,6 +86,11 @@ Flags gradient clipping or a gradient norm that does not see the sharded gradien
 - a norm built from `p.grad.to_local()` (this rank's shard) and never all-reduced across ranks
   (one computed inside an assertion, where a test checks each shard, is left alone).
 
+## Where it is reported
+A stale list is an order that is wrong (captured, then sharded, then clipped): at the clipping call,
+or at the call of the helper that clips, in the innermost function that also runs the
+`fully_shard`. A local norm lacks a step: at the norm itself.
+
 ## Why is this bad?
 `fully_shard` replaces the parameters: a list captured before holds old tensors that never get a
 gradient. Observed with torch 2.13: 0 of 10 of them have grads, the returned norm is 0.000000 (true
@@ -126,13 +142,15 @@ grad_norm = torch.sqrt(sum(p.grad.to_local().pow(2).sum() for p in model.paramet
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
             for clip in trace.calls(*CLIPPING):
-                stale = _stale_shard(trace, clip)
-                if stale is not None:
+                found = _stale_shard(trace, clip)
+                if found is not None:
+                    stale, source = found
+                    reported = report_node(clip, _obtained(trace, clip, source))
                     yield Finding(
-                        clip.node,
-                        f"clips parameters captured before `fully_shard` ({facts.where(stale.node, clip.node)}): "
+                        reported,
+                        f"clips parameters captured before `fully_shard` ({facts.where(stale.node, reported)}): "
                         "they never receive gradients, so the norm is 0 and nothing is clipped",
-                        fix=_current_parameters(facts, trace, clip),
+                        fix=_current_parameters(facts, trace, clip) if reported is clip.node else None,
                         related=((stale.node, "the model is sharded here"),),
                     )
             yield from _local_norms(facts, trace)
@@ -211,7 +229,8 @@ def _first_parameter(function: cst.CSTNode | None) -> str | None:
     return function.params.params[0].name.value
 
 
-def _stale_shard(trace: Trace, clip: Event) -> Event | None:
+def _stale_shard(trace: Trace, clip: Event) -> tuple[Event, ParamSource] | None:
+    """The shard that makes the clipped parameters stale, and the capture it makes stale."""
     params = clip.arg(0, "parameters")
     for option in walk_contents(params) if params is not None else ():
         if not isinstance(option, Params):
@@ -221,8 +240,22 @@ def _stale_shard(trace: Trace, clip: Event) -> Event | None:
                 continue  # a generator read now: current parameters
             for shard, target in trace.shards_between(source.captured_at, clip.index, clip):
                 if may_overlap(target, canonical(source.ref)):
-                    return shard
+                    return shard, source
     return None
+
+
+def _obtained(trace: Trace, clip: Event, source: ParamSource) -> Event:
+    """Where the clipping code got the stale list: the last read of an attribute that holds it
+    (``self.params``), else the capture itself. The finding goes in the innermost function that
+    runs both: a clipping helper handed the list by its caller is right on its own."""
+    for event in reversed(trace.events[source.captured_at + 1 : clip.index]):  # type: ignore[operator]
+        if (
+            event.kind is EventKind.ATTR
+            and event.result is not None
+            and any(isinstance(option, Params) and source in option.sources for option in walk_contents(event.result))
+        ):
+            return event
+    return trace.events[source.captured_at]  # type: ignore[index]
 
 
 def _local_norms(facts: FileFacts, trace: Trace) -> Iterator[Finding]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Loaded, Obj, ObjKind, StateDict, refs, walk_contents
+from fsdp2_lint.analysis.model import Loaded, Obj, ObjKind, StateDict, Value, refs, report_node, walk_contents
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -25,6 +25,11 @@ Flags `optimizer.load_state_dict(state)` for an optimizer built over sharded (DT
 when `state` is single-process state: read with `torch.load` from one file, or taken from an
 optimizer over unsharded parameters. Loading what the same sharded setup saved per rank (the
 path varies with the rank) is not flagged.
+
+## Where it is reported
+At the `load_state_dict` when the function that loads also reads the state (a resume helper is
+wrong on its own); when a helper loads whatever it is given, at the call that hands it the
+single-process state, in the innermost function that both obtains it and loads.
 
 ## Why is this bad?
 The optimizer state of a single-process run holds plain tensors (`exp_avg`, `exp_avg_sq`), keyed
@@ -83,20 +88,23 @@ optimizer.load_state_dict(reference_optimizer.state_dict())  # expect: FSDP021
                 state = load.arg(0, "state_dict")
                 if state is None or not any(trace.sharded_optimizer(ref, load) for ref in refs(load.receiver)):
                     continue
-                if _single_process(trace, state):
+                plain = _single_process(trace, state)
+                if plain is not None:
+                    source = trace.obtained(plain, load)
                     yield Finding(
-                        load.node,
+                        report_node(load, source) if source is not None else load.node,
                         "this optimizer steps sharded (DTensor) parameters but loads single-process, plain-tensor "
                         "state: its first `step()` fails with `... mixed torch.Tensor and DTensor`; use "
                         "`set_optimizer_state_dict(model, optimizer, state, options=StateDictOptions(full_state_dict=True))`",
                     )
 
 
-def _single_process(trace: Trace, state) -> bool:
+def _single_process(trace: Trace, state) -> Value | None:
+    """The single-process state (file contents, or a plain optimizer's state dict) ``state`` may be."""
     for value in walk_contents(state):
         if isinstance(value, Loaded) and not value.per_rank:
-            return True
+            return value
         if isinstance(value, StateDict) and isinstance(value.owner, Obj) and value.owner.kind is ObjKind.OPTIMIZER:
             if not trace.optimizes_sharded(value.owner):
-                return True
-    return False
+                return value
+    return None

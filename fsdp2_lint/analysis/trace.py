@@ -104,6 +104,15 @@ class Trace:
                 index.setdefault(root, []).append(event)
         return index
 
+    def obtained(self, value: Value, before: Event) -> Event | None:
+        """The last event before ``before`` whose result holds ``value``: where the code got it (a
+        ``torch.load``, an attribute read of ``self.state``, a helper's return). A finding about a
+        value handed to a helper goes in the innermost function that runs both this and the use."""
+        for event in reversed(self.events[: before.index]):
+            if event.result is not None and any(option == value for option in walk_contents(event.result)):
+                return event
+        return None
+
     def handed_off(self, modules: list[Ref], after: int) -> Event | None:
         """The first event after ``after`` that gives one of ``modules`` to code this trace does
         not show: stored in an attribute or a container, returned from the entry point, or passed

@@ -500,7 +500,8 @@ def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_fi
 def test_a_value_read_back_from_a_merged_checkpoint_dict_is_what_was_merged_under_its_key(tmp_path: Path) -> None:
     """torchtune's shape: the checkpoint client merges the model's state dict and the recipe state
     under key constants of another module; the recipe reads the seed back and saves it in its
-    progress record. Only the save of the whole dict holds the sharded state dict."""
+    progress record. Only the save of the whole dict holds the sharded state dict; the client's
+    `save(checkpoint, ...)` saves what it is given, so the recipe's call that hands it over is reported."""
     write(
         tmp_path,
         {
@@ -555,9 +556,9 @@ def test_a_value_read_back_from_a_merged_checkpoint_dict_is_what_was_merged_unde
         },
     )
     found = lint(tmp_path / "tune/recipe.py")
-    client = (tmp_path / "tune/client.py").read_text().splitlines()
-    whole_save = next(n for n, line in enumerate(client, 1) if '"checkpoint.pt"' in line)
-    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("client.py", whole_save, "FSDP004")]
+    recipe = (tmp_path / "tune/recipe.py").read_text().splitlines()
+    handed_over = next(n for n, line in enumerate(recipe, 1) if "save(self.checkpoint" in line)
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("recipe.py", handed_over, "FSDP004")]
 
 
 def test_a_finding_two_linted_files_reach_is_reported_once(tmp_path: Path) -> None:
@@ -811,3 +812,189 @@ def test_a_package_without_project_markers_is_named_from_above_its_top_package(t
     assert find_root(package / "functional.py") == tmp_path
     project = Project(find_root(package / "functional.py"))
     assert project.module_name(package / "functional.py") == "torch.nn.functional"
+
+
+META_BUILD = """
+    import torch
+    import torch.nn as nn
+
+
+    def build_model():
+        with torch.device("meta"):
+            return nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+    """
+MATERIALISE = """
+    def init_weights(module):
+        pass
+
+
+    def materialise(model):
+        model.to_empty(device="cuda")
+        model.apply(init_weights)
+    """
+META_TRAIN = """
+    from trainer.build import build_model
+    from trainer.init import materialise
+    from trainer.parallel import shard_model
+
+
+    def main(batch):
+        model = shard_model(build_model())
+        {materialise}
+        model(batch).sum().backward()
+    """
+
+
+@pytest.mark.parametrize(
+    ("materialise", "found"),
+    [
+        ("pass", [("build.py", 7, "FSDP006")]),
+        ("materialise(model)", []),
+        ("materialise(shard_model(Model()))", [("build.py", 7, "FSDP006")]),
+    ],
+    ids=["helper-never-given-the-model", "helper-given-the-model", "helper-given-another-model"],
+)
+def test_a_meta_model_is_reported_at_its_construction_unless_its_own_path_materialises_it(
+    tmp_path: Path, materialise: str, found: list
+) -> None:
+    """Materialisation is a fact of each model: a `to_empty()` helper in another module counts
+    for the model it is given; the finding goes into the module that builds on meta."""
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/build.py": META_BUILD,
+            "trainer/init.py": MATERIALISE,
+            "trainer/train.py": META_TRAIN.replace("{materialise}", materialise).replace(
+                "from trainer.build", "from trainer.model import Model\n    from trainer.build"
+            ),
+        },
+    )
+    diagnostics = lint(tmp_path / "trainer/train.py")
+    assert codes_at(diagnostics) == found
+    if found:
+        assert f"sharded (`{tmp_path / 'trainer/parallel.py'}:" in diagnostics[0].message
+        assert [Path(r.path).name for r in diagnostics[0].related] == ["parallel.py"]
+
+
+def test_a_generic_save_helper_in_another_module_is_reported_at_the_call_that_hands_it_the_state_dict(
+    tmp_path: Path,
+) -> None:
+    """`write(obj, path)` is right on its own: the caller that gives it a sharded state dict is the misuse."""
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/io.py": """
+                import torch
+
+
+                def write(obj, path):
+                    torch.save(obj, path)
+                """,
+            "trainer/train.py": """
+                from trainer.io import write
+                from trainer.model import Model
+                from trainer.parallel import shard_model
+
+
+                def main():
+                    model = shard_model(Model())
+                    write(model.state_dict(), "ckpt.pt")
+                """,
+        },
+    )
+    found = lint(tmp_path / "trainer/train.py")
+    assert codes_at(found) == [("train.py", 8, "FSDP004")]
+    assert f"which is sharded at `{tmp_path / 'trainer/parallel.py'}:6`" in found[0].message
+
+
+@pytest.mark.parametrize("guarded", ["caller", "helper"])
+def test_a_rank_0_load_across_modules_is_reported_at_the_statement_the_rank_condition_holds(
+    tmp_path: Path, guarded: str
+) -> None:
+    """A loading helper is right on its own: the caller that runs it on rank 0 only is the misuse;
+    a helper that loads on rank 0 only itself is wrong on its own and reported inside."""
+    load = "model.load_state_dict(torch.load(path))"
+    helper_body = f"if dist.get_rank() == 0:\n        {load}" if guarded == "helper" else load
+    call = "load_pretrained(model, 'init.pt')"
+    caller_body = f"if dist.get_rank() == 0:\n        {call}" if guarded == "caller" else call
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/io.py": f"import torch\nimport torch.distributed as dist\n\n\ndef load_pretrained(model, path):\n"
+            f"    {helper_body}\n",
+            "trainer/train.py": "import torch.distributed as dist\n\nfrom trainer.io import load_pretrained\n"
+            "from trainer.model import Model\nfrom trainer.parallel import shard_model\n\n\ndef main():\n"
+            f"    model = Model()\n    {caller_body}\n    shard_model(model)\n",
+        },
+    )
+    found = lint(tmp_path / "trainer/train.py")
+    assert codes_at(found) == ([("train.py", 11, "FSDP010")] if guarded == "caller" else [("io.py", 7, "FSDP010")])
+    assert f"sharded at `{tmp_path / 'trainer/parallel.py'}:" in found[0].message
+
+
+def test_a_clipping_helper_in_another_module_is_reported_at_the_call_that_hands_it_a_stale_list(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/clipping.py": """
+                import torch
+
+
+                def clip(params, max_norm):
+                    return torch.nn.utils.clip_grad_norm_(params, max_norm)
+                """,
+            "trainer/train.py": """
+                from trainer.clipping import clip
+                from trainer.model import Model
+                from trainer.parallel import shard_model
+
+
+                def main():
+                    model = Model()
+                    params = list(model.parameters())
+                    shard_model(model)
+                    clip(params, 1.0)
+                """,
+        },
+    )
+    found = lint(tmp_path / "trainer/train.py")
+    assert codes_at(found) == [("train.py", 10, "FSDP015")]
+    assert f"captured before `fully_shard` (`{tmp_path / 'trainer/parallel.py'}:6`)" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("restored", "code"), [("model", "FSDP013"), ("opt", "FSDP021")], ids=["model-state", "optimizer-state"]
+)
+def test_a_restore_helper_in_another_module_is_reported_at_the_call_that_hands_it_a_plain_file(
+    tmp_path: Path, restored: str, code: str
+) -> None:
+    """`restore(obj, state)` is right on its own (it loads what it is given): the caller that reads
+    one plain file and hands it over is the misuse, reported in the caller's module."""
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": PARALLEL,
+            "trainer/io.py": "def restore(obj, state):\n    obj.load_state_dict(state)\n",
+            "trainer/train.py": "import torch\n\nfrom trainer.io import restore\nfrom trainer.model import Model\n"
+            "from trainer.parallel import shard_model\n\n\ndef main():\n    model = shard_model(Model())\n"
+            "    opt = torch.optim.AdamW(model.parameters())\n"
+            f"    restore({restored}, torch.load('single.pt'))\n",
+        },
+    )
+    assert codes_at(lint(tmp_path / "trainer/train.py")) == [("train.py", 11, code)]

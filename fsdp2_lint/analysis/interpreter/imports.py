@@ -33,6 +33,7 @@ from fsdp2_lint.analysis.model import (
     Function,
     FunctionInfo,
     Lambda,
+    Params,
     Partial,
     Ref,
     StateDict,
@@ -259,8 +260,9 @@ def _last_name(func: cst.BaseExpression) -> str:
 
 
 def _matters(value: Value) -> bool:
+    # A parameter list matters too: a clipping or optimizer helper handed a stale one is a misuse.
     return any(
-        isinstance(option, (Ref, StateDict, Function, Lambda, Partial))
+        isinstance(option, (Ref, Params, StateDict, Function, Lambda, Partial))
         for item in walk_contents(value)
         for option in options(item)
     )

@@ -284,4 +284,56 @@ CASES = {
         if __name__ == "__main__":
             main(Net())
     """,
+    "fsdp004-generic-save-helper-reported-at-the-call-that-hands-it-the-state-dict": """
+        import torch
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        def write(obj, path):
+            torch.save(obj, path)
+        def main(model, head):
+            fully_shard(model)
+            write(model.state_dict(), "model.pt")  # expect: FSDP004
+            full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+            write(full, "full.pt")
+            write(head.state_dict(), "head.pt")
+    """,
+    "fsdp004-generic-save-method-reported-at-the-call": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Checkpointer:
+            def __init__(self, model):
+                fully_shard(model)
+                self.model = model
+            def _write(self, obj, name):
+                torch.save(obj, f"{self.root}/{name}.pt")
+            def save(self):
+                state = self.model.state_dict()
+                self._write(state, "model")  # expect: FSDP004
+    """,
+    "fsdp004-state-dict-helper-and-generic-save-helper": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def collect(model):
+            return {"model": model.state_dict(), "step": 10}
+        def write(obj, path):
+            torch.save(obj, path)
+        def main(model):
+            fully_shard(model)
+            state = collect(model)
+            write(state, "ckpt.pt")  # expect: FSDP004
+    """,
+    "fsdp004-state-dict-kept-on-the-instance-saved-by-a-method-reported-inside": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Checkpointer:
+            def snapshot(self, model):
+                fully_shard(model)
+                self.state = model.state_dict()
+            def save(self, path):
+                torch.save(self.state, path)  # expect: FSDP004
+        def main(model):
+            checkpointer = Checkpointer()
+            checkpointer.snapshot(model)
+            checkpointer.save("ckpt.pt")
+    """,
 }

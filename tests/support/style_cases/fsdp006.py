@@ -322,4 +322,217 @@ CASES = {
                 model.reset_parameters()
             model(tokens).sum().backward()
     """,
+    "fsdp006-meta-helper-reported-at-its-construction": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def build():
+            with torch.device("meta"):
+                return Transformer(args)  # expect: FSDP006
+        def main():
+            model = build()
+            fully_shard(model)
+            model(tokens).sum().backward()
+    """,
+    "fsdp006-meta-method-reported-at-its-construction": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def build_model(self):
+                with torch.device("meta"):
+                    model = Transformer(self.args)  # expect: FSDP006
+                return model
+            def setup(self):
+                self.model = self.build_model()
+                fully_shard(self.model)
+            def train(self, batch):
+                self.setup()
+                self.model(batch).sum().backward()
+    """,
+    "fsdp006-to-empty-helper-never-called": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def materialise(module):
+            module.to_empty(device="cuda")
+            module.init_weights()
+        def main():
+            with torch.device("meta"):
+                model = Transformer(args)  # expect: FSDP006
+            fully_shard(model)
+            model(tokens).sum().backward()
+    """,
+    "fsdp006-to-empty-helper-called-for-another-model": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def materialise(module):
+            module.to_empty(device="cuda")
+            module.init_weights()
+        def main():
+            with torch.device("meta"):
+                teacher = Transformer(args)
+                student = Transformer(args)  # expect: FSDP006
+            fully_shard(teacher)
+            fully_shard(student)
+            materialise(teacher)
+            loss = student(tokens).sum() + teacher(tokens).sum()
+    """,
+    "fsdp006-to-empty-of-another-attribute-in-a-sibling-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self):
+                with torch.device("meta"):
+                    self.model = Transformer()  # expect: FSDP006
+                    self.reference = Transformer()
+                fully_shard(self.model)
+                fully_shard(self.reference)
+            def materialise(self):
+                self.reference.to_empty(device="cuda")
+                self.reference.init_weights()
+            def step(self, batch):
+                self.model(batch).sum().backward()
+    """,
+    "fsdp006-good-to-empty-helper-called-with-the-model": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def materialise(module):
+            module.to_empty(device="cuda")
+            module.init_weights()
+        def main():
+            with torch.device("meta"):
+                model = Transformer(args)
+            fully_shard(model)
+            materialise(model)
+            model(tokens).sum().backward()
+    """,
+    "fsdp006-good-to-empty-through-an-alias": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Transformer(args)
+        fully_shard(model)
+        sharded = model
+        sharded.to_empty(device="cuda")
+        model.init_weights()
+        model(tokens).sum().backward()
+    """,
+    "fsdp006-good-to-empty-in-a-trainer-method-run-before-forward": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self):
+                with torch.device("meta"):
+                    self.model = Transformer()
+                fully_shard(self.model)
+            def materialise(self):
+                self.model.to_empty(device="cuda")
+                self.model.init_weights()
+            def train(self, batch):
+                self.materialise()
+                self.model(batch).sum().backward()
+    """,
+    "fsdp006-good-to-empty-in-a-sibling-method-nothing-calls": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self):
+                with torch.device("meta"):
+                    self.model = Transformer()
+                fully_shard(self.model)
+            def materialise(self):
+                self.model.to_empty(device="cuda")
+                self.model.init_weights()
+            def step(self, batch):
+                self.model(batch).sum().backward()
+    """,
+    "fsdp006-good-to-empty-of-a-helper-built-model-in-the-caller": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def build():
+            with torch.device("meta"):
+                return Transformer(args)
+        def main():
+            model = build()
+            fully_shard(model)
+            model.to_empty(device="cuda")
+            model.init_weights()
+            model(tokens).sum().backward()
+    """,
+    "fsdp006-forward-before-to-empty-reported-at-the-forward": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def build():
+            with torch.device("meta"):
+                model = Transformer(args)
+            fully_shard(model)
+            return model
+        def main():
+            model = build()
+            warmup = model(tokens)  # expect: FSDP006
+            model.to_empty(device="cuda")
+            model.init_weights()
+    """,
+    "fsdp006-forward-helper-before-to-empty-reported-at-its-call": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def evaluate(model):
+            with torch.no_grad():
+                return model(tokens).mean()
+        def materialise(model):
+            model.to_empty(device="cuda")
+            model.init_weights()
+        def main():
+            with torch.device("meta"):
+                model = Transformer(args)
+            fully_shard(model)
+            baseline = evaluate(model)  # expect: FSDP006
+            materialise(model)
+    """,
+    "fsdp006-good-forward-after-to-empty-in-helpers": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def evaluate(model):
+            with torch.no_grad():
+                return model(tokens).mean()
+        def materialise(model):
+            model.to_empty(device="cuda")
+            model.init_weights()
+        def main():
+            with torch.device("meta"):
+                model = Transformer(args)
+            fully_shard(model)
+            materialise(model)
+            baseline = evaluate(model)
+    """,
+    "fsdp006-good-meta-forward-before-sharding": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = Transformer(args)
+            shapes = model(torch.empty(2, 8, dtype=torch.long))
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        model.init_weights()
+    """,
+    "fsdp006-another-test-s-to-empty-does-not-materialise-this-model": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class TestMetaInit(FSDPTest):
+            def test_meta_device_init(self):
+                with torch.device("meta"):
+                    model = nn.Sequential(MLP(8), MLP(8))
+                fully_shard(model)
+                model.to_empty(device="cuda")
+                for module in model.modules():
+                    if hasattr(module, "reset_parameters"):
+                        module.reset_parameters()
+                model(torch.randn(4, 8))
+            def test_invalid_meta_device_init(self):
+                with torch.device("meta"):
+                    model = nn.Sequential(MLP(8), MLP(8))  # expect: FSDP006
+                    fully_shard(model[0])
+                    fully_shard(model)
+                with self.assertRaisesRegex(RuntimeError, "should be materialized"):
+                    model(torch.randn(4, 8))
+    """,
 }

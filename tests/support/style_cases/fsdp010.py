@@ -37,4 +37,39 @@ CASES = {
         model.load_state_dict(torch.load("init.pt", map_location="cpu"))
         fully_shard(model)
     """,
+    "fsdp010-loading-helper-called-on-rank-0-reported-at-the-call": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        def load_pretrained(model, path):
+            model.load_state_dict(torch.load(path))
+        def main(model):
+            if dist.get_rank() == 0:
+                load_pretrained(model, "init.pt")  # expect: FSDP010
+            fully_shard(model)
+    """,
+    "fsdp010-helper-that-loads-on-rank-0-reported-inside": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def load_pretrained(self, path):
+                if dist.get_rank() == 0:
+                    self.model.load_state_dict(torch.load(path))  # expect: FSDP010
+            def setup(self):
+                self.load_pretrained("init.pt")
+                fully_shard(self.model)
+    """,
+    "fsdp010-good-loading-helper-called-on-every-rank": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        def load_pretrained(model, path):
+            model.load_state_dict(torch.load(path, map_location="cpu"))
+        def main(model):
+            load_pretrained(model, "init.pt")
+            fully_shard(model)
+            if dist.get_rank() == 0:
+                print("loaded")
+    """,
 }

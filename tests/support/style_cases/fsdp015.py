@@ -61,4 +61,41 @@ CASES = {
         assert norm.isfinite()
         print(f"grad norm {norm.item():.3f}")
     """,
+    "fsdp015-clipping-helper-given-a-stale-list-reported-at-its-call": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def clip(params, max_norm):
+            return torch.nn.utils.clip_grad_norm_(params, max_norm)
+        def main(model):
+            params = list(model.parameters())
+            fully_shard(model)
+            model(x).sum().backward()
+            norm = clip(params, 1.0)  # expect: FSDP015
+    """,
+    "fsdp015-trainer-clip-method-given-a-stale-list-reported-at-its-call": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def clip(self, params):
+                return torch.nn.utils.clip_grad_norm_(params, self.max_norm)
+            def setup(self, model):
+                self.params = list(model.parameters())
+                fully_shard(model)
+                self.model = model
+            def run(self, model, batch):
+                self.setup(model)
+                self.model(batch).sum().backward()
+                self.clip(self.params)  # expect: FSDP015
+    """,
+    "fsdp015-good-clipping-helper-given-the-current-parameters": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def clip(params, max_norm):
+            return torch.nn.utils.clip_grad_norm_(params, max_norm)
+        def main(model):
+            fully_shard(model)
+            params = list(model.parameters())
+            model(x).sum().backward()
+            norm = clip(params, 1.0)
+    """,
 }

@@ -74,4 +74,24 @@ CASES = {
         if optimizer_state:
             optimizer.load_state_dict(optimizer_state)
     """,
+    "fsdp021-generic-restore-helper-reported-at-the-call-that-hands-it-the-file": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def restore(optimizer, state):
+            optimizer.load_state_dict(state)
+        def main(model, path):
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+            restore(optimizer, torch.load(path))  # expect: FSDP021
+    """,
+    "fsdp021-resume-helper-wrong-on-its-own-reported-inside": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def resume(optimizer, path):
+            optimizer.load_state_dict(torch.load(path))  # expect: FSDP021
+        def main(model):
+            fully_shard(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+            resume(optimizer, "optim.pt")
+    """,
 }
