@@ -29,17 +29,6 @@ CASES = {
                 fully_shard(self.model)
                 self.model.to_empty(device="cpu")  # expect: FSDP006
     """,
-    "fsdp006-meta-helper-reported-at-caller": """
-        import torch
-        from torch.distributed.fsdp import fully_shard
-        def build():
-            with torch.device("meta"):
-                return Transformer(args)
-        def main():
-            model = build()  # expect: FSDP006
-            fully_shard(model)
-            model(tokens).sum().backward()
-    """,
     "fsdp006-good-full-state-dict-loaded-into-meta": """
         import torch
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
