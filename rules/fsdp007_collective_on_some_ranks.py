@@ -139,6 +139,10 @@ version finishes its save in under 0.1 s. With the default timeout the job sits 
   ranks and an `all_reduce` on the others is reported, though a backend may happen to pair them.
 - The matching collective is looked for on the same path of one entry point: a partner that only
   a callback, a thread or another process runs is not seen.
+- Two `if` statements on the same configuration flag (`if flag: shard(m)` ... `if not flag:
+  shard(m)`) are not known to exclude each other: a path through both arms, which never runs, can
+  shard a model twice and make a later full state dict on rank 0 look like a collective (composer's
+  trainer calls its sharding helper under `load_monolith_rank0_only` and under its negation).
 """
     valid = (
         """

@@ -87,6 +87,10 @@ from `optim_state_dict_to_load`); `IndexError: list index out of range` from
 ## Known problems
 A method or attribute a model class gets from a base class outside the project is not seen (the
 analysis does not read third-party packages): its use is still reported.
+
+Arms that only other configuration rules out are taken: an FSDP1 call in a helper reached only
+when one setting holds, from a caller that runs only when another (that excludes it) does, on a
+model an FSDP2 arm shards, is reported (composer's legacy monolith-loading helper).
 """
     valid = (
         """
