@@ -554,7 +554,9 @@ class Calls:
 
     def _default(self, param: cst.Param, symbolic: bool) -> Value:
         if symbolic:
-            return torch_api.rank_by_name(param.name.value, Ref(Obj(ObjKind.PARAM, param.name.value)))
+            declared = guards.peek(self, param.annotation.annotation) if param.annotation else None
+            unknown = Ref(Obj(ObjKind.PARAM, param.name.value, declared=declared))
+            return torch_api.rank_by_name(param.name.value, unknown)
         return self.eval(param.default) if param.default is not None else UNKNOWN
 
     def _decorators(self, info: FunctionInfo) -> tuple[Value, ...]:
@@ -602,13 +604,24 @@ def _annotated_fields(info: ClassInfo) -> list[str]:
 
 def _reversed(value: Value) -> Value:
     if isinstance(value, ModuleIter):
-        return ModuleIter(
-            value.ref, value.self_included, value.named, Order.REV if value.order is Order.PRE else Order.PRE
-        )
+        return ModuleIter(value.ref, value.self_included, value.named, _flipped(value.order))
     if isinstance(value, Ref) and value.root.kind is ObjKind.CONTAINER and not value.path:
-        copy = Obj.container(list(reversed(value.root.items)), value.root.node)
-        return Ref(copy)
+        # A list a loop filled from a walk (`out.append(m)`) holds the walk's modules in its order.
+        items = [(key, _reversed_walk(item)) for key, item in reversed(value.root.items)]
+        return Ref(Obj.container(items, value.root.node))
     return value
+
+
+def _reversed_walk(value: Value) -> Value:
+    if isinstance(value, Choice):
+        return Choice(tuple(_reversed_walk(option) for option in value.options), value.sequential)
+    if isinstance(value, Ref) and value.order is not None:
+        return Ref(value.root, value.path, _flipped(value.order))
+    return value
+
+
+def _flipped(order: Order) -> Order:
+    return Order.REV if order is Order.PRE else Order.PRE
 
 
 def _refs_inside(value: Value):
