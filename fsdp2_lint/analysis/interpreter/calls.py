@@ -238,7 +238,7 @@ class Calls:
             )
             return Ref(container)
         if name == "reversed":
-            return choice([_reversed(option) for option in options(first)])
+            return choice([reversed_order(option) for option in options(first)])
         if name in ("enumerate", "zip"):
             return Iter(IterKind.ENUMERATE, args[:1]) if name == "enumerate" else Iter(IterKind.ZIP, args)
         attributes = [const(option) for option in options(args[1])] if len(args) >= 2 else []
@@ -364,6 +364,9 @@ class Calls:
             self.world.changed()
             items.extend(mapping_items(args[0]) if args else [])
             items.extend(keyword_items(kwargs))
+        elif name == "reverse":
+            self.world.changed()
+            items[:] = _reversed_items(items)
         elif name in ("items", "values"):
             return Iter(IterKind.ITEMS, (receiver,)) if name == "items" else receiver
         elif name == "copy":
@@ -602,14 +605,18 @@ def _annotated_fields(info: ClassInfo) -> list[str]:
     return found
 
 
-def _reversed(value: Value) -> Value:
+def reversed_order(value: Value) -> Value:
+    """``reversed(value)``, ``value[::-1]``: a walk over modules visits them in the other order."""
     if isinstance(value, ModuleIter):
         return ModuleIter(value.ref, value.self_included, value.named, _flipped(value.order))
     if isinstance(value, Ref) and value.root.kind is ObjKind.CONTAINER and not value.path:
-        # A list a loop filled from a walk (`out.append(m)`) holds the walk's modules in its order.
-        items = [(key, _reversed_walk(item)) for key, item in reversed(value.root.items)]
-        return Ref(Obj.container(items, value.root.node))
+        return Ref(Obj.container(_reversed_items(value.root.items), value.root.node))
     return value
+
+
+def _reversed_items(items: list[tuple[object, Value]]) -> list[tuple[object, Value]]:
+    """A list a loop filled from a walk (``out.append(m)``) holds the walk's modules in its order."""
+    return [(key, _reversed_walk(item)) for key, item in reversed(items)]
 
 
 def _reversed_walk(value: Value) -> Value:
