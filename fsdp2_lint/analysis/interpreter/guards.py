@@ -351,12 +351,12 @@ def _root_class(ref: Ref) -> tuple[Value, str] | None:
 def peek(interp: Evaluator, node: cst.BaseExpression) -> Value:
     """Evaluate a side-effect-free name, attribute or literal (the types or names a type test
     tests against)."""
-    if isinstance(node, cst.Name):
-        return interp.frame.env.lookup(node.value) or interp.unbound(node.value)
+    if isinstance(node, cst.Name):  # a name imported from a project module is what that module binds
+        return interp.resolved(interp.frame.env.lookup(node.value) or interp.unbound(node.value))
     if isinstance(node, cst.Attribute):
         base = peek(interp, node.value)
         if isinstance(base, Symbol):
-            return Symbol(apis.canonical(f"{base.qname}.{node.attr.value}"))
+            return interp.resolved(Symbol(apis.canonical(f"{base.qname}.{node.attr.value}")))
         return UNKNOWN
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
         return Tuple(tuple(peek(interp, element.value) for element in node.elements))
