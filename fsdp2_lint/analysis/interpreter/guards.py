@@ -340,7 +340,7 @@ def _root_class(ref: Ref) -> tuple[Value, str] | None:
             declared = Symbol(owner if last in _CONSTRUCTORS else obj.qname)
     if isinstance(declared, Class):
         return declared, declared.info.name
-    if isinstance(declared, Symbol):
+    if isinstance(declared, Symbol) and declared.qname not in apis.ROOT_ADMITTING_TYPES:  # `model: nn.Module`: any
         name = declared.qname.rpartition(".")[2]
         return (declared, name) if name[:1].isupper() and not name.startswith("Auto") else None
     if isinstance(declared, Ref) and not declared.path and declared.root.kind is ObjKind.PARAM and declared.root.label:
