@@ -205,10 +205,13 @@ def _loop_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[s
     if not loop_modules:
         return {}, {}
     inner, negated = _positive(test)
+    mentioned = names_in(inner)
     narrowed: dict[str, Value] = {}
-    for name in names_in(inner) & loop_modules.keys():
-        found = loop_modules[name]
-        admitted = [_admitted(interp, inner, name, o) if isinstance(o, Ref) else _NONE for o in found]
+    for name, found in loop_modules.items():
+        subjects = {name: "module"} | _type_aliases(interp, mentioned - loop_modules.keys(), found)
+        if not mentioned & subjects.keys():
+            continue
+        admitted = [_admitted(interp, inner, subjects, o) if isinstance(o, Ref) else _NONE for o in found]
         if not any(root and others for root, others in admitted):
             narrowed[name] = choice([_kept(o, root) for o, (root, _) in zip(found, admitted, strict=True)])
     return ({}, narrowed) if negated else (narrowed, {})
@@ -237,15 +240,46 @@ def _kept(module: Value, root: bool) -> Value:
 _NONE = (False, False)
 
 
-def _admitted(interp: Evaluator, test: cst.BaseExpression, name: str, ref: Ref) -> tuple[bool, bool]:
-    """Whether the type tests on ``name`` in ``test`` admit the root of the walk ``ref`` and
-    whether they may admit other classes (its submodules'): ``isinstance(m, T)``, ``type(m) in
-    TYPES``, ``type(m).__name__ in NAMES``. A root whose class is unknown is not admitted."""
+def _type_aliases(interp: Evaluator, names: set[str], walks: tuple[Value, ...]) -> dict[str, str]:
+    """The variables among ``names`` that hold the type of a module of ``walks`` (``"type"``:
+    ``cls = type(m)``, ``m.__class__``) or its name (``"name"``: ``cls_name = type(m).__name__``)."""
+    found = {}
+    for name in names:
+        value = interp.frame.env.lookup(name)
+        how = _type_of_walked(value, walks) if isinstance(value, Ref) else None
+        if how is not None:
+            found[name] = how
+    return found
+
+
+def _type_of_walked(value: Ref, walks: tuple[Value, ...]) -> str | None:
+    path, how = value.path, "type"
+    if path[-1:] in (("__name__",), ("__qualname__",)):
+        path, how = path[:-1], "name"
+    event = value.root.event
+    if not path and event is not None and event.qname == "builtins.type" and len(event.args) == 1:
+        module = event.args[0]  # `type(m)`
+    elif path[-1:] == ("__class__",):
+        module = Ref(value.root, path[:-1])  # `m.__class__`
+    else:
+        return None
+    same = any(
+        isinstance(w, Ref) and isinstance(module, Ref) and (w.root, w.path) == (module.root, module.path) for w in walks
+    )
+    return how if same else None
+
+
+def _admitted(interp: Evaluator, test: cst.BaseExpression, subjects: dict[str, str], ref: Ref) -> tuple[bool, bool]:
+    """Whether the type tests in ``test`` admit the root of the walk ``ref`` and whether they may
+    admit other classes (its submodules'): ``isinstance(m, T)``, ``type(m) in TYPES``,
+    ``type(m).__name__ in NAMES``. ``subjects``: the loop variable (``"module"``) and the variables
+    that hold its type (``"type"``) or its class name (``"name"``). A root whose class is
+    unknown is not admitted."""
     root = _root_class(ref)
     comprehension_types = _comprehension_types(test)
     admits_root = admits_others = False
     for node in _nodes_in(test):
-        tested = _type_test(node, name)
+        tested = _type_test(node, subjects)
         if tested is None:
             continue
         how, types = tested
@@ -258,12 +292,12 @@ def _admitted(interp: Evaluator, test: cst.BaseExpression, name: str, ref: Ref) 
     return admits_root, admits_others
 
 
-def _type_test(node: cst.CSTNode, name: str) -> tuple[str, cst.BaseExpression] | None:
-    """How ``node`` tests the type of ``name`` and the expression it tests against:
+def _type_test(node: cst.CSTNode, subjects: dict[str, str]) -> tuple[str, cst.BaseExpression] | None:
+    """How ``node`` tests the type of a subject and the expression it tests against:
     ``("isinstance", T)`` for ``isinstance(m, T)``, ``("type", T)`` for ``type(m) in T`` /
     ``m.__class__ is T``, ``("name", NAMES)`` for ``type(m).__name__ in NAMES``."""
     if isinstance(node, cst.Call) and dotted(node.func) in ("isinstance", "issubclass") and len(node.args) >= 2:
-        return ("isinstance", node.args[1].value) if dotted(node.args[0].value) == name else None
+        return ("isinstance", node.args[1].value) if subjects.get(dotted(node.args[0].value)) == "module" else None
     if not (isinstance(node, cst.Comparison) and len(node.comparisons) == 1):
         return None
     operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
@@ -273,21 +307,24 @@ def _type_test(node: cst.CSTNode, name: str) -> tuple[str, cst.BaseExpression] |
     elif not isinstance(operator, (cst.In, cst.NotIn)):
         return None
     for subject, types in sides:
-        how = _type_of(subject, name)
+        how = _type_of(subject, subjects)
         if how is not None:
             return how, types
     return None
 
 
-def _type_of(node: cst.BaseExpression, name: str) -> str | None:
+def _type_of(node: cst.BaseExpression, subjects: dict[str, str]) -> str | None:
     """``"type"`` for ``type(m)`` / ``m.__class__``, ``"name"`` for their ``__name__`` /
-    ``__qualname__``, where ``m`` is ``name``."""
+    ``__qualname__``, where ``m`` is the loop variable; or what a variable holding either is."""
+    if isinstance(node, cst.Name):
+        how = subjects.get(node.value)
+        return how if how != "module" else None
     if isinstance(node, cst.Attribute) and node.attr.value in ("__name__", "__qualname__"):
-        return "name" if _type_of(node.value, name) == "type" else None
+        return "name" if _type_of(node.value, subjects) == "type" else None
     if isinstance(node, cst.Attribute) and node.attr.value == "__class__":
-        return "type" if dotted(node.value) == name else None
+        return "type" if subjects.get(dotted(node.value)) == "module" else None
     if isinstance(node, cst.Call) and dotted(node.func) == "type" and len(node.args) == 1:
-        return "type" if dotted(node.args[0].value) == name else None
+        return "type" if subjects.get(dotted(node.args[0].value)) == "module" else None
     return None
 
 

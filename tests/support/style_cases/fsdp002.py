@@ -430,4 +430,22 @@ CASES = {
             for m in collect(model):
                 fully_shard(m)  # expect: FSDP002
     """,
+    "fsdp002-good-class-name-held-in-a-variable-of-block-names": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model: Model):
+            for module in model.modules():
+                class_name = type(module).__name__
+                if class_name in ("DecoderLayer", "VisionBlock"):
+                    fully_shard(module)
+            fully_shard(model)
+    """,
+    "fsdp002-class-held-in-a-variable-that-the-filter-lists": """
+        from torch.distributed.fsdp import fully_shard
+        WRAP = (Block, Model)
+        def shard(model: Model):
+            for module in model.modules():
+                cls = module.__class__
+                if cls in WRAP:
+                    fully_shard(module)  # expect: FSDP002
+    """,
 }
