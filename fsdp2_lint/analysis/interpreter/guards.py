@@ -253,6 +253,8 @@ def _type_aliases(interp: Evaluator, names: set[str], walks: tuple[Value, ...]) 
 
 
 def _type_of_walked(value: Ref, walks: tuple[Value, ...]) -> str | None:
+    """``"type"`` when ``value`` is ``type(m)`` / ``m.__class__`` of a module of ``walks``,
+    ``"name"`` when it is their ``__name__``, else None."""
     path, how = value.path, "type"
     if path[-1:] in (("__name__",), ("__qualname__",)):
         path, how = path[:-1], "name"
