@@ -202,30 +202,40 @@ def _loop_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[s
         for name, value in interp.frame.env.vars.items()
         if any(_walked(o) for o in options(value)) and not any(_other_module(o) for o in options(value))
     }
+    arms: tuple[dict[str, Value], dict[str, Value]] = ({}, {})
     if not loop_modules:
-        return {}, {}
-    inner, negated = _positive(test)
+        return arms
+    inner, negated = _without_not(test)
     mentioned = names_in(inner)
-    narrowed: dict[str, Value] = {}
     for name, found in loop_modules.items():
         subjects = {name: "module"} | _type_aliases(interp, mentioned - loop_modules.keys(), found)
         if not mentioned & subjects.keys():
             continue
         admitted = [_admitted(interp, inner, subjects, o) if isinstance(o, Ref) else _NONE for o in found]
         if not any(root and others for root, others in admitted):
-            narrowed[name] = choice([_kept(o, root) for o, (root, _) in zip(found, admitted, strict=True)])
-    return ({}, narrowed) if negated else (narrowed, {})
+            # Any other test leaves the root out of its true arm (precision first); a type test
+            # written negatively (`type(m).__name__ not in NAMES`) out of its false arm.
+            negative_type_test = _negative_comparison(inner) and _type_test(inner, subjects) is not None
+            kept = choice([_kept(o, root) for o, (root, _) in zip(found, admitted, strict=True)])
+            arms[int(negated ^ negative_type_test)][name] = kept
+    return arms
 
 
-def _positive(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
-    """The test without its negations, and whether there were (an odd number of) them:
-    ``not isinstance(m, T)``, ``type(m).__name__ not in NAMES``, ``type(m) is not T``."""
+def _without_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """The test without its ``not``s, and whether there were an odd number of them."""
     negated = False
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, negated = test.expression, not negated
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        negated ^= isinstance(test.comparisons[0].operator, (cst.NotIn, cst.NotEqual, cst.IsNot))
     return test, negated
+
+
+def _negative_comparison(test: cst.BaseExpression) -> bool:
+    """``a not in b``, ``a != b``, ``a is not b``: true in the arm where the positive form fails."""
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, (cst.NotIn, cst.NotEqual, cst.IsNot))
+    )
 
 
 def _kept(module: Value, root: bool) -> Value:

@@ -448,4 +448,12 @@ CASES = {
                 if cls in WRAP:
                     fully_shard(module)  # expect: FSDP002
     """,
+    "fsdp002-good-attribute-test-written-negatively": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model):
+            for m in model.modules():
+                if m.weight is not None:  # no type test: the root is not taken to pass
+                    fully_shard(m)
+            fully_shard(model)
+    """,
 }
