@@ -71,6 +71,12 @@ the root's class. A list filled with `append` in that loop holds the modules in 
   `cfg.wrap_classes`) are unknown, and treated like block names.
 - A filter listing the root's class and a class the model does not contain is reported; whether a
   class occurs below the root is not checked.
+- A test on the module that is not a type test (`if m.weight is not None`) is taken to leave the
+  root out. A test on the name `named_modules()` yields with it (`if name.startswith("layers.")`)
+  does not filter the module: the loop is reported though the names leave the root out.
+- A test that is a type test only in part (`if m is model or not isinstance(m, Block): continue`)
+  is read as a whole: its `or` is not split into what each operand decides, and the code after
+  it is taken to see the root.
 - `isinstance` of an imported base class (`PreTrainedModel`) is not known to admit the root: the
   bases of classes outside the project are not read.
 """
