@@ -50,6 +50,35 @@ Sharding the root turns every parameter below it into an FSDP DTensor. The later
 submodule then takes the tensor-parallel path and fails at that `fully_shard` call, before any
 forward: `TypeError: Invariant encountered: value was None when it should not be` for a mesh
 without dimension names, `RuntimeError: Cannot concatenate overlapping meshes` for a named one.
+
+A type filter in a `modules()` loop (`isinstance(m, T)`, `type(m) in WRAP`,
+`type(m).__name__ not in NAMES: continue`, `m.__class__.__name__ in NAMES`) is a bug only when it
+lets the root through together with something below it: the types or names list the root's
+class (or a base of it, such as `nn.Module`) and another class. A filter that lists only block
+classes is bottom-up enough (blocks do not contain each other), and so is one that lists only
+the root's class. A list filled with `append` in that loop holds the modules in the same order:
+`reversed(...)`, `.reverse()` and `[::-1]` make it bottom-up.
+
+## Known problems
+- The root's class must be visible: a class constructed in the project, a parameter's annotation
+  (`model: Model`), an imported class called or its `from_pretrained`. For a model from a factory
+  (`AutoModelForCausalLM.from_pretrained`, `build_model(cfg)`) or an unannotated parameter, a filter
+  that names classes is assumed to leave the root out, so a filter that does list the root's
+  class is missed there.
+- An annotation is taken for the exact class: `model: Model` filtered by `type(m) in (Block, Model)`
+  is reported, though a subclass of `Model` passed in would not pass the filter.
+- Class names read from configuration or from the model (`model._no_split_modules`,
+  `cfg.wrap_classes`) are unknown, and treated like block names.
+- A filter listing the root's class and a class the model does not contain is reported; whether a
+  class occurs below the root is not checked.
+- A test on the module that is not a type test (`if m.weight is not None`) is taken to leave the
+  root out. A test on the name `named_modules()` yields with it (`if name.startswith("layers.")`)
+  does not filter the module: the loop is reported though the names leave the root out.
+- A test that is a type test only in part (`if m is model or not isinstance(m, Block): continue`)
+  is read as a whole: its `or` is not split into what each operand decides, and the code after
+  it is taken to see the root.
+- `isinstance` of an imported base class (`PreTrainedModel`) is not known to admit the root: the
+  bases of classes outside the project are not read.
 """
     valid = (
         """

@@ -153,7 +153,20 @@ class Obj:
     first bound to a name.
     """
 
-    __slots__ = ("kind", "label", "qname", "cls", "node", "items", "params", "event", "parent", "wrapped", "serial")
+    __slots__ = (
+        "kind",
+        "label",
+        "qname",
+        "cls",
+        "declared",
+        "node",
+        "items",
+        "params",
+        "event",
+        "parent",
+        "wrapped",
+        "serial",
+    )
 
     def __init__(
         self,
@@ -167,11 +180,13 @@ class Obj:
         params: Params | None = None,
         wrapped: Value | None = None,
         items: list[tuple[object, Value]] | None = None,
+        declared: Value | None = None,
     ) -> None:
         self.kind = kind
         self.label = label
         self.qname = qname  # resolved name of the callable that created it
         self.cls = cls  # same-file class it is an instance of
+        self.declared = declared  # the class a parameter's annotation names (`model: Model`), if any
         self.node = node
         self.items: list[tuple[object, Value]] = (
             [] if items is None else items

@@ -239,7 +239,7 @@ class Calls:
             )
             return Ref(container)
         if name == "reversed":
-            return choice([_reversed(option) for option in options(first)])
+            return choice([reversed_order(option) for option in options(first)])
         if name in ("enumerate", "zip"):
             return Iter(IterKind.ENUMERATE, args[:1]) if name == "enumerate" else Iter(IterKind.ZIP, args)
         attributes = [const(option) for option in options(args[1])] if len(args) >= 2 else []
@@ -365,6 +365,9 @@ class Calls:
             self.world.changed()
             items.extend(mapping_items(args[0]) if args else [])
             items.extend(keyword_items(kwargs))
+        elif name == "reverse":
+            self.world.changed()
+            items[:] = _reversed_items(items)
         elif name in ("items", "values"):
             return Iter(IterKind.ITEMS, (receiver,)) if name == "items" else receiver
         elif name == "copy":
@@ -599,7 +602,9 @@ class Calls:
 
     def _default(self, param: cst.Param, symbolic: bool) -> Value:
         if symbolic:
-            return torch_api.rank_by_name(param.name.value, Ref(Obj(ObjKind.PARAM, param.name.value)))
+            declared = guards.peek(self, param.annotation.annotation) if param.annotation else None
+            unknown = Ref(Obj(ObjKind.PARAM, param.name.value, declared=declared))
+            return torch_api.rank_by_name(param.name.value, unknown)
         return self.eval(param.default) if param.default is not None else UNKNOWN
 
     def _decorators(self, info: FunctionInfo) -> tuple[Value, ...]:
@@ -648,15 +653,30 @@ def _annotated_fields(info: ClassInfo) -> list[str]:
     return found
 
 
-def _reversed(value: Value) -> Value:
+def reversed_order(value: Value) -> Value:
+    """``reversed(value)``, ``value[::-1]``: a walk over modules visits them in the other order."""
     if isinstance(value, ModuleIter):
-        return ModuleIter(
-            value.ref, value.self_included, value.named, Order.REV if value.order is Order.PRE else Order.PRE
-        )
+        return ModuleIter(value.ref, value.self_included, value.named, _flipped(value.order))
     if isinstance(value, Ref) and value.root.kind is ObjKind.CONTAINER and not value.path:
-        copy = Obj.container(list(reversed(value.root.items)), value.root.node)
-        return Ref(copy)
+        return Ref(Obj.container(_reversed_items(value.root.items), value.root.node))
     return value
+
+
+def _reversed_items(items: list[tuple[object, Value]]) -> list[tuple[object, Value]]:
+    """A list a loop filled from a walk (``out.append(m)``) holds the walk's modules in its order."""
+    return [(key, _reversed_walk(item)) for key, item in reversed(items)]
+
+
+def _reversed_walk(value: Value) -> Value:
+    if isinstance(value, Choice):
+        return Choice(tuple(_reversed_walk(option) for option in value.options), value.sequential)
+    if isinstance(value, Ref) and value.order is not None:
+        return Ref(value.root, value.path, _flipped(value.order))
+    return value
+
+
+def _flipped(order: Order) -> Order:
+    return Order.REV if order is Order.PRE else Order.PRE
 
 
 def _refs_inside(value: Value):

@@ -12,6 +12,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
+from fsdp2_lint.analysis.interpreter.calls import reversed_order
 from fsdp2_lint.analysis.interpreter.state import Env
 from fsdp2_lint.analysis.model import (
     ANY,
@@ -136,8 +137,9 @@ class Expressions:
         base = self.eval(node.value)
         element = node.slice[0].slice if node.slice else None
         if not isinstance(element, cst.Index):
-            for part in node.slice:
-                self.eval_children(part.slice)
+            steps = [self.eval_slice(part) for part in node.slice]
+            if steps == [-1]:  # `[::-1]`
+                return choice([reversed_order(option) for option in options(base)])
             return base  # a slice of a container is the same kind of container
         key_value = self.eval(element.value)
         key = const(key_value)
@@ -176,6 +178,14 @@ class Expressions:
         if isinstance(element, cst.Index):
             key = const(self.eval(element.value))
             return None if key is NotImplemented else key
+        return None
+
+    def eval_slice(self, part: cst.SubscriptElement) -> object:
+        """Evaluate one element of a subscript; the step of a ``[::step]`` slice, else None."""
+        piece = part.slice
+        if isinstance(piece, cst.Slice) and piece.step is not None and piece.lower is None and piece.upper is None:
+            return const(self.eval(piece.step))
+        self.eval_children(piece)
         return None
 
     def eval_children(self, node: cst.CSTNode) -> None:

@@ -32,6 +32,7 @@ from fsdp2_lint.analysis.model import (
     Choice,
     Class,
     Const,
+    EventKind,
     FsdpVersion,
     GuardRanks,
     Obj,
@@ -51,6 +52,7 @@ from fsdp2_lint.analysis.model import (
     const,
     elements,
     is_any_depth,
+    is_container,
     options,
     refs,
     walk_contents,
@@ -136,7 +138,7 @@ def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | N
         is_dtensor_test = isinstance(kind, cst.SimpleString) and kind.evaluated_value in apis.DTENSOR_ONLY
     else:
         is_dtensor_test = function == "isinstance" and any(
-            isinstance(option, Symbol) and option.qname == apis.DTENSOR for option in walk_contents(_peek(interp, kind))
+            isinstance(option, Symbol) and option.qname == apis.DTENSOR for option in walk_contents(peek(interp, kind))
         )
     return subject.value if is_dtensor_test else None
 
@@ -171,7 +173,7 @@ def _wrapper_type_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[dic
         return {name: _unknown_wrapper(dotted(tested))}, {}
     if function != "isinstance":
         return {}, {}
-    types = {option.qname for option in walk_contents(_peek(interp, kind)) if isinstance(option, Symbol)}
+    types = {option.qname for option in walk_contents(peek(interp, kind)) if isinstance(option, Symbol)}
     if apis.FSDP_MODULE in types:
         return {}, {name: UNKNOWN}
     if types & {apis.DDP, apis.FSDP1}:
@@ -192,54 +194,223 @@ def _slot_of(interp: Evaluator, node: cst.BaseExpression) -> Slot | None:
 
 def _loop_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
     """A loop variable over ``m.modules()`` (which includes ``m`` itself) that is filtered by a
-    condition no longer includes the root, unless the condition is a type check that the root's
-    own class passes."""
+    condition no longer includes the root, unless the condition is a type test that the root's
+    own class passes: then it is the root alone when the test admits no other class, and is left
+    as it is (root and submodules) when it does."""
     loop_modules = {  # `m` in `for m in model.modules()` (of one model, or of one of several)
         name: options(value)
         for name, value in interp.frame.env.vars.items()
         if any(_walked(o) for o in options(value)) and not any(_other_module(o) for o in options(value))
     }
+    arms: tuple[dict[str, Value], dict[str, Value]] = ({}, {})
     if not loop_modules:
-        return {}, {}
-    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-    inner = test.expression if negated else test
-    narrowed: dict[str, Value] = {}
-    for name in names_in(inner) & loop_modules.keys():
-        found = loop_modules[name]
-        if not any(_type_test_admits_root(interp, inner, name, o) for o in found if isinstance(o, Ref)):
-            narrowed[name] = choice([Ref(o.root, o.path[:-1] + (ANY, ANY_DEPTH)) if _walked(o) else o for o in found])
-    return ({}, narrowed) if negated else (narrowed, {})
+        return arms
+    inner, negated = _without_not(test)
+    mentioned = names_in(inner)
+    for name, found in loop_modules.items():
+        subjects = {name: "module"} | _type_aliases(interp, mentioned - loop_modules.keys(), found)
+        if not mentioned & subjects.keys():
+            continue
+        admitted = [_admitted(interp, inner, subjects, o) if isinstance(o, Ref) else _NONE for o in found]
+        if not any(root and others for root, others in admitted):
+            # Any other test leaves the root out of its true arm (precision first); a type test
+            # written negatively (`type(m).__name__ not in NAMES`) out of its false arm.
+            negative_type_test = _negative_comparison(inner) and _type_test(inner, subjects) is not None
+            kept = choice([_kept(o, root) for o, (root, _) in zip(found, admitted, strict=True)])
+            arms[int(negated ^ negative_type_test)][name] = kept
+    return arms
 
 
-def _type_test_admits_root(interp: Evaluator, test: cst.BaseExpression, name: str, ref: Ref) -> bool:
-    root_cls = ref.root.cls if len(ref.path) == 1 else None
+def _without_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """The test without its ``not``s, and whether there were an odd number of them."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    return test, negated
+
+
+def _negative_comparison(test: cst.BaseExpression) -> bool:
+    """``a not in b``, ``a != b``, ``a is not b``: true in the arm where the positive form fails."""
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, (cst.NotIn, cst.NotEqual, cst.IsNot))
+    )
+
+
+def _kept(module: Value, root: bool) -> Value:
+    """What of a ``modules()`` walk a test's true arm keeps: the root alone (a type test only its
+    class passes) or the modules below it."""
+    if not _walked(module):
+        return module
+    assert isinstance(module, Ref)
+    return Ref(module.root, module.path[:-1] + (() if root else (ANY, ANY_DEPTH)))
+
+
+_NONE = (False, False)
+
+
+def _type_aliases(interp: Evaluator, names: set[str], walks: tuple[Value, ...]) -> dict[str, str]:
+    """The variables among ``names`` that hold the type of a module of ``walks`` (``"type"``:
+    ``cls = type(m)``, ``m.__class__``) or its name (``"name"``: ``cls_name = type(m).__name__``)."""
+    found = {}
+    for name in names:
+        value = interp.frame.env.lookup(name)
+        how = _type_of_walked(value, walks) if isinstance(value, Ref) else None
+        if how is not None:
+            found[name] = how
+    return found
+
+
+def _type_of_walked(value: Ref, walks: tuple[Value, ...]) -> str | None:
+    """``"type"`` when ``value`` is ``type(m)`` / ``m.__class__`` of a module of ``walks``,
+    ``"name"`` when it is their ``__name__``, else None."""
+    path, how = value.path, "type"
+    if path[-1:] in (("__name__",), ("__qualname__",)):
+        path, how = path[:-1], "name"
+    event = value.root.event
+    if not path and event is not None and event.qname == "builtins.type" and len(event.args) == 1:
+        module = event.args[0]  # `type(m)`
+    elif path[-1:] == ("__class__",):
+        module = Ref(value.root, path[:-1])  # `m.__class__`
+    else:
+        return None
+    same = any(
+        isinstance(w, Ref) and isinstance(module, Ref) and (w.root, w.path) == (module.root, module.path) for w in walks
+    )
+    return how if same else None
+
+
+def _admitted(interp: Evaluator, test: cst.BaseExpression, subjects: dict[str, str], ref: Ref) -> tuple[bool, bool]:
+    """Whether the type tests in ``test`` admit the root of the walk ``ref`` and whether they may
+    admit other classes (its submodules'): ``isinstance(m, T)``, ``type(m) in TYPES``,
+    ``type(m).__name__ in NAMES``. ``subjects``: the loop variable (``"module"``) and the variables
+    that hold its type (``"type"``) or its class name (``"name"``). A root whose class is
+    unknown is not admitted."""
+    root = _root_class(ref)
     comprehension_types = _comprehension_types(test)
-    for call in _calls_in(test):
-        if dotted(call.func) not in ("isinstance", "issubclass") or len(call.args) < 2:
+    admits_root = admits_others = False
+    for node in _nodes_in(test):
+        tested = _type_test(node, subjects)
+        if tested is None:
             continue
-        if dotted(call.args[0].value) != name:
-            continue
-        types = call.args[1].value
+        how, types = tested
         types = comprehension_types.get(dotted(types), types)
-        for option in walk_contents(_peek(interp, types)):
-            if isinstance(option, Symbol) and option.qname in apis.ROOT_ADMITTING_TYPES:
-                return True
-            if isinstance(option, Class) and root_cls is not None and any(c is option.info for c in root_cls.mro()):
-                return True
-    return False
+        for option in walk_contents(peek(interp, types)):
+            if isinstance(option, Tuple) or is_container(option):
+                continue
+            passes_root, passes_others = _passes(option, how, root)
+            admits_root, admits_others = admits_root or passes_root, admits_others or passes_others
+    return admits_root, admits_others
 
 
-def _peek(interp: Evaluator, node: cst.BaseExpression) -> Value:
-    """Evaluate a side-effect-free name or attribute (a type in an isinstance test)."""
+def _type_test(node: cst.CSTNode, subjects: dict[str, str]) -> tuple[str, cst.BaseExpression] | None:
+    """How ``node`` tests the type of a subject and the expression it tests against:
+    ``("isinstance", T)`` for ``isinstance(m, T)``, ``("type", T)`` for ``type(m) in T`` /
+    ``m.__class__ is T``, ``("name", NAMES)`` for ``type(m).__name__ in NAMES``."""
+    if isinstance(node, cst.Call) and dotted(node.func) in ("isinstance", "issubclass") and len(node.args) >= 2:
+        return ("isinstance", node.args[1].value) if subjects.get(dotted(node.args[0].value)) == "module" else None
+    if not (isinstance(node, cst.Comparison) and len(node.comparisons) == 1):
+        return None
+    operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
+    sides = [(node.left, right)]
+    if isinstance(operator, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
+        sides.append((right, node.left))  # `Model == type(m)`
+    elif not isinstance(operator, (cst.In, cst.NotIn)):
+        return None
+    for subject, types in sides:
+        how = _type_of(subject, subjects)
+        if how is not None:
+            return how, types
+    return None
+
+
+def _type_of(node: cst.BaseExpression, subjects: dict[str, str]) -> str | None:
+    """``"type"`` for ``type(m)`` / ``m.__class__``, ``"name"`` for their ``__name__`` /
+    ``__qualname__``, where ``m`` is the loop variable; or what a variable holding either is."""
     if isinstance(node, cst.Name):
-        return interp.frame.env.lookup(node.value) or interp.unbound(node.value)
+        how = subjects.get(node.value)
+        return how if how != "module" else None
+    if isinstance(node, cst.Attribute) and node.attr.value in ("__name__", "__qualname__"):
+        return "name" if _type_of(node.value, subjects) == "type" else None
+    if isinstance(node, cst.Attribute) and node.attr.value == "__class__":
+        return "type" if subjects.get(dotted(node.value)) == "module" else None
+    if isinstance(node, cst.Call) and dotted(node.func) == "type" and len(node.args) == 1:
+        return "type" if subjects.get(dotted(node.args[0].value)) == "module" else None
+    return None
+
+
+def _passes(option: Value, how: str, root: tuple[Value, str] | None) -> tuple[bool, bool]:
+    """Whether a type or class name a test lists admits the root (whose class and its name are
+    ``root``) and whether it may admit other modules. ``isinstance`` also admits subclasses: a
+    base of the root's class (``nn.Module``) admits the root and its submodules alike."""
+    if how == "isinstance" and isinstance(option, Symbol) and option.qname in apis.ROOT_ADMITTING_TYPES:
+        return True, True
+    if root is None:
+        return False, True
+    cls, class_name = root
+    if how == "name":
+        return (True, False) if const(option) == class_name else (False, True)
+    if _same_class(option, cls):
+        return True, False
+    if how == "isinstance" and isinstance(option, Class) and isinstance(cls, Class):
+        return any(base is option.info for base in cls.info.mro()), True
+    return False, True
+
+
+def _same_class(option: Value, cls: Value) -> bool:
+    if isinstance(option, Class) and isinstance(cls, Class):
+        return option.info is cls.info
+    if isinstance(option, Ref) and isinstance(cls, Ref):  # the same free name: `Model` neither defined nor imported
+        return option.root is cls.root and not option.path and not cls.path
+    return isinstance(option, Symbol) and isinstance(cls, Symbol) and option.qname == cls.qname
+
+
+# Class methods that construct an instance of their class: `LlamaForCausalLM.from_pretrained(...)`.
+_CONSTRUCTORS = frozenset({"from_pretrained", "from_config", "_from_config"})
+
+
+def _root_class(ref: Ref) -> tuple[Value, str] | None:
+    """The class of the root of the walk ``ref`` (``model`` in ``model.modules()``) and its name,
+    when the code shows it: a same-file class constructed, a parameter's annotation, an imported
+    class called (or its ``from_pretrained``; not an ``Auto...`` factory), a free name called."""
+    if len(ref.path) != 1:
+        return None
+    obj = ref.root
+    if obj.cls is not None:
+        return Class(obj.cls), obj.cls.name
+    declared = obj.declared
+    event = obj.event
+    if declared is None and obj.kind is ObjKind.NEW and event is not None:
+        if event.kind is EventKind.INVOKE:
+            declared = event.receiver
+        elif obj.qname:
+            owner, _, last = obj.qname.rpartition(".")
+            declared = Symbol(owner if last in _CONSTRUCTORS else obj.qname)
+    if isinstance(declared, Class):
+        return declared, declared.info.name
+    if isinstance(declared, Symbol) and declared.qname not in apis.ROOT_ADMITTING_TYPES:  # `model: nn.Module`: any
+        name = declared.qname.rpartition(".")[2]
+        return (declared, name) if name[:1].isupper() and not name.startswith("Auto") else None
+    if isinstance(declared, Ref) and not declared.path and declared.root.kind is ObjKind.PARAM and declared.root.label:
+        return declared, declared.root.label
+    return None
+
+
+def peek(interp: Evaluator, node: cst.BaseExpression) -> Value:
+    """Evaluate a side-effect-free name, attribute or literal (the types or names a type test
+    tests against)."""
+    if isinstance(node, cst.Name):  # a name imported from a project module is what that module binds
+        return interp.resolved(interp.frame.env.lookup(node.value) or interp.unbound(node.value))
     if isinstance(node, cst.Attribute):
-        base = _peek(interp, node.value)
+        base = peek(interp, node.value)
         if isinstance(base, Symbol):
-            return Symbol(apis.canonical(f"{base.qname}.{node.attr.value}"))
+            return interp.resolved(Symbol(apis.canonical(f"{base.qname}.{node.attr.value}")))
         return UNKNOWN
-    if isinstance(node, cst.Tuple):
-        return Tuple(tuple(_peek(interp, element.value) for element in node.elements))
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return Tuple(tuple(peek(interp, element.value) for element in node.elements))
+    if isinstance(node, cst.SimpleString):
+        return Const(node.evaluated_value)
     return UNKNOWN
 
 

@@ -210,4 +210,250 @@ CASES = {
             for layer in model.layers:
                 fully_shard(layer)  # expect: FSDP002
     """,
+    # --- type filters spelled other ways: does the filter admit the root and its submodules? ----
+    "fsdp002-type-in-a-module-constant-that-lists-the-root-class": """
+        from torch.distributed.fsdp import fully_shard
+        WRAP = (Block, Model)  # the set contains the root's class
+        def shard(model: Model):
+            for m in model.modules():  # pre-order: root first
+                if type(m) in WRAP:
+                    fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-type-in-a-module-constant-of-block-classes": """
+        from torch.distributed.fsdp import fully_shard
+        WRAP = {Block, Embedding}
+        def shard(model: Model):
+            for m in model.modules():
+                if type(m) in WRAP:
+                    fully_shard(m)
+            fully_shard(model)  # the root separately, last
+    """,
+    "fsdp002-type-in-a-list-that-lists-the-root-class-in-a-method": """
+        from torch.distributed.fsdp import fully_shard
+        WRAP_CLASSES = [DecoderLayer, CausalLM]
+        class Trainer:
+            def parallelize(self, model: CausalLM):
+                for module in model.modules():
+                    if type(module) in WRAP_CLASSES:
+                        fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp002-type-in-an-inline-set-with-the-root-class-at-module-level": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard as shard
+        class Block(nn.Module):
+            pass
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList(Block() for _ in range(4))
+        net = Net()
+        for m in net.modules():
+            if type(m) in {Block, Net}:
+                shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-type-is-the-root-class-alone": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model: Model):
+            for m in model.modules():
+                if m.__class__ is Model:  # the root only: nothing below it is sharded
+                    fully_shard(m)
+    """,
+    "fsdp002-good-class-name-not-in-names-then-continue": """
+        from torch.distributed.fsdp import fully_shard
+        NO_SPLIT = {"LlamaDecoderLayer"}
+        def shard(model: LlamaForCausalLM):
+            for m in model.modules():
+                if type(m).__name__ not in NO_SPLIT:
+                    continue
+                fully_shard(m)
+            fully_shard(model)
+    """,
+    "fsdp002-class-name-not-in-names-that-list-the-root-then-continue": """
+        from torch.distributed.fsdp import fully_shard
+        NO_SPLIT = {"LlamaDecoderLayer", "LlamaForCausalLM"}
+        def shard(model: LlamaForCausalLM):
+            for m in model.modules():
+                if type(m).__name__ not in NO_SPLIT:
+                    continue
+                fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-dunder-class-name-in-names-that-list-the-root": """
+        from transformers import LlamaForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = LlamaForCausalLM.from_pretrained(path)
+        wrap_names = ("LlamaDecoderLayer", "LlamaForCausalLM")
+        for module in model.modules():
+            if module.__class__.__name__ in wrap_names:
+                fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp002-good-class-name-filter-of-an-auto-model": """
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(path)  # its class is not known here
+        wrap_names = ("LlamaDecoderLayer", "LlamaForCausalLM")
+        for module in model.modules():
+            if module.__class__.__name__ in wrap_names:
+                fully_shard(module)
+    """,
+    "fsdp002-good-class-names-of-a-model-whose-class-is-unknown": """
+        from torch.distributed.fsdp import fully_shard
+        NAMES = {"Block", "Model"}
+        def shard(model):
+            for m in model.modules():
+                if type(m).__name__ in NAMES:
+                    fully_shard(m)
+    """,
+    "fsdp002-class-name-compared-with-equals": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model: Model):
+            for m in model.modules():
+                if type(m).__name__ == "Block" or "Model" == type(m).__name__:
+                    fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-class-name-filter-in-a-comprehension": """
+        from torch.distributed.fsdp import fully_shard
+        NAMES = ["Block", "Model"]
+        def shard(model: Model):
+            for m in [m for m in model.modules() if type(m).__name__ in NAMES]:
+                fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-class-name-filter-lambda": """
+        from torch.distributed.fsdp import fully_shard
+        NAMES = ["Block", "Model"]
+        def shard(model: Model):
+            for m in filter(lambda m: type(m).__name__ in NAMES, model.modules()):
+                fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-type-not-in-a-constant-that-lists-the-root-then-continue": """
+        from torch.distributed.fsdp import fully_shard
+        WRAP = (Block, Model)
+        def shard(model: Model):
+            for m in model.modules():
+                if type(m) not in WRAP:
+                    continue
+                fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-isinstance-of-a-constant-that-lists-the-root-class": """
+        from torch.distributed.fsdp import fully_shard
+        WRAP = (Block, Model)
+        def shard(model: Model):
+            for m in model.modules():
+                if isinstance(m, WRAP):
+                    fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-isinstance-of-a-base-the-root-and-its-blocks-share": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Base(nn.Module):
+            pass
+        class Block(Base):
+            pass
+        class Model(Base):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList(Block() for _ in range(2))
+        def shard(model: Model):
+            for m in model.modules():
+                if isinstance(m, Base):
+                    fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-isinstance-of-the-root-class-alone": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model: Model):
+            for m in model.modules():
+                if not isinstance(m, Model):
+                    continue
+                fully_shard(m)
+    """,
+    # --- a list filled in pre-order with append: reversed is bottom-up, forward is top-down -------
+    "fsdp002-good-reversed-list-appended-in-pre-order": """
+        from torch.distributed.fsdp import fully_shard
+        WRAP = (Block, Model)
+        def shard(model: Model):
+            targets = []
+            for m in model.modules():
+                if isinstance(m, WRAP):
+                    targets.append(m)
+            for m in reversed(targets):  # leaves first, the root last
+                fully_shard(m)
+    """,
+    "fsdp002-list-appended-in-pre-order-iterated-forward": """
+        from torch.distributed.fsdp import fully_shard
+        WRAP = (Block, Model)
+        def shard(model: Model):
+            targets = []
+            for m in model.modules():
+                if isinstance(m, WRAP):
+                    targets.append(m)
+            for m in targets:
+                fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-unfiltered-list-reversed-in-place": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model):
+            modules = []
+            for m in model.modules():
+                modules.append(m)
+            modules.reverse()
+            for m in modules:
+                fully_shard(m)
+    """,
+    "fsdp002-good-walk-sliced-backwards": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model):
+            for m in list(model.modules())[::-1]:
+                fully_shard(m)
+    """,
+    "fsdp002-good-helper-collects-and-the-caller-reverses": """
+        from torch.distributed.fsdp import fully_shard
+        NAMES = {"Block", "Model"}
+        def collect(model):
+            found = []
+            for m in model.modules():
+                if m.__class__.__name__ in NAMES:
+                    found.append(m)
+            return found
+        def shard(model: Model):
+            for m in reversed(collect(model)):
+                fully_shard(m)
+    """,
+    "fsdp002-helper-collects-and-the-caller-iterates-forward": """
+        from torch.distributed.fsdp import fully_shard
+        NAMES = {"Block", "Model"}
+        def collect(model):
+            found = []
+            for m in model.modules():
+                if m.__class__.__name__ in NAMES:
+                    found.append(m)
+            return found
+        def shard(model: Model):
+            for m in collect(model):
+                fully_shard(m)  # expect: FSDP002
+    """,
+    "fsdp002-good-class-name-held-in-a-variable-of-block-names": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model: Model):
+            for module in model.modules():
+                class_name = type(module).__name__
+                if class_name in ("DecoderLayer", "VisionBlock"):
+                    fully_shard(module)
+            fully_shard(model)
+    """,
+    "fsdp002-class-held-in-a-variable-that-the-filter-lists": """
+        from torch.distributed.fsdp import fully_shard
+        WRAP = (Block, Model)
+        def shard(model: Model):
+            for module in model.modules():
+                cls = module.__class__
+                if cls in WRAP:
+                    fully_shard(module)  # expect: FSDP002
+    """,
+    "fsdp002-good-attribute-test-written-negatively": """
+        from torch.distributed.fsdp import fully_shard
+        def shard(model):
+            for m in model.modules():
+                if m.weight is not None:  # no type test: the root is not taken to pass
+                    fully_shard(m)
+            fully_shard(model)
+    """,
 }
