@@ -46,7 +46,9 @@ silently stopped being tied.
 Only ties the file shows are seen: `tie_word_embeddings=True` in a Hugging Face config, or a
 `tie_weights()` defined in a library, is not followed, so a split of such a model is not
 reported. A tie or a `fully_shard` call whose module path is not known exactly (a loop over
-blocks that may or may not hold a tied module) is not reported.
+blocks that may or may not hold a tied module) is not reported. A tie and a split that each
+run under a condition of their own (`if tie:` around the tie, `if not tie:` around the calls) are
+taken to be exclusive and not reported, even where the two tests are unrelated.
 """
     valid = (
         """
@@ -115,6 +117,8 @@ fully_shard(model)
                 for tie in ties:
                     if id(tie) in reported or tie.event.index > shard.index or tie.event.exclusive_with(shard):
                         continue
+                    if _correlated(tie.event, shard):
+                        continue
                     split = _splits(shard, tie)
                     if split is not None:
                         alone, other = split
@@ -135,6 +139,10 @@ class _Tie:
     name: str
 
 
+# Tensor attributes: storing one shares data between two parameters, not the parameter itself.
+_NOT_TIES = frozenset({"data", "grad"})
+
+
 def _concrete(ref: Ref) -> bool:
     return not any(is_any(e) or is_any_depth(e) for e in ref.path)
 
@@ -143,8 +151,8 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
     """``a.x = b.y`` where ``b.y`` is an attribute of another module of the same model (a
     parameter taken from one module and stored on another), with both paths known."""
     for store in trace.of_kind(EventKind.STORE):
-        if not store.name or not store.args or store.name.startswith("["):
-            continue
+        if not store.name or not store.name.isidentifier() or store.name in _NOT_TIES or not store.args:
+            continue  # `x[i] = ...`, `p.data = q.data` (a copy into another parameter, not a tie)
         for receiver in refs(store.receiver):
             owner = canonical(receiver)
             if not owner.path or not _concrete(owner):
@@ -153,10 +161,21 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
                 shared = canonical(value)
                 if shared.root is not owner.root or len(shared.path) < 2 or not _concrete(shared):
                     continue
+                if not shared.path[-1].isidentifier() or shared.path[-1] in _NOT_TIES:
+                    continue
                 source = Ref(shared.root, shared.path[:-1])
                 if source.path[: len(owner.path)] == owner.path or owner.path[: len(source.path)] == source.path:
                     continue  # one module inside the other: same subtree, no split possible
                 yield _Tie(store, owner, source, store.name)
+
+
+def _correlated(tie: Event, shard: Event) -> bool:
+    """Do the tie and the call each run under a condition of its own (``if tie_embeddings:`` around
+    the tie, ``if not tie_embeddings:`` around the call)? The two tests are usually the same
+    setting, so the code splits the modules only when they are not tied: not reported."""
+    tie_only = set(tie.ctx.branches) - set(shard.ctx.branches)
+    shard_only = set(shard.ctx.branches) - set(tie.ctx.branches)
+    return bool(tie_only) and bool(shard_only)
 
 
 def _holds(target: Ref, module: Ref) -> bool:

@@ -60,4 +60,28 @@ CASES = {
         fully_shard(student.emb)
         fully_shard(student)
     """,
+    "fsdp018-good-split-only-when-untied": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self, tie):
+                super().__init__()
+                self.tie = tie
+                self.emb = nn.Embedding(8, 4)
+                self.head = nn.Linear(4, 8, bias=False)
+                if tie:
+                    self.head.weight = self.emb.weight
+            def apply_fsdp(self):
+                if not self.tie:
+                    fully_shard(self.emb)
+                    fully_shard(self.head)
+                fully_shard(self)
+        LM(tie=config.tie_word_embeddings).apply_fsdp()
+    """,
+    "fsdp018-good-data-copy": """
+        from torch.distributed.fsdp import fully_shard
+        model.head.weight.data = model.emb.weight.data
+        fully_shard(model.emb)
+        fully_shard(model)
+    """,
 }
