@@ -39,8 +39,8 @@ after `fully_shard(model.emb)`). With torch 2.13 the lazy initialisation at the 
 forward** raises `ValueError: Parameter 'emb.weight' is shared with a parameter already managed
 by another FSDP group. For shared/tied parameters, use fully_shard([module_a, module_b]) to place
 them in the same FSDP group.` (checked on torch 2.13.0, CPU/gloo, 2 ranks; `fully_shard` itself
-does not raise). Older versions did not raise: the two copies trained separately and the model
-silently stopped being tied.
+does not raise). Per accelerate PR #4171 earlier versions did not raise (not re-checked here):
+the tie was silently broken and the two copies trained separately.
 
 ## Known problems
 Only ties the file shows are seen: `tie_word_embeddings=True` in a Hugging Face config, or a
