@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import Event, EventKind, Ref, canonical, is_any, is_any_depth, may_contain, refs
+from fsdp2_lint.analysis.trace import Trace
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+
+
+class TiedParametersSplit(Rule):
+    code = "FSDP018"
+    name = "tied-parameters-split"
+    summary = "tied (shared) parameters are sharded in different `fully_shard` groups"
+    hint = (
+        "shard the two modules that share the parameter in one group, `fully_shard([model.emb, model.head])`, "
+        "or leave both to the root's group"
+    )
+    failure = (
+        "`ValueError: Parameter '...' is shared with a parameter already managed by another FSDP group` "
+        "at the first forward"
+    )
+    docs = """
+## What it does
+Flags a `fully_shard` call that puts one of two modules sharing a parameter in its own group
+without the other: the file ties them (`model.head.weight = model.emb.weight`, in the flow or
+in a same-file constructor or `tie_weights()` method the flow runs), then calls
+`fully_shard(model.emb)` (or `fully_shard(model.head)`, or a block that holds one of them) while
+the other module stays in another group (the root's, or its own). Not flagged:
+`fully_shard([model.emb, model.head])`, a call on a module holding both, the tied modules left
+to the root's group, or weights that are not tied.
+
+## Why is this bad?
+`fully_shard` replaces each parameter of its group by a sharded DTensor. Tied parameters are one
+`nn.Parameter` owned by two modules; when the modules land in different groups, the first group
+takes the parameter and the tie is broken (`model.head.weight is model.emb.weight` is `False`
+after `fully_shard(model.emb)`). With torch 2.13 the lazy initialisation at the **first
+forward** raises `ValueError: Parameter 'emb.weight' is shared with a parameter already managed
+by another FSDP group. For shared/tied parameters, use fully_shard([module_a, module_b]) to place
+them in the same FSDP group.` (checked on torch 2.13.0, CPU/gloo, 2 ranks; `fully_shard` itself
+does not raise). Per accelerate PR #4171 earlier versions did not raise (not re-checked here):
+the tie was silently broken and the two copies trained separately.
+
+## Known problems
+Only ties the file shows are seen: `tie_word_embeddings=True` in a Hugging Face config, or a
+`tie_weights()` defined in a library, is not followed, so a split of such a model is not
+reported. A tie or a `fully_shard` call whose module path is not known exactly (a loop over
+blocks that may or may not hold a tied module) is not reported. A tie and a split that each
+run under a condition of their own (`if tie:` around the tie, `if not tie:` around the calls) are
+taken to be exclusive and not reported, even where the two tests are unrelated.
+"""
+    valid = (
+        """
+from torch.distributed.fsdp import fully_shard
+
+model.head.weight = model.emb.weight
+fully_shard([model.emb, model.head])
+fully_shard(model)
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+
+model.head.weight = model.emb.weight
+for block in model.layers:
+    fully_shard(block)
+fully_shard(model)  # emb and head stay together in the root's group
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model.emb)  # not tied
+fully_shard(model.head)
+fully_shard(model)
+""",
+    )
+    invalid = (
+        """
+from torch.distributed.fsdp import fully_shard
+
+model.head.weight = model.emb.weight
+fully_shard(model.emb)  # expect: FSDP018
+fully_shard(model)
+""",
+        """
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(32, 16)
+        self.head = nn.Linear(16, 32, bias=False)
+        self.head.weight = self.emb.weight
+
+
+model = LM()
+fully_shard(model.head)  # expect: FSDP018
+fully_shard(model)
+""",
+    )
+    requires = (("fully_shard",),)
+    signature = RuntimeSignature(
+        evidence="exception",
+        exception=("ValueError",),
+        message=r"is shared with a parameter already managed by another FSDP group",
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            ties = list(_ties(trace))
+            if not ties:
+                continue
+            reported: set[int] = set()  # each tie once, at the first call that splits it
+            for shard in trace.shards:
+                for tie in ties:
+                    if id(tie) in reported or tie.event.index > shard.index or tie.event.exclusive_with(shard):
+                        continue
+                    if _correlated(tie.event, shard):
+                        continue
+                    split = _splits(shard, tie)
+                    if split is not None:
+                        alone, other = split
+                        reported.add(id(tie))
+                        yield Finding(
+                            shard.node,
+                            f"`{alone.text}` shares `{tie.name}` with `{other.text}`, which this call leaves in "
+                            "another `fully_shard` group",
+                        )
+                        break
+
+
+@dataclass(frozen=True)
+class _Tie:
+    event: Event
+    owner: Ref  # the module given the other's parameter (`model.head`)
+    source: Ref  # the module whose parameter it is (`model.emb`)
+    name: str
+
+
+# Tensor attributes: storing one shares data between two parameters, not the parameter itself.
+_NOT_TIES = frozenset({"data", "grad"})
+
+
+def _concrete(ref: Ref) -> bool:
+    return not any(is_any(e) or is_any_depth(e) for e in ref.path)
+
+
+def _ties(trace: Trace) -> Iterator[_Tie]:
+    """``a.x = b.y`` where ``b.y`` is an attribute of another module of the same model (a
+    parameter taken from one module and stored on another), with both paths known."""
+    for store in trace.of_kind(EventKind.STORE):
+        if not store.name or not store.name.isidentifier() or store.name in _NOT_TIES or not store.args:
+            continue  # `x[i] = ...`, `p.data = q.data` (a copy into another parameter, not a tie)
+        for receiver in refs(store.receiver):
+            owner = canonical(receiver)
+            if not owner.path or not _concrete(owner):
+                continue
+            for value in refs(store.args[0]):
+                shared = canonical(value)
+                if shared.root is not owner.root or len(shared.path) < 2 or not _concrete(shared):
+                    continue
+                if not shared.path[-1].isidentifier() or shared.path[-1] in _NOT_TIES:
+                    continue
+                source = Ref(shared.root, shared.path[:-1])
+                if source.path[: len(owner.path)] == owner.path or owner.path[: len(source.path)] == source.path:
+                    continue  # one module inside the other: same subtree, no split possible
+                yield _Tie(store, owner, source, store.name)
+
+
+def _correlated(tie: Event, shard: Event) -> bool:
+    """Do the tie and the call each run under a condition of its own (``if tie_embeddings:`` around
+    the tie, ``if not tie_embeddings:`` around the call)? The two tests are usually the same
+    setting, so the code splits the modules only when they are not tied: not reported."""
+    tie_only = set(tie.ctx.branches) - set(shard.ctx.branches)
+    shard_only = set(shard.ctx.branches) - set(tie.ctx.branches)
+    return bool(tie_only) and bool(shard_only)
+
+
+def _holds(target: Ref, module: Ref) -> bool:
+    """Certainly: ``target`` is ``module`` or one of its ancestors."""
+    return _concrete(target) and module.path[: len(target.path)] == target.path
+
+
+def _splits(shard: Event, tie: _Tie) -> tuple[Ref, Ref] | None:
+    targets = [canonical(t) for t in shard.targets]
+    if not targets or any(t.root is not tie.owner.root for t in targets):
+        return None
+    for alone, other in ((tie.owner, tie.source), (tie.source, tie.owner)):
+        if any(_holds(t, alone) for t in targets) and not any(may_contain(t, other) for t in targets):
+            return alone, other
+    return None
