@@ -178,7 +178,7 @@ ANALYSIS_LAYERS = (
     ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),
     ("interpreter.guards", "interpreter.torch_api", "interpreter.summaries"),
-    ("interpreter.flow", "interpreter.generators"),
+    ("interpreter.flow", "interpreter.generators", "interpreter.order"),
     ("interpreter.calls", "interpreter.expressions", "interpreter.imports"),
     ("interpreter.core",),
     ("trace",),

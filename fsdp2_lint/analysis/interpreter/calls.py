@@ -21,6 +21,7 @@ import libcst as cst
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, generators, guards, summaries, torch_api
 from fsdp2_lint.analysis.interpreter.generators import Exiting, Split, Suspended
+from fsdp2_lint.analysis.interpreter.order import reversed_items, reversed_order
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, slot_keys
 from fsdp2_lint.analysis.model import (
     ANY,
@@ -43,7 +44,6 @@ from fsdp2_lint.analysis.model import (
     ModuleIter,
     Obj,
     ObjKind,
-    Order,
     Params,
     Partial,
     RankDep,
@@ -367,7 +367,7 @@ class Calls:
             items.extend(keyword_items(kwargs))
         elif name == "reverse":
             self.world.changed()
-            items[:] = _reversed_items(items)
+            items[:] = reversed_items(items)
         elif name in ("items", "values"):
             return Iter(IterKind.ITEMS, (receiver,)) if name == "items" else receiver
         elif name == "copy":
@@ -651,32 +651,6 @@ def _annotated_fields(info: ClassInfo) -> list[str]:
                 if dotted(base).rpartition(".")[2] != "ClassVar":
                     found.append(small.target.value)
     return found
-
-
-def reversed_order(value: Value) -> Value:
-    """``reversed(value)``, ``value[::-1]``: a walk over modules visits them in the other order."""
-    if isinstance(value, ModuleIter):
-        return ModuleIter(value.ref, value.self_included, value.named, _flipped(value.order))
-    if isinstance(value, Ref) and value.root.kind is ObjKind.CONTAINER and not value.path:
-        return Ref(Obj.container(_reversed_items(value.root.items), value.root.node))
-    return value
-
-
-def _reversed_items(items: list[tuple[object, Value]]) -> list[tuple[object, Value]]:
-    """A list a loop filled from a walk (``out.append(m)``) holds the walk's modules in its order."""
-    return [(key, _reversed_walk(item)) for key, item in reversed(items)]
-
-
-def _reversed_walk(value: Value) -> Value:
-    if isinstance(value, Choice):
-        return Choice(tuple(_reversed_walk(option) for option in value.options), value.sequential)
-    if isinstance(value, Ref) and value.order is not None:
-        return Ref(value.root, value.path, _flipped(value.order))
-    return value
-
-
-def _flipped(order: Order) -> Order:
-    return Order.REV if order is Order.PRE else Order.PRE
 
 
 def _refs_inside(value: Value):

@@ -12,7 +12,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
-from fsdp2_lint.analysis.interpreter.calls import reversed_order
+from fsdp2_lint.analysis.interpreter.order import reversed_order
 from fsdp2_lint.analysis.interpreter.state import Env
 from fsdp2_lint.analysis.model import (
     ANY,
