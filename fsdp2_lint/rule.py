@@ -44,6 +44,9 @@ class RuntimeSignature:
     ``min_ranks`` > 1 marks failures that need that many ranks to show in every form (ranks that
     disagree, a shard smaller than the whole): a run with fewer ranks that shows no matching
     failure could not have shown it, and is reported as not runnable there, not as unconfirmed.
+    ``torch_versions`` narrows where this evidence shows when the rule's misuse fails differently
+    elsewhere (an error on new torch, a silent break on older): there the rule still runs, and
+    ``confirm`` reports its fixtures as not reproducible on that torch.
     """
 
     evidence: str
@@ -52,6 +55,7 @@ class RuntimeSignature:
     min_gpus: int = 0
     min_ranks: int = 1
     note: str = ""
+    torch_versions: TorchVersions = TorchVersions()
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,11 @@ class Rule:
     # The torch versions in which the failure happens; outside them the rule does not run (the
     # version linted for: `torch-version` in the configuration, else the installed torch).
     torch_versions: ClassVar[TorchVersions] = TorchVersions()
+
+    @classmethod
+    def reproducible_on(cls) -> TorchVersions:
+        """Where ``confirm`` can show the failure: the signature's range where it narrows the rule's."""
+        return cls.torch_versions if cls.signature.torch_versions.unbounded else cls.signature.torch_versions
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         raise NotImplementedError

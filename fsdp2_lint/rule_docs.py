@@ -64,6 +64,9 @@ def rule_markdown(rule: type[Rule]) -> str:
     evidence = f"{evidence}. {rule.signature.note}".rstrip(" .")
     if rule.signature.min_ranks > 1:
         evidence += f"; it shows in every form only with {rule.signature.min_ranks} or more ranks (`--nproc`)"
+    shows = rule.signature.torch_versions
+    if not shows.unbounded:
+        evidence += f"; this evidence shows on {shows} only{' (' + shows.why + ')' if shows.why else ''}"
     parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}.")
     return "\n\n".join(parts) + "\n"
 

@@ -7,6 +7,7 @@ from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Event, EventKind, Ref, canonical, is_any, is_any_depth, may_contain, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.torch_version import TorchVersions
 
 
 class TiedParametersSplit(Rule):
@@ -39,8 +40,9 @@ after `fully_shard(model.emb)`). With torch 2.13 the lazy initialisation at the 
 forward** raises `ValueError: Parameter 'emb.weight' is shared with a parameter already managed
 by another FSDP group. For shared/tied parameters, use fully_shard([module_a, module_b]) to place
 them in the same FSDP group.` (checked on torch 2.13.0, CPU/gloo, 2 ranks; `fully_shard` itself
-does not raise). Per accelerate PR #4171 earlier versions did not raise (not re-checked here):
-the tie was silently broken and the two copies trained separately.
+does not raise). Torch 2.11 does not raise (checked on an H100 with NCCL, 2026-11-26; 2.12 not
+checked): the tie is silently broken and the two copies train separately, so the rule runs for
+every version and `confirm` reports its bad fixtures as not reproducible before 2.13.
 
 ## Known problems
 Only ties the file shows are seen: `tie_word_embeddings=True` in a Hugging Face config, or a
@@ -105,6 +107,11 @@ fully_shard(model)
         evidence="exception",
         exception=("ValueError",),
         message=r"is shared with a parameter already managed by another FSDP group",
+        torch_versions=TorchVersions(
+            since="2.13",
+            why="fully_shard's duplicate-parameter check; torch 2.11 has none and the tie breaks silently "
+            "(an H100 run, 2026-11-26); 2.12 not checked",
+        ),
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

@@ -8,9 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from rich.console import Console
 from runtime_helpers import START, synthetic_record
 
+from fsdp2_lint.cli import main
 from fsdp2_lint.diagnostics import Diagnostic, Severity
 from fsdp2_lint.rule import all_rules
 from fsdp2_lint.runtime.harness import confirm_fixtures as confirming
@@ -22,6 +24,7 @@ from fsdp2_lint.runtime.harness.confirm_script import (
     _print,
     compare,
 )
+from fsdp2_lint.runtime.harness.fixtures import discover
 from fsdp2_lint.runtime.harness.report import as_json, print_table
 from fsdp2_lint.runtime.harness.verdict import Verdict
 from fsdp2_lint.torch_version import TorchVersion, TorchVersions
@@ -105,3 +108,21 @@ def test_confirm_script_reports_the_torch_it_ran_on(fixed_in_2_8):
     assert text.startswith("fsdp2-lint confirm train.py: torch 2.13.0+cpu, device cpu")
     assert "not reproducible on this torch" in text
     assert _as_json(report)["torch"] == "2.13.0+cpu"
+
+
+def test_a_signature_range_narrows_where_confirm_reproduces_not_where_the_rule_runs(tmp_path):
+    """FSDP018's ValueError is new in torch 2.13 (2.11 breaks the tie silently): the rule runs for
+    every version, its fixtures are not reproducible before 2.13."""
+    tied = next(rule for rule in all_rules() if rule.code == "FSDP018")
+    assert tied.torch_versions.unbounded
+    assert TorchVersion(2, 11) not in tied.reproducible_on() and TorchVersion(2, 13) in tied.reproducible_on()
+    fixtures, _ = discover([tied])
+    bad = [fixture for fixture in fixtures if fixture.bad]
+    assert bad and all(fixture.torch_versions.excludes(TorchVersion(2, 11)) for fixture in bad)
+    assert NO_SYNC.reproducible_on() is NO_SYNC.torch_versions  # no narrower range: the rule's own
+    script = tmp_path / "tied.py"
+    script.write_text(bad[0].path.read_text())
+    linted = CliRunner().invoke(
+        main, ["check", "--isolated", "--torch-version", "2.11", "--select", "FSDP018", str(script)]
+    )
+    assert "FSDP018" in linted.output

@@ -128,7 +128,7 @@ def compare(
                 confirming[i].append(evidence)
     static = []
     for i, finding in enumerate(findings):
-        if finding.rule.torch_versions.excludes(torch):
+        if finding.rule.reproducible_on().excludes(torch):
             static.append(StaticFinding(finding.diagnostic, NOT_REPRODUCIBLE))
         elif confirming[i]:
             best = min(confirming[i], key=finding.distance)

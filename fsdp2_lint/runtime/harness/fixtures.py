@@ -21,7 +21,7 @@ class Fixture:
     path: Path  # the script, or the project's directory
     signature: RuntimeSignature
     entry: Entry | None = None  # how the project runs; None: a one-file fixture
-    torch_versions: TorchVersions = TorchVersions()  # where its rule's failure happens
+    torch_versions: TorchVersions = TorchVersions()  # where its rule's failure shows (Rule.reproducible_on)
 
     @property
     def name(self) -> str:
@@ -52,9 +52,9 @@ def discover(rules: Sequence[type[Rule]], root: Path | None = None) -> tuple[lis
         for kind in ("bad", "good"):
             for path in sorted(root.glob(f"{rule.code}/{kind}_*")):
                 if path.is_file() and path.suffix == ".py":
-                    found.append(Fixture(rule.code, path, rule.signature, None, rule.torch_versions))
+                    found.append(Fixture(rule.code, path, rule.signature, None, rule.reproducible_on()))
                 elif path.is_dir() and is_project(path):
-                    found.append(Fixture(rule.code, path, rule.signature, _entry(path), rule.torch_versions))
+                    found.append(Fixture(rule.code, path, rule.signature, _entry(path), rule.reproducible_on()))
                 elif path.is_dir():
                     notes.append(f"{rule.code}/{path.name}: a directory without ENTRY (not run)")
         if not found:
