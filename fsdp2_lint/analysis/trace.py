@@ -194,6 +194,17 @@ class Trace:
                 return shard
         return any(may_be_same(assumed, canonical(ref)) for assumed in self.assumed_sharded)
 
+    def holds_fsdp_module(self, ref: Ref, event: Event) -> Event | bool:
+        """Has ``fully_shard`` been applied to ``ref`` or to a module inside it (maybe) before
+        ``event``? (Copying ``ref`` then copies an FSDP module; a module that only an ancestor's
+        ``fully_shard`` manages is a plain module holding DTensors.)"""
+        if _proved_unsharded(ref, event):
+            return False
+        for shard, target in self.shards_before(event):
+            if may_contain(canonical(ref), target):
+                return shard
+        return any(may_contain(canonical(ref), assumed) for assumed in self.assumed_sharded)
+
     def is_managed(self, ref: Ref, event: Event) -> Event | bool:
         """Is ``ref`` or one of its ancestors sharded before ``event`` (its params are DTensors)?"""
         if _proved_unsharded(ref, event):
