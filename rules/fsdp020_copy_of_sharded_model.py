@@ -57,6 +57,10 @@ for m in (model, ema):
     fully_shard(m)
 ```
 
+An evaluation forward of the sharded copy without a backward (`with torch.no_grad(): ema(x)`)
+leaves its root's parameters unsharded (plain tensors) until its next forward; call `ema.reshard()`
+after it, or the next `lerp_` against the model's DTensors fails with `mixed torch.Tensor and DTensor`.
+
 ## Known problems
 Copies made by other libraries' EMA helpers (`ema_pytorch.EMA(model)`) are not recognised. A copy
 made before sharding but never sharded itself fails later instead, when it is updated from the

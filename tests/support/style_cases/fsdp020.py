@@ -1,0 +1,95 @@
+"""Style cases for FSDP020: code written in styles the fixtures do not use."""
+
+CASES = {
+    "fsdp020-trainer-ema-in-other-method": """
+        import copy
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                for block in self.model.blocks:
+                    fully_shard(block)
+                fully_shard(self.model)
+            def build_ema(self):
+                self.ema = copy.deepcopy(self.model)  # expect: FSDP020
+                self.ema.requires_grad_(False)
+    """,
+    "fsdp020-module-alias-and-attribute-path": """
+        import copy as cp
+        import torch
+        from torch.distributed import fsdp
+        for block in model.blocks:
+            fsdp.fully_shard(block)
+        swa = torch.optim.swa_utils.AveragedModel(model, use_buffers=True)  # expect: FSDP020
+        first = cp.deepcopy(model.blocks[0])  # expect: FSDP020
+    """,
+    "fsdp020-keyword-and-timm": """
+        from copy import deepcopy
+        from timm.utils import ModelEmaV3
+        from torch.distributed.fsdp import fully_shard
+        def setup(model, mesh):
+            fully_shard(model, mesh=mesh)
+            ema = ModelEmaV3(model, decay=0.9998)  # expect: FSDP020
+            frozen = deepcopy(x=model)  # expect: FSDP020
+            return ema, frozen
+    """,
+    "fsdp020-good-copy-before-shard-then-shard-both": """
+        import copy
+        from torch.distributed.fsdp import fully_shard
+        def shard(m):
+            for block in m.blocks:
+                fully_shard(block)
+            fully_shard(m)
+        ema = copy.deepcopy(model)
+        shard(model)
+        shard(ema)
+    """,
+    "fsdp020-good-averaged-model-before-shard": """
+        from torch.distributed.fsdp import fully_shard
+        from torch.optim.swa_utils import AveragedModel
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.swa = AveragedModel(model)
+                fully_shard(self.model)
+                fully_shard(self.swa.module)
+    """,
+    "fsdp020-good-submodule-only-managed-by-root": """
+        import copy
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        head = copy.deepcopy(model.head)  # a plain module whose parameters are DTensors: torch copies it
+    """,
+    "fsdp020-good-state-dict-and-params": """
+        import copy
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        best = copy.deepcopy(model.state_dict())
+        before = [p.detach().clone() for p in model.parameters()]
+    """,
+    "fsdp020-good-fsdp1-and-ddp": """
+        import copy
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        ddp = DDP(net)
+        ema = copy.deepcopy(ddp.module)
+        wrapped = FSDP(other)
+        ref = copy.deepcopy(wrapped)
+    """,
+    "fsdp020-good-other-module": """
+        import copy
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(policy)
+        target_critic = copy.deepcopy(critic)
+    """,
+    "fsdp020-good-type-test": """
+        import copy
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def make_ema(model):
+            if isinstance(model, FSDPModule):
+                return None
+            return copy.deepcopy(model)
+        fully_shard(model)
+        ema = make_ema(model)
+    """,
+}
