@@ -357,7 +357,8 @@ class _Renumber:
             owner = self.ref(value.owner) if isinstance(value.owner, Ref) else value.owner
             return StateDict(owner, self.index(value.at), value.full)
         if isinstance(value, Derived):
-            return Derived(value.tags, frozenset(self.index(step) for step in value.steps))
+            params = self.value(value.params) if value.params is not None else None
+            return Derived(value.tags, frozenset(self.index(step) for step in value.steps), params)
         if isinstance(value, FsdpVersion):
             return replace(value, model=self.value(value.model))
         if isinstance(value, Partial):
@@ -408,6 +409,8 @@ def _values_in(value: Value) -> Iterator[Value]:
             stack.append(current.receiver)
         elif isinstance(current, FsdpVersion):
             stack.append(current.model)
+        elif isinstance(current, Derived) and current.params is not None:
+            stack.append(current.params)
         elif isinstance(current, Function) and current.bound is not None:
             stack.append(current.bound)
 
