@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Derived, Event, GradTag, canonical, report_node, walk_contents
+from fsdp2_lint.analysis.model import Derived, Event, GradTag, Params, canonical, report_node, walk_contents
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -62,12 +62,13 @@ c10d.allreduce_.default does not have a sharding strategy registered.`, and
 `dist.all_reduce_coalesced` raises `RuntimeError: c10d.allreduce_coalesced_.default`; older torch
 fails with `AssertionError: found no DeviceMesh from dtensor args for c10d.allreduce_.default!`.
 
+Code written for both DDP and FSDP2 that syncs only where `isinstance(p.grad, DTensor)` (or
+`isinstance(p, DTensor)`) is false, or skips DTensors with `continue`, is not flagged either.
+
 ## Known problems
 Working around the error with `dist.all_reduce(p.grad.to_local())` runs without an error and is
 silently wrong (it sums different shards of the averaged gradient); it is not flagged, as a
-reduction of `to_local()` values is also how a correct global norm is computed. A gradient sync
-on code that tests `isinstance(p.grad, DTensor)` and syncs only plain gradients is flagged in the
-plain arm.
+reduction of `to_local()` values is also how a correct global norm is computed.
 """
     valid = (
         """
@@ -160,8 +161,23 @@ def _sharded_gradients(trace: Trace, event: Event, keyword: str) -> tuple[Event 
     for option in walk_contents(value) if value is not None else ():
         if not isinstance(option, Derived) or option.params is None or option.tags & PLAIN:
             continue
+        if _proved_plain(event, option):
+            continue  # the arm of `isinstance(p.grad, DTensor)` (or of `p`) where it is not one
         for source in sorted(option.params.sources, key=lambda s: canonical(s.ref).text):
             shard = trace.sharded_overlap(source.ref, event)
             if shard:
                 return shard, source.ref
     return None
+
+
+def _proved_plain(event: Event, gradient: Derived) -> bool:
+    """Does a type test the collective runs under prove the gradient, or its parameter, no DTensor?"""
+    sources = gradient.params.sources if gradient.params is not None else frozenset()
+    for value in event.ctx.not_dtensor:
+        for option in walk_contents(value):
+            if option == gradient:
+                return True
+            tested = option.params if isinstance(option, Derived) else option
+            if isinstance(tested, Params) and tested.sources & sources:
+                return True
+    return False

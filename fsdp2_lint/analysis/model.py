@@ -648,6 +648,9 @@ class Context:
     # Values a type test (`isinstance(x, DTensor)`, `hasattr(x, "full_tensor")`) requires to be
     # DTensors here: the code runs only if they are.
     dtensor_tested: tuple[Value, ...] = ()
+    # Values a type test proves are no DTensors here (the other arm of `isinstance(x, DTensor)`,
+    # also of `isinstance(p.grad, DTensor)` for a parameter `p`): a parameter, or a gradient.
+    not_dtensor: tuple[Value, ...] = ()
     # What encloses this code in its own function (a function's body starts afresh, see `in_function`):
     if_nodes: tuple[int, ...] = ()  # ids of the `if`s and conditional expressions it is in (their test or an arm)
     # The source of each `x` an `isinstance(x, ...DTensor...)` checks in the test of an `if` it is in.

@@ -336,6 +336,7 @@ class _Renumber:
             managers=tuple(self.value(value) for value in ctx.managers),
             not_fsdp2=tuple(self.ref(ref) for ref in ctx.not_fsdp2),
             dtensor_tested=tuple(self.value(value) for value in ctx.dtensor_tested),
+            not_dtensor=tuple(self.value(value) for value in ctx.not_dtensor),
         )
 
     def value(self, value):
@@ -386,7 +387,7 @@ def _event_values(event: Event) -> Iterator[Value]:
     if event.result is not None:
         yield event.result
     ctx = event.ctx
-    yield from (*ctx.forward_of, *ctx.managers, *ctx.not_fsdp2, *ctx.dtensor_tested)
+    yield from (*ctx.forward_of, *ctx.managers, *ctx.not_fsdp2, *ctx.dtensor_tested, *ctx.not_dtensor)
 
 
 def _values_in(value: Value) -> Iterator[Value]:
