@@ -69,6 +69,10 @@ Code written for both DDP and FSDP2 that syncs only where `isinstance(p.grad, DT
 Working around the error with `dist.all_reduce(p.grad.to_local())` runs without an error and is
 silently wrong (it sums different shards of the averaged gradient); it is not flagged, as a
 reduction of `to_local()` values is also how a correct global norm is computed.
+
+Two tests of the same setting are not correlated: a sync under `if not args.fsdp:` after
+`if args.fsdp: fully_shard(model)` is still reported. Test the model itself instead
+(`if not isinstance(model, FSDPModule):`), which the analysis understands.
 """
     valid = (
         """
