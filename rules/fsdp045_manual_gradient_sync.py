@@ -29,7 +29,7 @@ class ManualGradientSync(Rule):
     )
     failure = (
         "`NotImplementedError: Operator c10d.allreduce_.default does not have a sharding strategy registered` "
-        "at the first all-reduce (torch < 2.13: `AssertionError: found no DeviceMesh from dtensor args`)"
+        "at the first all-reduce (older torch: `found no DeviceMesh from dtensor args for c10d::allreduce_`)"
     )
     docs = """
 ## What it does
@@ -59,8 +59,9 @@ manual sync is redundant, and c10d's collectives do not accept DTensors. Observe
 on CPU/gloo: `dist.all_reduce(p.grad)` (also on `p.grad.data`, `p.grad.detach()`, a flattened
 buffer, with `async_op=True`, and `dist.reduce`) raises `NotImplementedError: Operator
 c10d.allreduce_.default does not have a sharding strategy registered.`, and
-`dist.all_reduce_coalesced` raises `RuntimeError: c10d.allreduce_coalesced_.default`; older torch
-fails with `AssertionError: found no DeviceMesh from dtensor args for c10d.allreduce_.default!`.
+`dist.all_reduce_coalesced` raises `RuntimeError: c10d.allreduce_coalesced_.default`. Older torch
+fails with `found no DeviceMesh from dtensor args for c10d::allreduce_` (an `AssertionError` in
+torch's DTensor dispatch; reported as a `RuntimeError` in torchtitan PR #2777; not re-checked here).
 
 Code written for both DDP and FSDP2 that syncs only where `isinstance(p.grad, DTensor)` (or
 `isinstance(p, DTensor)`) is false, or skips DTensors with `continue`, is not flagged either.
