@@ -118,6 +118,7 @@ class GradTag(Enum):
 
     GRAD = "grad"  # computed from parameters' gradients (always present)
     LOCAL = "local"  # reduced to this rank's shard by ``.to_local()``
+    FULL = "full"  # gathered into a plain tensor by ``.full_tensor()``
 
 
 class Value:
@@ -326,11 +327,14 @@ class FsdpVersion(Value):
 @dataclass(frozen=True)
 class Derived(Value):
     """A tensor computed from parameters' gradients. ``tags`` (:class:`GradTag`): ``GRAD`` always;
-    ``LOCAL`` once ``.to_local()`` reduced it to this rank's shard. ``steps``: the indexes of the
-    events that computed it, so a rule can tell a per-parameter norm from the total built on it."""
+    ``LOCAL`` once ``.to_local()`` reduced it to this rank's shard, ``FULL`` once ``.full_tensor()``
+    gathered it. ``steps``: the indexes of the events that computed it, so a rule can tell a
+    per-parameter norm from the total built on it. ``params``: the parameters whose ``.grad`` it
+    was computed from, where known (a DTensor while their module is sharded)."""
 
     tags: frozenset[GradTag]
     steps: frozenset[int] = frozenset()
+    params: Params | None = None
 
 
 @dataclass(frozen=True)
@@ -644,6 +648,9 @@ class Context:
     # Values a type test (`isinstance(x, DTensor)`, `hasattr(x, "full_tensor")`) requires to be
     # DTensors here: the code runs only if they are.
     dtensor_tested: tuple[Value, ...] = ()
+    # Values a type test proves are no DTensors here (the other arm of `isinstance(x, DTensor)`,
+    # also of `isinstance(p.grad, DTensor)` for a parameter `p`): a parameter, or a gradient.
+    not_dtensor: tuple[Value, ...] = ()
     # What encloses this code in its own function (a function's body starts afresh, see `in_function`):
     if_nodes: tuple[int, ...] = ()  # ids of the `if`s and conditional expressions it is in (their test or an arm)
     # The source of each `x` an `isinstance(x, ...DTensor...)` checks in the test of an `if` it is in.

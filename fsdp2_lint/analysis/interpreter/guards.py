@@ -8,6 +8,7 @@ of the test (:func:`arms`). Per arm:
 - ``slots``: the same wrapper narrowing for attributes, as heap slots, undone after the arm;
 - ``not_fsdp2``: the modules the test proves are no FSDP2 modules;
 - ``dtensor_tested``: the values the test requires to be DTensors;
+- ``not_dtensor``: the values the test proves are no DTensors (a parameter, or its gradient);
 - ``rank_guard``: the ranks the arm runs on, from the test's rank kind (:func:`rank_kind`,
   computed by :func:`compare_rank` / :func:`compare_world_size` when the test is evaluated).
 
@@ -79,6 +80,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             slots=_slots(facts[index].wrappers),
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
+            not_dtensor=facts[index].not_dtensor,
             against_default=index == ruled_out,
         )
         for index in (0, 1)
@@ -100,6 +102,7 @@ class _Facts:
     wrappers: dict[object, Value] = field(default_factory=dict)  # names and slots a wrapper test rebinds
     type_facts: dict[str, Value] = field(default_factory=dict)
     dtensor_tested: tuple[Value, ...] = ()
+    not_dtensor: tuple[Value, ...] = ()
 
     def both(self, other: _Facts) -> _Facts:
         """What two conditions that both hold establish."""
@@ -107,6 +110,7 @@ class _Facts:
             {**self.wrappers, **other.wrappers},
             {**self.type_facts, **other.type_facts},
             self.dtensor_tested + other.dtensor_tested,
+            self.not_dtensor + other.not_dtensor,
         )
 
 
@@ -116,13 +120,17 @@ def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Fa
     name = dtensor_test_subject(interp, test)
     tested = interp.frame.env.lookup(name) if name is not None else None
     if name is None or tested is None:
+        parameter = _gradient_test_subject(interp, test)  # `isinstance(p.grad, DTensor)`
+        if parameter is not None:
+            return _Facts(wrapper_true), _Facts(wrapper_false, not_dtensor=(parameter,))
         return _Facts(wrapper_true), _Facts(wrapper_false)
     # A DTensor test: in the true arm the value is a DTensor; in the false arm a tensor of a
-    # sharded state dict is plain (a buffer), so it holds its full value.
+    # sharded state dict is plain (a buffer), so it holds its full value, and a parameter or a
+    # gradient is no DTensor.
     plain = {}
     if any(isinstance(o, StateDict) for o in options(tested)):
         plain = {name: choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(tested)])}
-    return _Facts(wrapper_true, dtensor_tested=(tested,)), _Facts(wrapper_false, plain)
+    return _Facts(wrapper_true, dtensor_tested=(tested,)), _Facts(wrapper_false, plain, not_dtensor=(tested,))
 
 
 def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | None:
@@ -141,6 +149,24 @@ def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | N
             isinstance(option, Symbol) and option.qname == apis.DTENSOR for option in walk_contents(peek(interp, kind))
         )
     return subject.value if is_dtensor_test else None
+
+
+def _gradient_test_subject(interp: Evaluator, test: cst.BaseExpression) -> Value | None:
+    """``p`` when the test is ``isinstance(p.grad, DTensor)`` (or of ``p.grad.data``): in its false
+    arm the parameter's gradient is no DTensor."""
+    if not (isinstance(test, cst.Call) and len(test.args) == 2 and dotted(test.func) == "isinstance"):
+        return None
+    subject = test.args[0].value
+    if isinstance(subject, cst.Attribute) and subject.attr.value == "data":
+        subject = subject.value
+    if not (
+        isinstance(subject, cst.Attribute) and subject.attr.value == "grad" and isinstance(subject.value, cst.Name)
+    ):
+        return None
+    kind = peek(interp, test.args[1].value)
+    if not any(isinstance(option, Symbol) and option.qname == apis.DTENSOR for option in walk_contents(kind)):
+        return None
+    return interp.frame.env.lookup(subject.value.value)
 
 
 def _data_of(node: cst.BaseExpression) -> cst.Name | None:

@@ -63,6 +63,7 @@ class Arm:
     slots: dict[Slot, Value] = field(default_factory=dict)  # attributes rebound in the arm only
     not_fsdp2: tuple[Ref, ...] = ()  # modules the test proves are no FSDP2 modules
     dtensor_tested: tuple[Value, ...] = ()  # values the test requires to be DTensors
+    not_dtensor: tuple[Value, ...] = ()  # values (parameters, gradients) the test proves are no DTensors
     against_default: bool = False  # the arm a constant test on a defaulted parameter rules out
 
     def path_only(self) -> Arm:

@@ -336,6 +336,7 @@ class _Renumber:
             managers=tuple(self.value(value) for value in ctx.managers),
             not_fsdp2=tuple(self.ref(ref) for ref in ctx.not_fsdp2),
             dtensor_tested=tuple(self.value(value) for value in ctx.dtensor_tested),
+            not_dtensor=tuple(self.value(value) for value in ctx.not_dtensor),
         )
 
     def value(self, value):
@@ -357,7 +358,8 @@ class _Renumber:
             owner = self.ref(value.owner) if isinstance(value.owner, Ref) else value.owner
             return StateDict(owner, self.index(value.at), value.full)
         if isinstance(value, Derived):
-            return Derived(value.tags, frozenset(self.index(step) for step in value.steps))
+            params = self.value(value.params) if value.params is not None else None
+            return Derived(value.tags, frozenset(self.index(step) for step in value.steps), params)
         if isinstance(value, FsdpVersion):
             return replace(value, model=self.value(value.model))
         if isinstance(value, Partial):
@@ -385,7 +387,7 @@ def _event_values(event: Event) -> Iterator[Value]:
     if event.result is not None:
         yield event.result
     ctx = event.ctx
-    yield from (*ctx.forward_of, *ctx.managers, *ctx.not_fsdp2, *ctx.dtensor_tested)
+    yield from (*ctx.forward_of, *ctx.managers, *ctx.not_fsdp2, *ctx.dtensor_tested, *ctx.not_dtensor)
 
 
 def _values_in(value: Value) -> Iterator[Value]:
@@ -408,6 +410,8 @@ def _values_in(value: Value) -> Iterator[Value]:
             stack.append(current.receiver)
         elif isinstance(current, FsdpVersion):
             stack.append(current.model)
+        elif isinstance(current, Derived) and current.params is not None:
+            stack.append(current.params)
         elif isinstance(current, Function) and current.bound is not None:
             stack.append(current.bound)
 

@@ -19,6 +19,8 @@ if it is new). The evaluator (:mod:`.core`) asks these registries and knows no t
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -512,9 +514,11 @@ def _derived_method(value: Derived, name: str, event: Event) -> Value:  # type: 
     tags = value.tags
     if name == "to_local":
         tags = tags | {GradTag.LOCAL}
-    elif name in ("full_tensor", "redistribute"):
+    elif name == "full_tensor":
+        tags = tags - {GradTag.LOCAL} | {GradTag.FULL}
+    elif name == "redistribute":
         tags = tags - {GradTag.LOCAL}
-    return Derived(tags, value.steps | {event.index})
+    return Derived(tags, value.steps | {event.index}, value.params)
 
 
 @VALUE_METHODS(Loaded)
@@ -527,7 +531,7 @@ def _loaded_method(loaded: Loaded, name: str, event: Event) -> Value | None:  # 
 def value_attribute(value: Value, name: str) -> Value:
     """``value.name`` on a value that is not an object: ``param.grad`` derives from gradients."""
     if isinstance(value, Params) and name == "grad":
-        return Derived(frozenset({GradTag.GRAD}))
+        return Derived(frozenset({GradTag.GRAD}), params=value)
     if isinstance(value, Derived):
         return value
     if isinstance(value, (Params, Loaded, StateDict)) and name == "data":
@@ -650,4 +654,9 @@ def derived_from(args: tuple, kwargs: dict, step: int | None = None) -> Derived 
     if not inputs:
         return None
     steps = frozenset().union(*(derived.steps for derived in inputs))
-    return Derived(frozenset().union(*(d.tags for d in inputs)), steps if step is None else steps | {step})
+    params = [derived.params for derived in inputs if derived.params is not None]
+    return Derived(
+        frozenset().union(*(d.tags for d in inputs)),
+        steps if step is None else steps | {step},
+        functools.reduce(operator.or_, params) if params else None,
+    )

@@ -1,0 +1,114 @@
+"""Style cases for FSDP045: code written in styles the fixtures do not use."""
+
+CASES = {
+    "fsdp045-gradient-list-then-loop": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        loss.backward()
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        for grad in grads:
+            dist.all_reduce(grad, group=dp_group)  # expect: FSDP045
+    """,
+    "fsdp045-coalesced-and-flattened": """
+        import torch.distributed as dist
+        from torch._utils import _flatten_dense_tensors
+        from torch.distributed.fsdp import fully_shard
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        loss.backward()
+        grads = [p.grad for p in model.parameters()]
+        dist.all_reduce_coalesced(grads)  # expect: FSDP045
+        flat = _flatten_dense_tensors(grads)
+        dist.all_reduce(flat)  # expect: FSDP045
+    """,
+    "fsdp045-async-handles-keyword-tensor": """
+        from torch.distributed import all_reduce
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        loss.backward()
+        handles = [all_reduce(tensor=p.grad.detach(), async_op=True) for p in model.parameters()]  # expect: FSDP045
+        for handle in handles:
+            handle.wait()
+    """,
+    "fsdp045-trainer-hook-reads-self-model": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                for block in model.layers:
+                    fully_shard(block)
+                self.model = fully_shard(model)
+            def after_backward(self):
+                for _, param in self.model.named_parameters():
+                    if param.grad is None:
+                        continue
+                    dist.reduce(param.grad, dst=0)  # expect: FSDP045
+    """,
+    "fsdp045-submodule-inside-sharded-model": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        loss.backward()
+        for p in model.decoder.parameters():
+            dist.all_reduce(p.grad)  # expect: FSDP045
+    """,
+    "fsdp045-good-skips-dtensor-gradients": """
+        import torch.distributed as dist
+        from torch.distributed.tensor import DTensor
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        loss.backward()
+        for p in model.parameters():
+            if isinstance(p.grad, DTensor):
+                continue  # reduced by FSDP already
+            dist.all_reduce(p.grad)
+        for p in model.parameters():
+            if not isinstance(p, DTensor):
+                dist.all_reduce(p.grad)
+    """,
+    "fsdp045-good-not-an-fsdp2-module": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def sync_gradients(model):
+            if isinstance(model, FSDPModule):
+                return  # FSDP2 reduces in backward
+            for p in model.parameters():
+                dist.all_reduce(p.grad)
+        fully_shard(model)
+        loss.backward()
+        sync_gradients(model)
+    """,
+    "fsdp045-good-local-norm-and-loss": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        loss = model(batch).sum()
+        loss.backward()
+        squares = sum(p.grad.to_local().pow(2).sum() for p in model.parameters())
+        dist.all_reduce(squares)
+        logged = loss.detach().clone()
+        dist.all_reduce(logged, op=dist.ReduceOp.AVG)
+        norms = [p.grad.full_tensor().norm() for p in model.parameters()]
+        dist.all_reduce(torch.stack(norms))
+    """,
+    "fsdp045-good-separate-unsharded-critic": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(actor)
+        (actor_loss + critic_loss).backward()
+        for p in critic.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= dist.get_world_size()
+    """,
+    "fsdp045-good-sync-before-sharding": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        warmup_loss.backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+        fully_shard(model)
+    """,
+}
