@@ -20,6 +20,7 @@ from sarif_kit.validate import validation_errors
 from fsdp2_lint import __version__
 from fsdp2_lint.cli import main
 from fsdp2_lint.output import FORMATS, HOMEPAGE
+from fsdp2_lint.rule import all_rules
 from fsdp2_lint.runtime.harness.command import confirm
 
 try:
@@ -127,3 +128,22 @@ def test_github_workflow_gpu_job_runs_confirm_on_cuda():
     assert (program, command) == ("fsdp2-lint", "confirm")
     options = confirm.make_context("confirm", arguments).params  # parsed as the CLI parses them
     assert options["device"] == "cuda" and options["nproc"] >= 2
+
+
+def test_wave3_evidence_quotes_what_each_rules_signature_accepts():
+    table = README.split("<!-- wave3-evidence -->", 1)[1].split("<!-- end wave3-evidence -->", 1)[0]
+    rows = table.strip().splitlines()[2:]
+    assert rows, "the evidence table lists no rule"
+    for row in rows:
+        code, bad, good = (cell.strip() for cell in row.strip("|").split("|"))
+        rule = {rule.code: rule for rule in all_rules()}[code]
+        bad_fixture, kind, quoted = re.fullmatch(r"`(\w+)`: `\[(\w+)\] (.+?)`.*", bad).groups()
+        assert kind == rule.signature.evidence, code
+        if rule.signature.message is not None:
+            assert re.search(rule.signature.message, quoted), (code, quoted)
+        if rule.signature.exception:
+            assert quoted.split(":", 1)[0] in rule.signature.exception, (code, quoted)
+        good_fixture = re.match(r"`(\w+)`", good).group(1)
+        assert good.endswith(": clean"), (code, good)
+        for fixture in (ROOT / "fixtures" / code / bad_fixture, ROOT / "fixtures" / code / good_fixture):
+            assert fixture.with_suffix(".py").exists() or fixture.is_dir(), fixture
