@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import libcst as cst
+
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.model import (
     ClassInfo,
@@ -256,7 +258,7 @@ def share_class_sharding(traces: list[Trace]) -> None:
     """A method that no code in the file calls runs at an order we cannot see, so modules that
     other methods of its class shard (``self.model``) are taken as sharded from its start, and
     attributes they set to an optimizer over sharded parameters (``self.optimizer``) as holding one."""
-    sharded: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
+    sharded: dict[ClassInfo, list[tuple[cst.CSTNode, tuple[str, ...]]]] = {}
     optimizers: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
     for trace in traces:
         instance = trace.instance
@@ -266,7 +268,7 @@ def share_class_sharding(traces: list[Trace]) -> None:
             for target in shard.targets:
                 target = canonical(target)
                 if target.root is instance.root:
-                    sharded.setdefault(instance.root.cls, []).append((trace, target.path))
+                    sharded.setdefault(instance.root.cls, []).append((shard.node, target.path))
         for store in trace.of_kind(EventKind.STORE):
             for owner in refs(store.receiver):
                 owner = canonical(owner)
@@ -276,7 +278,9 @@ def share_class_sharding(traces: list[Trace]) -> None:
         instance = trace.instance
         if instance is None:
             continue
-        paths = {path for owner, path in sharded.get(instance.root.cls, ()) if owner is not trace}
+        # a `fully_shard` this trace runs itself (in `__init__`, run before the method) is seen in order
+        own = {shard.node for shard in trace.shards}
+        paths = {path for node, path in sharded.get(instance.root.cls, ()) if node not in own}
         trace.assumed_sharded = [Ref(instance.root, path) for path in sorted(paths)]
         paths = {path for owner, path in optimizers.get(instance.root.cls, ()) if owner is not trace}
         trace.assumed_optimizers = [Ref(instance.root, path) for path in sorted(paths)]

@@ -506,7 +506,9 @@ def _state_dict_method(state: StateDict, name: str, event: Event) -> Value:  # t
 
 @VALUE_METHODS(Params)
 def _params_method(params: Params, name: str, event: Event) -> Value | None:  # type: ignore[misc]
-    return params if name in ("copy", "values") else None
+    """A list's copy holds the same parameters; a tensor's in-place op (`p.mul_(d)`) returns it."""
+    in_place = name.endswith("_") and not name.startswith("_")
+    return params if name in ("copy", "values") or in_place else None
 
 
 @VALUE_METHODS(Derived)

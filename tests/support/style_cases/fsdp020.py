@@ -92,4 +92,68 @@ CASES = {
         fully_shard(model)
         ema = make_ema(model)
     """,
+    "fsdp020-ema-update-spellings": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Model()
+        ema = copy.deepcopy(model)
+        fully_shard(model)
+        with torch.no_grad():
+            for e, p in zip(ema.parameters(), model.parameters()):
+                e.data.mul_(0.99).add_(p.data, alpha=0.01)  # expect: FSDP020
+            torch._foreach_lerp_(list(ema.parameters()), list(model.parameters()), 0.01)  # expect: FSDP020
+            ema_state = ema.state_dict()
+            for key, value in model.state_dict().items():
+                ema_state[key].lerp_(value, 0.01)  # expect: FSDP020
+    """,
+    "fsdp020-ema-copied-back-for-eval": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.ema = copy.deepcopy(model)
+                fully_shard(self.model)
+            def swap_in_ema(self):
+                with torch.no_grad():
+                    for p, e in zip(self.model.parameters(), self.ema.parameters()):
+                        p.copy_(e)  # expect: FSDP020
+    """,
+    "fsdp020-good-ema-from-gathered-or-local-values": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Model()
+        ema = copy.deepcopy(model)
+        fully_shard(model)
+        with torch.no_grad():
+            for e, p in zip(ema.parameters(), model.parameters()):
+                e.lerp_(p.full_tensor(), 0.01)
+            for key, value in model.state_dict().items():
+                value.full_tensor()
+    """,
+    "fsdp020-good-ema-handed-to-unknown-code": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from mylib import shard_like
+        model = Model()
+        ema = copy.deepcopy(model)
+        fully_shard(model)
+        shard_like(ema, model)
+        with torch.no_grad():
+            for e, p in zip(ema.parameters(), model.parameters()):
+                e.lerp_(p, 0.01)
+    """,
+    "fsdp020-good-two-unsharded-models": """
+        import copy
+        import torch
+        model = Model()
+        ema = copy.deepcopy(model)
+        with torch.no_grad():
+            for e, p in zip(ema.parameters(), model.parameters()):
+                e.lerp_(p, 0.01)
+    """,
 }
