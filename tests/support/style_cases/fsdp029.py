@@ -1,0 +1,36 @@
+"""Style cases for FSDP029: code written in styles the fixtures do not use."""
+
+CASES = {
+    "fsdp029-fsdp1-fields-and-aliases": """
+        import torch
+        from torch.distributed import fsdp
+        from torch.distributed._composable.fsdp import MixedPrecisionPolicy as MP
+        a = fsdp.MixedPrecisionPolicy(torch.bfloat16, keep_low_precision_grads=True)  # expect: FSDP029
+        b = MP(param_dtype=torch.float16, cast_root_forward_inputs=True)  # expect: FSDP029
+    """,
+    "fsdp029-too-many-positional": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy
+        policy = MixedPrecisionPolicy(torch.bfloat16, torch.float32, None, True, torch.float32)  # expect: FSDP029
+    """,
+    "fsdp029-string-in-variable-and-positional": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        DTYPE = "bfloat16"
+        def shard(model):
+            fully_shard(model, mp_policy=MixedPrecisionPolicy(DTYPE))  # expect: FSDP029
+            fully_shard(model, mp_policy=MixedPrecisionPolicy(torch.bfloat16, "float32"))  # expect: FSDP029
+    """,
+    "fsdp029-good-dtypes-and-unknown-kwargs": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy
+        policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32, output_dtype=torch.bfloat16, cast_forward_inputs=False)
+        other = MixedPrecisionPolicy(**config.mp_kwargs)
+        third = MixedPrecisionPolicy(param_dtype=dtypes[config.precision])
+    """,
+    "fsdp029-good-fsdp1-mixed-precision-is-another-rule": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecision
+        policy = MixedPrecision(param_dtype=torch.bfloat16, buffer_dtype=torch.bfloat16)
+    """,
+}
