@@ -49,7 +49,9 @@ Flags a `MixedPrecisionPolicy(...)` construction given a keyword it does not hav
 `buffer_dtype`, `keep_low_precision_grads`, `cast_root_forward_inputs`, or any other), more
 than its four positional arguments, or a string where it takes a dtype
 (`param_dtype="bfloat16"`). Not flagged: `torch.bfloat16` and other dtype expressions, a dtype
-held in a variable or a config, and `**kwargs` whose keys are not known.
+held in a variable or a config, `**kwargs` whose keys are not known, and a call whose callee may
+also be FSDP1's `MixedPrecision` (`from ... import MixedPrecisionPolicy as MixedPrecision` on one
+path, `MixedPrecision` on another: code written for both).
 
 ## Why is this bad?
 `MixedPrecisionPolicy` is a frozen dataclass with exactly `param_dtype`, `reduce_dtype`,
@@ -120,6 +122,8 @@ policy = MixedPrecisionPolicy(param_dtype="bfloat16", reduce_dtype=torch.float32
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
             for policy in trace.calls(POLICY):
+                if trace.other_callees(policy):
+                    continue  # the name may be FSDP1's `MixedPrecision`, whose fields these may be
                 problems = _problems(policy)
                 if problems:
                     yield Finding(

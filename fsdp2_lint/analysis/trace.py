@@ -63,6 +63,20 @@ class Trace:
                 index.setdefault(event.name, []).append(event)
         return index
 
+    @cached_property
+    def _calls_at(self) -> dict[int, list[Event]]:
+        index: dict[int, list[Event]] = {}
+        for event in self.events:
+            if event.kind is EventKind.CALL:
+                index.setdefault(id(event.node), []).append(event)
+        return index
+
+    def other_callees(self, call: Event) -> set[str | None]:
+        """What else the call may be calling: a callee bound differently on two paths
+        (``from fsdp import MixedPrecision`` or ``... MixedPrecisionPolicy as MixedPrecision``)
+        records one event per function, all at the same call."""
+        return {event.qname for event in self._calls_at.get(id(call.node), ()) if event.qname != call.qname}
+
     def calls(self, *qnames: str) -> list[Event]:
         found = [event for qname in qnames for event in self._by_qname.get(qname, ())]
         return sorted(found, key=lambda event: event.index) if len(qnames) > 1 else found

@@ -33,4 +33,22 @@ CASES = {
         from torch.distributed.fsdp import MixedPrecision
         policy = MixedPrecision(param_dtype=torch.bfloat16, buffer_dtype=torch.bfloat16)
     """,
+    "fsdp029-good-callee-is-fsdp1-or-fsdp2-by-version": """
+        def make_policy(version, dtype):
+            if version == 1:
+                from torch.distributed.fsdp import MixedPrecision
+            elif version == 2:
+                from torch.distributed.fsdp import MixedPrecisionPolicy as MixedPrecision
+            args = {"param_dtype": dtype, "reduce_dtype": dtype}
+            if version == 1:
+                args["buffer_dtype"] = dtype
+            return MixedPrecision(**args)
+    """,
+    "fsdp029-fsdp2-only-alias-still-checked": """
+        from torch.distributed.fsdp import MixedPrecisionPolicy as MixedPrecision
+        def make_policy(dtype):
+            args = {"param_dtype": dtype}
+            args["buffer_dtype"] = dtype
+            return MixedPrecision(**args)  # expect: FSDP029
+    """,
 }
