@@ -6,7 +6,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import UNKNOWN_KEYWORDS, Const, Event, options
+from fsdp2_lint.analysis.model import UNKNOWN_KEYWORDS, Const, Event, Value, options
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing import builders
 from fsdp2_lint.fixing.rewrite import Rewrite
@@ -144,9 +144,14 @@ def _problems(policy: Event) -> list[str]:
         problems.append(f"takes at most {len(FIELDS)} positional arguments, given {len(policy.args)}: `TypeError`")
     for field in DTYPE_FIELDS:
         value = policy.arg(FIELDS.index(field), field)
-        if value is not None and any(isinstance(o, Const) and isinstance(o.value, str) for o in options(value)):
+        if value is not None and _certainly_string(value):
             problems.append(f"`{field}` given a string: FSDP fails with it at the first forward or backward")
     return problems
+
+
+def _certainly_string(value: Value) -> bool:
+    """Is the value a string on every path (not a string on one and a dtype on another)?"""
+    return all(isinstance(option, Const) and isinstance(option.value, str) for option in options(value))
 
 
 def _dtypes_from_strings(facts: FileFacts, policy: Event) -> Rewrite | None:
@@ -161,7 +166,7 @@ def _dtypes_from_strings(facts: FileFacts, policy: Event) -> Rewrite | None:
     replacements, imports = {}, set()
     for field in DTYPE_FIELDS:
         value = policy.arg(FIELDS.index(field), field)
-        if value is None or not any(isinstance(o, Const) and isinstance(o.value, str) for o in options(value)):
+        if value is None or not _certainly_string(value):
             continue
         arg = _argument(call, field)
         literal = arg.value if arg is not None else None

@@ -51,4 +51,12 @@ CASES = {
             args["buffer_dtype"] = dtype
             return MixedPrecision(**args)  # expect: FSDP029
     """,
+    "fsdp029-good-string-or-dtype-by-path": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy
+        dtype = "bfloat16"
+        if use_torch_dtypes:
+            dtype = torch.bfloat16
+        policy = MixedPrecisionPolicy(param_dtype=dtype)
+    """,
 }
