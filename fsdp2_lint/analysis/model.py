@@ -632,10 +632,22 @@ class RankGuard:
 
 
 @dataclass(frozen=True)
+class Condition:
+    """A test whose truth is fixed where it is read: ``name`` as bound by one binding (``site``:
+    the assignment, or the function whose parameter it is). A new binding is a new condition."""
+
+    name: str
+    site: cst.CSTNode
+
+
+@dataclass(frozen=True)
 class Context:
     """Where an event happens. Shared by all events of a block, so cheap to keep per event."""
 
     branches: tuple[tuple[int, int], ...] = ()  # (id of an if/try node, arm index)
+    # (condition, truth) for each test this code runs under whose value cannot change between two
+    # tests (:class:`Condition`): two `if`s on one setting, `if tie:` and `if not tie:`, exclude each other.
+    conditions: tuple[tuple[Condition, bool], ...] = ()
     rank_guard: RankGuard | None = None
     no_grad: bool = False
     meta_device: bool = False
@@ -730,9 +742,13 @@ class Event:
         return self.stack + (self.node,)
 
     def exclusive_with(self, other: Event) -> bool:
-        """Can the two events never happen in the same run (different arms of one branch)?"""
+        """Can the two events never happen in the same run (different arms of one branch, or
+        opposite truths of one condition)?"""
         mine = dict(self.ctx.branches)
-        return any(node in mine and mine[node] != arm for node, arm in other.ctx.branches)
+        if any(node in mine and mine[node] != arm for node, arm in other.ctx.branches):
+            return True
+        truths = dict(self.ctx.conditions)
+        return any(condition in truths and truths[condition] != truth for condition, truth in other.ctx.conditions)
 
 
 # --- one module, one name ----------------------------------------------------------------------

@@ -358,3 +358,39 @@ def test_not_and_or_on_a_constant_flag_run_the_arms_python_runs(test, arms):
     )
     ran = {event.name for event in facts.traces[0].events if event.kind is EventKind.METHOD}
     assert ran & {"then_arm", "else_arm"} == arms
+
+
+# --- conditions whose truth is fixed: two `if`s on one setting ------------------------------------
+
+CORRELATED = {
+    "a name and its negation": ("tie = probe()\nif tie:\n    fully_shard(a)\nif not tie:\n    fully_shard(b)\n", True),
+    "one side of an `and`": ("tie, big = probe(), probe()\nif tie and big:\n    fully_shard(a)\nif not tie:\n    fully_shard(b)\n", True),
+    "both sides of an `or` fail": ("tie, big = probe(), probe()\nif tie or big:\n    pass\nelse:\n    fully_shard(a)\nif tie:\n    fully_shard(b)\n", True),
+    "a parameter of the function": (
+        "def shard(model, tie):\n    if tie:\n        fully_shard(a)\n    if not tie:\n        fully_shard(b)\n"
+        "shard(m, probe())\n",
+        True,
+    ),
+    "rebound between the tests": (
+        "tie = probe()\nif tie:\n    fully_shard(a)\ntie = other()\nif not tie:\n    fully_shard(b)\n",
+        False,
+    ),
+    "bound in a loop": (
+        "for block in blocks:\n    big = probe(block)\n    if big:\n        fully_shard(a)\n    if not big:\n"
+        "        fully_shard(b)\n",
+        False,
+    ),
+    "an object whose truth a mutation changes": (
+        "items = []\nif not items:\n    fully_shard(a)\nitems.append(1)\nif items:\n    fully_shard(b)\n",
+        False,
+    ),
+    "an `or` in the true arm": ("tie, big = probe(), probe()\nif tie or big:\n    fully_shard(a)\nif not tie:\n    fully_shard(b)\n", False),
+    "two names": ("tie, big = probe(), probe()\nif tie:\n    fully_shard(a)\nif not big:\n    fully_shard(b)\n", False),
+}
+
+
+@pytest.mark.parametrize("source, exclusive", CORRELATED.values(), ids=CORRELATED.keys())
+def test_tests_of_one_fixed_condition_are_exclusive_and_nothing_else_is(source, exclusive):
+    first, second = [event for trace in facts_of(source).traces for event in trace.shards][-2:]
+    assert first.exclusive_with(second) is exclusive
+    assert second.exclusive_with(first) is exclusive

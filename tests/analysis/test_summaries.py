@@ -138,9 +138,9 @@ def test_a_replay_gives_the_diagnostics_of_a_fresh_expansion(monkeypatch):
         expected = lint_source(TWICE.encode(), "train.py")
     assert [(d.code, d.line, d.message) for d in found] == [(d.code, d.line, d.message) for d in expected]
     # the second `shard(model)` passes again over a tree it sharded bottom-up (no top-down order,
-    # so no FSDP002); the first capture of the parameters, before sharding, is reported, the one
-    # after sharding is not
-    assert [(d.code, d.line) for d in found] == [("FSDP001", 21)]
+    # so no FSDP002, but the root is sharded twice: FSDP031 at that call); the first capture of the
+    # parameters, before sharding, is reported, the one after sharding is not
+    assert [(d.code, d.line) for d in found] == [("FSDP031", 19), ("FSDP001", 21)]
 
 
 @pytest.mark.parametrize(

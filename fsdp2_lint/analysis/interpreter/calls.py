@@ -502,6 +502,7 @@ class Calls:
         closure = fn.closure if isinstance(fn.closure, Env) else scope.env
         frame = Frame(Env(closure), scope, stack, fn.bound, info.cls)
         ctx = torch_api.decorated(self.ctx.in_function(), self._decorators(info), info, len(frame.stack))
+        frame.entry_loops, frame.function = len(ctx.loops), info.node
         return frame, ctx
 
     def run_in_frame(self, info: FunctionInfo, frame: Frame, ctx: Context, run) -> None:
@@ -599,6 +600,7 @@ class Calls:
         if params.star_kwarg is not None:
             container = Obj.container(list(remaining.items()))
             self.bind(params.star_kwarg.name.value, Ref(container))
+        self.frame.bindings.clear()  # parameters: bound once per call, at the function's site
 
     def _default(self, param: cst.Param, symbolic: bool) -> Value:
         if symbolic:

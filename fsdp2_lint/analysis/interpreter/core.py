@@ -442,11 +442,14 @@ class Interpreter(Expressions, Calls, Imports):
     def bind(self, name: str, value: Value) -> None:
         env = self.module_env if name in self.frame.global_names else self.frame.env
         env.vars[name] = value
+        self.frame.bindings[name] = None  # no fixed site, unless `assign` knows it
 
     def assign(self, target: cst.BaseExpression, value: Value) -> None:
         if isinstance(target, cst.Name):
             name_unnamed(value, target.value)
             self.bind(target.value, value)
+            if len(self.ctx.loops) == self.frame.entry_loops:  # once per call, not once per iteration
+                self.frame.bindings[target.value] = target
         elif isinstance(target, (cst.Tuple, cst.List)):
             items = [element.value for element in target.elements]
             parts = _unpack(value, len(items))

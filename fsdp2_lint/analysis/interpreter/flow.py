@@ -60,6 +60,7 @@ def in_arm(ctx: Context, arm: Arm) -> Context:
     """The context of code that runs in ``arm``."""
     return ctx.with_(
         branches=ctx.branches + (arm.branch,),
+        conditions=ctx.conditions + arm.conditions,
         rank_guard=arm.rank_guard or ctx.rank_guard,
         not_fsdp2=ctx.not_fsdp2 + arm.not_fsdp2,
         dtensor_tested=ctx.dtensor_tested + arm.dtensor_tested,

@@ -32,6 +32,7 @@ from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Choice,
     Class,
+    Condition,
     Const,
     EventKind,
     FsdpVersion,
@@ -81,6 +82,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
             not_dtensor=facts[index].not_dtensor,
+            conditions=facts[index].conditions,
             against_default=index == ruled_out,
         )
         for index in (0, 1)
@@ -103,6 +105,7 @@ class _Facts:
     type_facts: dict[str, Value] = field(default_factory=dict)
     dtensor_tested: tuple[Value, ...] = ()
     not_dtensor: tuple[Value, ...] = ()
+    conditions: tuple[tuple[Condition, bool], ...] = ()
 
     def both(self, other: _Facts) -> _Facts:
         """What two conditions that both hold establish."""
@@ -111,11 +114,15 @@ class _Facts:
             {**self.type_facts, **other.type_facts},
             self.dtensor_tested + other.dtensor_tested,
             self.not_dtensor + other.not_dtensor,
+            self.conditions + other.conditions,
         )
 
 
 def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Facts]:
     """What one condition (no ``not``/``and``/``or``) establishes in its true and its false arm."""
+    fixed = _fixed_condition(interp, test)
+    if fixed is not None:
+        return _Facts(conditions=((fixed, True),)), _Facts(conditions=((fixed, False),))
     wrapper_true, wrapper_false = _wrapper_type_test(interp, test)
     name = dtensor_test_subject(interp, test)
     tested = interp.frame.env.lookup(name) if name is not None else None
@@ -131,6 +138,20 @@ def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Fa
     if any(isinstance(o, StateDict) for o in options(tested)):
         plain = {name: choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(tested)])}
     return _Facts(wrapper_true, dtensor_tested=(tested,)), _Facts(wrapper_false, plain, not_dtensor=(tested,))
+
+
+def _fixed_condition(interp: Evaluator, test: cst.BaseExpression) -> Condition | None:
+    """The test as a :class:`Condition` when its truth cannot change until the name is bound
+    again: a local name (not bound in a loop of this function) holding no list, dict or set the code
+    builds, whose truth a mutation changes (`if not items:` ... `items.append(x)`)."""
+    if not isinstance(test, cst.Name):
+        return None
+    frame, name = interp.frame, test.value
+    value = frame.env.vars.get(name)
+    if value is None or name in frame.global_names or any(is_container(o) for o in options(value)):
+        return None
+    site = frame.bindings[name] if name in frame.bindings else frame.function  # a parameter's: its function
+    return Condition(name, site) if site is not None else None
 
 
 def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | None:

@@ -16,6 +16,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis.model import (
     ClassInfo,
+    Condition,
     Context,
     Event,
     FunctionInfo,
@@ -64,6 +65,7 @@ class Arm:
     not_fsdp2: tuple[Ref, ...] = ()  # modules the test proves are no FSDP2 modules
     dtensor_tested: tuple[Value, ...] = ()  # values the test requires to be DTensors
     not_dtensor: tuple[Value, ...] = ()  # values (parameters, gradients) the test proves are no DTensors
+    conditions: tuple[tuple[Condition, bool], ...] = ()  # the fixed conditions the arm holds, with their truth
     against_default: bool = False  # the arm a constant test on a defaulted parameter rules out
 
     def path_only(self) -> Arm:
@@ -116,6 +118,12 @@ class Frame:
     # exit leads, joined into the heap when the enclosing function, loop body or block ends.
     escaped: list[dict[Slot, Value]] = field(default_factory=list)
     yielded: list[Value] = field(default_factory=list)  # what a generator's `yield`s gave
+    # The assignment that bound each local name, or None for a binding with no fixed site (in a
+    # loop of this frame: a new value each iteration; a `for`, `with` or import target); names the
+    # frame did not bind since the call are the parameters of ``function``.
+    bindings: dict[str, cst.CSTNode | None] = field(default_factory=dict)
+    entry_loops: int = 0  # loops around the call: a binding inside more of them is in a loop here
+    function: cst.CSTNode | None = None  # the function this frame runs (None: module code)
 
 
 @dataclass(frozen=True)
