@@ -74,4 +74,20 @@ CASES = {
         fully_shard(teacher, mp_policy=mp)
         optimizer = torch.optim.AdamW(student.parameters())
     """,
+    "fsdp035-good-cast-back-after-sharding": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        model = Net().half()
+        fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.float16))
+        model.to(dtype=torch.float32)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp035-good-cast-back-after-the-optimizer": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        model = Net().half()
+        fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.float16))
+        optimizer = torch.optim.AdamW(model.parameters())
+        model.float()
+    """,
 }
