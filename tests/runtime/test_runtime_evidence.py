@@ -424,3 +424,17 @@ def test_silent_kinds_accept_the_exception_their_signature_declares():
     output_dtype = exception("'MixedPrecision' object has no attribute 'output_dtype'")
     [error] = observe(synthetic_record({0: [START, output_dtype], 1: [START, output_dtype]}))
     assert matches(error, POLICY) and not matches(error, MIXED)
+
+
+def master_weights(noop: int) -> dict:
+    return {"kind": "master_weights", "optimizer": "AdamW", "params": 4, "dtypes": ["bfloat16"],
+            "low_precision": 4, "policy_noop": noop, "policy_dtype": "bfloat16" if noop else "",
+            "line": 33, "site": None}  # fmt: skip
+
+
+def test_low_precision_master_weights_needs_parameters_the_policy_left_uncast():
+    [evidence] = observe(synthetic_record({0: [START, master_weights(4), EXIT], 1: [START, master_weights(4), EXIT]}))
+    assert evidence.kind == "low_precision_master_weights" and evidence.lines == (33,) and evidence.ranks == (0, 1)
+    assert "MixedPrecisionPolicy(param_dtype=bfloat16) found them already bfloat16" in evidence.summary
+    # bf16 parameters with no policy of that dtype (pure bf16 training) are no evidence
+    assert observe(synthetic_record({0: [START, master_weights(0), EXIT], 1: [START, master_weights(0), EXIT]})) == []

@@ -776,3 +776,42 @@ def test_fully_shard_probe_sees_fsdp1_parameters_and_foreign_offload_policies(ru
         ("CPUOffloadPolicy", 2),
         ("OffloadPolicy", 0),
     ]
+
+
+BF16_UNDER_BF16_POLICY = """
+from torch.distributed.fsdp import MixedPrecisionPolicy
+
+policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+model = make_model().to(torch.bfloat16)
+fully_shard(model[0], mp_policy=policy)
+fully_shard(model, mp_policy=policy)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)  # <opt>
+"""
+FP32_UNDER_BF16_POLICY_AND_FROZEN_BF16 = """
+from torch.distributed.fsdp import MixedPrecisionPolicy
+
+policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16)
+model = make_model()
+fully_shard(model, mp_policy=policy)
+reference = make_model().to(torch.bfloat16).requires_grad_(False)
+fully_shard(reference, mp_policy=policy)  # the policy is a no-op here too, but nothing trains it
+pure = make_model().to(torch.bfloat16)
+fully_shard(pure)  # pure bf16, no policy
+optimizer = torch.optim.AdamW([*model.parameters(), *pure.parameters()], lr=1e-5)
+"""
+
+
+def test_master_weights_probe_sees_low_precision_parameters_a_policy_left_uncast(run_scripts):
+    bf16, fine = run_scripts(BF16_UNDER_BF16_POLICY, FP32_UNDER_BF16_POLICY_AND_FROZEN_BF16)
+
+    [evidence] = observe(bf16)
+    assert evidence.kind == "low_precision_master_weights" and evidence.ranks == (0, 1)
+    assert evidence.lines == (line_of(script_source(BF16_UNDER_BF16_POLICY), "# <opt>"),)
+    assert "holds 4 of 4 parameters as bfloat16 master weights" in evidence.summary
+    assert matches(evidence, RuntimeSignature("low_precision_master_weights"))
+
+    assert fine.completed() and observe(fine) == []
+    [(_, held), _] = list(fine.of_kind(events.MASTER_WEIGHTS))
+    assert held["dtypes"] == ["bfloat16", "float32"] and held["low_precision"] == 4 and held["policy_noop"] == 0
+    noop = [event["policy_noop_params"] for _, event in fine.of_kind(events.FULLY_SHARD)]
+    assert noop[:3] == [0, 4, 0]  # the reference's shards were left bf16, but no optimizer holds them

@@ -33,6 +33,9 @@ MATERIALIZED = "materialized"  # at the first step: to_empty_line, compared, unt
 # line, optimizer, params, dtensor_params, replaced_params (tensors fully_shard replaced), unsharded_params
 # (plain tensors that were the sharded model's parameters when it was built), optimizer_id
 OPTIMIZER = "optimizer"
+# optimizer, params, dtypes, low_precision, policy_noop (its parameters fully_shard kept in the
+# low-precision param_dtype of their MixedPrecisionPolicy, which cast nothing), policy_dtype, line
+MASTER_WEIGHTS = "master_weights"
 STEP = "step"  # see Probes._after_step
 SAVE = "save"  # line, target, dtensors, tensors
 COLLECTIVE = "collective"  # op, line

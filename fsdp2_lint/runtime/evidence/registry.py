@@ -691,3 +691,25 @@ def detect_offload_policy_ignored(run: RunRecord) -> list[Evidence]:
         ),
         lambda event: (event.get("line"),),
     )
+
+
+@evidence_kind(
+    "low_precision_master_weights",
+    "the optimizer holds bf16/fp16 sharded parameters that their MixedPrecisionPolicy(param_dtype=) left uncast",
+)
+def detect_low_precision_master_weights(run: RunRecord) -> list[Evidence]:
+    """An optimizer built over sharded parameters whose dtype already was the low-precision
+    ``param_dtype`` of their ``fully_shard`` group's ``MixedPrecisionPolicy``: the policy cast
+    nothing, and the master weights are low precision (FSDP035)."""
+    return _grouped_evidence(
+        run,
+        "low_precision_master_weights",
+        events.MASTER_WEIGHTS,
+        lambda event: event.get("policy_noop", 0) > 0,
+        lambda event: (
+            f"{event['optimizer']}{_at(event.get('line'))} holds {event['policy_noop']} of {event['params']} "
+            f"parameters as {event['policy_dtype']} master weights: fully_shard's MixedPrecisionPolicy"
+            f"(param_dtype={event['policy_dtype']}) found them already {event['policy_dtype']} and cast nothing"
+        ),
+        lambda event: (event.get("line"),),
+    )

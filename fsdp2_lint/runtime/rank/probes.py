@@ -38,6 +38,7 @@ from fsdp2_lint.runtime.evidence.events import EventLog
 from fsdp2_lint.runtime.evidence.scope import Line, SourceScope
 from fsdp2_lint.runtime.evidence.signals import STACK_DUMP_SIGNAL
 from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
+from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
 from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
@@ -199,7 +200,8 @@ class Probes(ProbeCore):
         self.loads = LoadProbe(self)
         self.gradient_sync = GradientSyncProbe(self)
         # each sees the modules before a fully_shard call and adds fields to its event after it
-        self.shard_observers = (self.loads, Fsdp1ShardObserver(), self.replaced)
+        self.master_weights = MasterWeightsProbe(self)
+        self.shard_observers = (self.loads, Fsdp1ShardObserver(), self.replaced, self.master_weights)
 
     def install(self) -> None:
         faulthandler.register(STACK_DUMP_SIGNAL, file=self.stack_file, all_threads=True)
@@ -208,6 +210,7 @@ class Probes(ProbeCore):
         GradNormProbe(self).install()
         Fsdp1Probes(self).install()
         self.gradient_sync.install()
+        self.master_weights.install()
         self._wrap_to_empty()
         self._wrap_optimizer_init()
         register_optimizer_step_pre_hook(self.guarded("step", self._before_step))
