@@ -3,8 +3,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-import libcst as cst
-
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Const, Event, EventKind, Ref, canonical, may_overlap, refs, walk_contents
 from fsdp2_lint.analysis.trace import Trace
@@ -109,7 +107,7 @@ rope.to_empty(device="cuda")  # expect: FSDP039
 rope.load_state_dict(torch.load("ckpt.pt"))
 """,
     )
-    requires = (("persistent",), ("to_empty",), ("meta", "init_empty_weights"))
+    requires = (("register_buffer",), ("to_empty",), ("meta", "init_empty_weights"))
     signature = RuntimeSignature(evidence="buffer_not_recomputed")
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
@@ -136,8 +134,8 @@ def _buffers_left(facts: FileFacts, trace: Trace, to_empty: Event, modules: list
     for event in trace.events[: to_empty.index]:
         name = _non_persistent(event)
         if name and event.ctx.meta_device and _within(event, modules) and not event.exclusive_with(to_empty):
-            cls = facts.enclosing(event.node, cst.ClassDef)
-            registered.setdefault(name, cls.name.value if cls is not None else "?")
+            classes = [ref.root.cls.name for ref in refs(event.receiver) if ref.root.cls is not None]
+            registered.setdefault(name, classes[0] if classes else "module")
     if not registered or trace.handed_off(modules, to_empty.index) is not None:
         return []
     later = [event for event in trace.events[to_empty.index + 1 :] if not event.exclusive_with(to_empty)]
