@@ -47,8 +47,10 @@ initialised or loaded from a checkpoint, but a non-persistent buffer is not part
 `load_state_dict`, `set_model_state_dict` and `dcp.load` leave it as `to_empty()` left it.
 Observed with torch 2.13 on CPU: after `to_empty()` and a full-state-dict `set_model_state_dict`,
 the rotary `inv_freq` buffer was still the tensor `to_empty()` allocated, with the same bits, at the
-first optimizer step. Training runs on without an error, with positions rotated by meaningless
-frequencies, or NaN.
+first optimizer step. What it holds is whatever the allocator returned: for a RoPE `inv_freq`
+that should start `1.0, 0.316, 0.1, ...`, torch 2.13 on CPU gave `2.5e-24, 4.6e-41, 3.5e-10, ...`
+(and in some runs non-finite values). Training runs on without an error, with positions rotated
+by meaningless frequencies, or NaN.
 """
     valid = (
         """
