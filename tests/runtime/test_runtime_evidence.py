@@ -438,3 +438,15 @@ def test_low_precision_master_weights_needs_parameters_the_policy_left_uncast():
     assert "MixedPrecisionPolicy(param_dtype=bfloat16) found them already bfloat16" in evidence.summary
     # bf16 parameters with no policy of that dtype (pure bf16 training) are no evidence
     assert observe(synthetic_record({0: [START, master_weights(0), EXIT], 1: [START, master_weights(0), EXIT]})) == []
+
+
+def buffers(untouched: int, compared: int = 2) -> dict:
+    return {"kind": "buffers_after_to_empty", "to_empty_line": 30, "compared": compared,
+            "untouched": ["Rotary.inv_freq"][:untouched], "untouched_count": untouched, "line": 40}  # fmt: skip
+
+
+def test_buffer_not_recomputed_needs_a_buffer_still_as_to_empty_left_it():
+    [left] = observe(synthetic_record({0: [START, buffers(1), EXIT], 1: [START, buffers(1), EXIT]}))
+    assert left.kind == "buffer_not_recomputed" and left.lines == (30, 40) and left.ranks == (0, 1)
+    assert "(Rotary.inv_freq)" in left.summary and matches(left, RuntimeSignature("buffer_not_recomputed"))
+    assert observe(synthetic_record({0: [START, buffers(0), EXIT], 1: [START, buffers(0), EXIT]})) == []

@@ -815,3 +815,46 @@ def test_master_weights_probe_sees_low_precision_parameters_a_policy_left_uncast
     assert held["dtypes"] == ["bfloat16", "float32"] and held["low_precision"] == 4 and held["policy_noop"] == 0
     noop = [event["policy_noop_params"] for _, event in fine.of_kind(events.FULLY_SHARD)]
     assert noop[:3] == [0, 4, 0]  # the reference's shards were left bf16, but no optimizer holds them
+
+
+# FSDP039: a non-persistent buffer to_empty() leaves, recomputed or not before the first step.
+META_BUFFER = """
+class Rope(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("inv_freq", self.compute(), persistent=False)
+        self.register_buffer("kept", torch.ones(4))  # persistent: not the probe's business
+
+    def compute(self):
+        return 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8))
+
+    def forward(self, x):
+        return x * self.inv_freq.sum()
+
+with torch.device("meta"):
+    model = make_model().append(Rope())
+model = shard(model)
+model.to_empty(device="cpu")  # <to_empty>
+for module in model.modules():
+    if hasattr(module, "reset_parameters"):
+        module.reset_parameters()
+if RECOMPUTE == "copy":
+    with torch.no_grad():
+        model[3].inv_freq.copy_(model[3].compute())
+elif RECOMPUTE == "register":
+    model[3].register_buffer("inv_freq", model[3].compute(), persistent=False)
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+
+
+def test_buffer_probe_sees_non_persistent_buffers_nothing_recomputed_after_to_empty(run_scripts):
+    left, copied, registered = run_scripts(
+        'RECOMPUTE = ""' + META_BUFFER, 'RECOMPUTE = "copy"' + META_BUFFER, 'RECOMPUTE = "register"' + META_BUFFER
+    )
+    [evidence] = [e for e in observe(left) if e.kind == "buffer_not_recomputed"]
+    assert evidence.ranks == (0, 1) and "(Rope.inv_freq)" in evidence.summary and "1 of 1" in evidence.summary
+    assert evidence.lines[0] == line_of(script_source('RECOMPUTE = ""' + META_BUFFER), "# <to_empty>")
+    for record in (copied, registered):
+        assert record.completed() and "buffer_not_recomputed" not in kinds(record)
+        [(_, event), _] = record.of_kind(events.BUFFERS_AFTER_TO_EMPTY)
+        assert event["compared"] == 1 and event["untouched_count"] == 0

@@ -30,6 +30,8 @@ STATE_DICT = "state_dict"  # line, module, requested, config_line, tensors, dten
 SUMMON = "summon"  # line, module, params, sharded: inside FSDP.summon_full_params
 TO_EMPTY = "to_empty"  # line, module, params
 MATERIALIZED = "materialized"  # at the first step: to_empty_line, compared, untouched(_count)
+# at the first step: to_empty_line, compared (non-persistent buffers), untouched ("Class.name"), untouched_count
+BUFFERS_AFTER_TO_EMPTY = "buffers_after_to_empty"
 # line, optimizer, params, dtensor_params, replaced_params (tensors fully_shard replaced), unsharded_params
 # (plain tensors that were the sharded model's parameters when it was built), optimizer_id
 OPTIMIZER = "optimizer"

@@ -713,3 +713,29 @@ def detect_low_precision_master_weights(run: RunRecord) -> list[Evidence]:
         ),
         lambda event: (event.get("line"),),
     )
+
+
+# buffer_not_recomputed (FSDP039) -------------------------------------------------------------------
+
+
+@evidence_kind(
+    "buffer_not_recomputed",
+    _describe_or_exception("non-persistent buffers still hold what to_empty() allocated at the first step"),
+    _kind_or_exception("buffer_not_recomputed"),
+)
+def detect_buffer_not_recomputed(run: RunRecord) -> list[Evidence]:
+    """At the first optimizer step, a non-persistent buffer (``register_buffer(..., persistent=False)``)
+    is still the tensor ``to_empty()`` put in its module, holding the same bits: nothing recomputed
+    it, and no state-dict load can (FSDP039)."""
+    return _grouped_evidence(
+        run,
+        "buffer_not_recomputed",
+        events.BUFFERS_AFTER_TO_EMPTY,
+        lambda event: event["untouched_count"] > 0,
+        lambda event: (
+            f"to_empty(){_at(event['to_empty_line'])} left {event['untouched_count']} of {event['compared']} "
+            f"non-persistent buffers ({', '.join(event['untouched'])}) uninitialised: nothing recomputed them "
+            f"before the first optimizer step{_at(event.get('line'))}"
+        ),
+        lambda event: (event["to_empty_line"], event.get("line")),
+    )

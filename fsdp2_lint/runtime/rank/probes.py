@@ -37,6 +37,7 @@ from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.events import EventLog
 from fsdp2_lint.runtime.evidence.scope import Line, SourceScope
 from fsdp2_lint.runtime.evidence.signals import STACK_DUMP_SIGNAL
+from fsdp2_lint.runtime.rank.buffer_probes import BufferProbe
 from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
 from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
@@ -212,6 +213,7 @@ class Probes(ProbeCore):
         self.gradient_sync.install()
         self.master_weights.install()
         self._wrap_to_empty()
+        BufferProbe(self).install()
         self._wrap_optimizer_init()
         register_optimizer_step_pre_hook(self.guarded("step", self._before_step))
         register_optimizer_step_post_hook(self.guarded("step", self._after_step))
