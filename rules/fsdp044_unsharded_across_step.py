@@ -14,7 +14,7 @@ from fsdp2_lint.rules.fsdp014_gradient_sync_never_enabled import (
 )
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import UNKNOWN, Const, Event, Obj, options
+from fsdp2_lint.analysis.model import UNKNOWN, Const, Event, Obj, Ref, options
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -132,8 +132,15 @@ def _enables(trace: Trace, onto: Obj | None = None) -> list[_Enable]:
         if event.name == SETTER and event.arg(0, "reshard_after_backward") == Const(False):
             continue
         receivers = tuple(_receiver(option, trace, onto) for option in options(event.receiver or UNKNOWN))
-        found.append(_Enable(event, receivers, event.name == SETTER and _recursive(event)))
+        recursive = _recursive(event) if event.name == SETTER else any(_any_module(r) for r in receivers)
+        found.append(_Enable(event, receivers, recursive))
     return found
+
+
+def _any_module(receiver: Ref | None) -> bool:
+    """A receiver that stands for each module below a module, itself included (``for m in
+    model.modules(): m.reshard()``): resharding them all reshards the whole model."""
+    return receiver is not None and any(str(part).startswith("**") for part in receiver.path)
 
 
 def _undone_between(call: Event, step: Event, enables: list[Event], backwards: list[Event]) -> bool:
