@@ -424,3 +424,23 @@ def test_silent_kinds_accept_the_exception_their_signature_declares():
     output_dtype = exception("'MixedPrecision' object has no attribute 'output_dtype'")
     [error] = observe(synthetic_record({0: [START, output_dtype], 1: [START, output_dtype]}))
     assert matches(error, POLICY) and not matches(error, MIXED)
+
+
+def stale_unsharded(stale: int, names: tuple[str, ...] = ("layers.0.weight", "layers.0.bias")) -> dict:
+    return {"kind": "stale_unsharded", "line": 26, "module": "FSDPLinear", "params": 2, "stale": stale,
+            "names": list(names)}  # fmt: skip
+
+
+def test_stale_unsharded_params_needs_a_copy_that_differs_from_the_shards():
+    assert "stale_unsharded_params" in EVIDENCE_KINDS
+    event = stale_unsharded(2)
+    [evidence] = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert evidence.kind == "stale_unsharded_params" and evidence.lines == (26,) and evidence.ranks == (0, 1)
+    assert "2 of 2 differ from the shards the optimizer step updated (layers.0.weight, layers.0.bias)" in (
+        evidence.summary
+    )
+    assert matches(evidence, RuntimeSignature("stale_unsharded_params"))
+    other = stale_unsharded(2, ("head.weight", "head.bias"))
+    assert len(observe(synthetic_record({0: [START, event, other, EXIT], 1: [START, EXIT]}))) == 2
+    quiet = stale_unsharded(0)
+    assert observe(synthetic_record({0: [START, quiet, EXIT], 1: [START, quiet, EXIT]})) == []

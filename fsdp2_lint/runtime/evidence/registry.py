@@ -711,7 +711,8 @@ def detect_stale_unsharded_params(run: RunRecord) -> list[Evidence]:
         lambda event: event["stale"] > 0,
         lambda event: (
             f"the forward{_at(event.get('line'))} reused the unsharded parameters of {event['module']}: "
-            f"{event['stale']} of {event['params']} differ from the shards the optimizer step updated"
+            f"{event['stale']} of {event['params']} differ from the shards the optimizer step updated "
+            f"({', '.join(event.get('names', []))})"
         ),
         lambda event: (event.get("line"),),
     )
