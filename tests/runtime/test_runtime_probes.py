@@ -832,7 +832,9 @@ def test_stale_unsharded_probe_needs_an_unsharded_copy_older_than_the_step(run_s
     assert found and {e.kind for e in found} == {"stale_unsharded_params"}
     assert all(e.ranks == (0, 1) for e in found)
     assert len(found) == 2  # one per parameter group: model[0] and model[2]
-    assert any("2 of 2 differ from the shards the optimizer step updated (0.weight, 0.bias)" in e.summary for e in found)
+    assert any(
+        "2 of 2 differ from the shards the optimizer step updated (0.weight, 0.bias)" in e.summary for e in found
+    )
     assert all(e.lines == (line_of(script_source(RESHARD_OFF), "model(x).sum().backward()"),) for e in found)
     assert matches(found[0], RuntimeSignature("stale_unsharded_params"))
     for record in (by_hand, unshard, on_for_last):
