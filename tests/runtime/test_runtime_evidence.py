@@ -450,3 +450,23 @@ def test_buffer_not_recomputed_needs_a_buffer_still_as_to_empty_left_it():
     assert left.kind == "buffer_not_recomputed" and left.lines == (30, 40) and left.ranks == (0, 1)
     assert "(Rotary.inv_freq)" in left.summary and matches(left, RuntimeSignature("buffer_not_recomputed"))
     assert observe(synthetic_record({0: [START, buffers(0), EXIT], 1: [START, buffers(0), EXIT]})) == []
+
+
+def stale_unsharded(stale: int, names: tuple[str, ...] = ("layers.0.weight", "layers.0.bias")) -> dict:
+    return {"kind": "stale_unsharded", "line": 26, "module": "FSDPLinear", "params": 2, "stale": stale,
+            "names": list(names)}  # fmt: skip
+
+
+def test_stale_unsharded_params_needs_a_copy_that_differs_from_the_shards():
+    assert "stale_unsharded_params" in EVIDENCE_KINDS
+    event = stale_unsharded(2)
+    [evidence] = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert evidence.kind == "stale_unsharded_params" and evidence.lines == (26,) and evidence.ranks == (0, 1)
+    assert "2 of 2 differ from the shards the optimizer step updated (layers.0.weight, layers.0.bias)" in (
+        evidence.summary
+    )
+    assert matches(evidence, RuntimeSignature("stale_unsharded_params"))
+    other = stale_unsharded(2, ("head.weight", "head.bias"))
+    assert len(observe(synthetic_record({0: [START, event, other, EXIT], 1: [START, EXIT]}))) == 2
+    quiet = stale_unsharded(0)
+    assert observe(synthetic_record({0: [START, quiet, EXIT], 1: [START, quiet, EXIT]})) == []

@@ -858,3 +858,67 @@ def test_buffer_probe_sees_non_persistent_buffers_nothing_recomputed_after_to_em
         assert record.completed() and "buffer_not_recomputed" not in kinds(record)
         [(_, event), _] = record.of_kind(events.BUFFERS_AFTER_TO_EMPTY)
         assert event["compared"] == 1 and event["untouched_count"] == 0
+
+
+# FSDP044: parameters left unsharded across the optimizer step.
+RESHARD_OFF = """
+model = shard(make_model())
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+model.set_reshard_after_backward(False)
+train(model, optimizer, steps=3)
+"""
+# Resharded by hand before each step: the next forward all-gathers the updated shards.
+RESHARD_BY_HAND = """
+model = shard(make_model())
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+model.set_reshard_after_backward(False)
+x = torch.randn(4, 8)
+for _ in range(3):
+    model(x).sum().backward()
+    for module in (model[0], model[2], model):
+        module.reshard()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+# Unsharded before the forward, never resharded by hand: the post-backward hook reshards it (torch 2.13).
+UNSHARD_BEFORE_FORWARD = """
+model = shard(make_model())
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+x = torch.randn(4, 8)
+for _ in range(3):
+    for module in (model[0], model[2], model):
+        module.unshard()
+    model(x).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+# Off for the early micro-batches only, still unsharded between them: no step in between, no evidence.
+RESHARD_ON_FOR_LAST = """
+model = shard(make_model())
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+x = torch.randn(4, 8)
+for _ in range(3):
+    for micro in range(3):
+        model.set_reshard_after_backward(micro == 2)
+        model(x).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+
+def test_stale_unsharded_probe_needs_an_unsharded_copy_older_than_the_step(run_scripts):
+    stale, by_hand, unshard, on_for_last = run_scripts(
+        RESHARD_OFF, RESHARD_BY_HAND, UNSHARD_BEFORE_FORWARD, RESHARD_ON_FOR_LAST
+    )
+    found = observe(stale)
+    assert found and {e.kind for e in found} == {"stale_unsharded_params"}
+    assert all(e.ranks == (0, 1) for e in found)
+    assert len(found) == 2  # one per parameter group: model[0] and model[2]
+    assert any(
+        "2 of 2 differ from the shards the optimizer step updated (0.weight, 0.bias)" in e.summary for e in found
+    )
+    assert all(e.lines == (line_of(script_source(RESHARD_OFF), "model(x).sum().backward()"),) for e in found)
+    assert matches(found[0], RuntimeSignature("stale_unsharded_params"))
+    for record in (by_hand, unshard, on_for_last):
+        assert record.completed() and observe(record) == []
+        assert not list(record.of_kind(events.STALE_UNSHARDED))

@@ -41,6 +41,9 @@ MASTER_WEIGHTS = "master_weights"
 STEP = "step"  # see Probes._after_step
 SAVE = "save"  # line, target, dtensors, tensors
 COLLECTIVE = "collective"  # op, line
+# line, module, params, stale, names: at a parameter group's pre-forward, the group was still unsharded
+# and its unsharded copy no longer matches this rank's shard (updated since it was gathered)
+STALE_UNSHARDED = "stale_unsharded"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

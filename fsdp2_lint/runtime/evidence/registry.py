@@ -739,3 +739,28 @@ def detect_buffer_not_recomputed(run: RunRecord) -> list[Evidence]:
         ),
         lambda event: (event["to_empty_line"], event.get("line")),
     )
+
+
+# stale_unsharded_params (FSDP044) -----------------------------------------------------------------
+
+
+@evidence_kind(
+    "stale_unsharded_params",
+    "a forward used unsharded parameters that no longer match the sharded ones the optimizer updated",
+)
+def detect_stale_unsharded_params(run: RunRecord) -> list[Evidence]:
+    """A parameter group was still unsharded at a forward, so FSDP2 skipped the all-gather, and its
+    unsharded copy differed from this rank's shard: the forward used values from before the optimizer
+    step (FSDP044)."""
+    return _grouped_evidence(
+        run,
+        "stale_unsharded_params",
+        events.STALE_UNSHARDED,
+        lambda event: event["stale"] > 0,
+        lambda event: (
+            f"the forward{_at(event.get('line'))} reused the unsharded parameters of {event['module']}: "
+            f"{event['stale']} of {event['params']} differ from the shards the optimizer step updated "
+            f"({', '.join(event.get('names', []))})"
+        ),
+        lambda event: (event.get("line"),),
+    )

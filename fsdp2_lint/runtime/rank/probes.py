@@ -41,6 +41,7 @@ from fsdp2_lint.runtime.rank.buffer_probes import BufferProbe
 from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
 from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.stale_unshard_probe import StaleUnshardProbe
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
 from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
 
@@ -219,6 +220,7 @@ class Probes(ProbeCore):
         register_optimizer_step_post_hook(self.guarded("step", self._after_step))
         self._wrap_save()
         self._wrap_collectives()
+        StaleUnshardProbe(self).install()
 
     # fully_shard --------------------------------------------------------------------------------
 

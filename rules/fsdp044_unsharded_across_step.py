@@ -1,0 +1,190 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fsdp2_lint.rules.fsdp014_gradient_sync_never_enabled import (
+    _Enable,
+    _follows,
+    _optimizer_step,
+    _receiver,
+    _recursive,
+    _Switched,
+    _switched_off,
+    _switching_on,
+)
+
+from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.model import UNKNOWN, Const, Event, Obj, Ref, options
+from fsdp2_lint.analysis.trace import Trace
+from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+
+SETTER = "set_reshard_after_backward"
+RESHARD = "reshard"
+
+
+class UnshardedAcrossStep(Rule):
+    code = "FSDP044"
+    name = "unsharded-across-optimizer-step"
+    summary = "`set_reshard_after_backward(False)` is still in effect at the optimizer step"
+    hint = (
+        "reshard after the last micro-batch's backward: `model.set_reshard_after_backward(is_last_microbatch)`, "
+        "or call `model.reshard()` on each FSDP module before `optimizer.step()`"
+    )
+    failure = (
+        "silent: the next forward reuses the unsharded parameters gathered before the step; the update is never "
+        "seen by the forward (the model trains on its initial weights)"
+    )
+    docs = """
+## What it does
+Flags `model.set_reshard_after_backward(False)` when no later call switches resharding back on
+before a backward that precedes the optimizer `step()` (`set_reshard_after_backward(True)` or a
+computed value such as `is_last_microbatch`), and no `reshard()` of the module runs before the step.
+Switching it on only after the last backward is too late: the flag is read by the post-backward
+hook, so the parameters stay unsharded through the step. As with FSDP014, `recurse=False` (and
+`reshard()`, which is not recursive) count only for the module itself, and a call on another
+model or on a submodule does not count for the model.
+
+Not flagged: `set_reshard_after_backward(is_last)` in a gradient-accumulation loop, `False` switched
+back to `True` before the last micro-batch's backward, `model.reshard()` before the step, a file
+without an optimizer step.
+
+## Why is this bad?
+With resharding after backward off, the module's parameters stay unsharded (the all-gathered
+copy) after the backward. `optimizer.step()` updates the sharded parameters (the DTensors the
+optimizer holds), not that copy, and at the next forward FSDP2 sees the group already unsharded
+and skips the all-gather: the forward uses the values from before the step. Observed with torch
+2.13 on CPU/gloo, 2 ranks: after `set_reshard_after_backward(False)` on every micro-batch, every
+following forward used the pre-step weights of every layer (equal to the old values, different
+from the updated shards), step after step; with `recurse=False` on the root, the root's own
+parameters were stale and the blocks' were not. With `set_reshard_after_backward(is_last)` or a
+`reshard()` before the step the forward used the updated values. No error, no warning.
+
+## Known problems
+A manual `model.unshard()` that is not followed by `reshard()` before the step is not flagged.
+On torch 2.13 it goes stale only when it runs after the last backward (an `unshard()` before the
+forward is resharded by the post-backward hook when `reshard_after_backward` is on).
+"""
+    valid = (
+        """
+for micro, batch in enumerate(batches):
+    model.set_reshard_after_backward(micro == len(batches) - 1)
+    model(batch).sum().backward()
+optimizer.step()
+""",
+        """
+from torch.distributed.fsdp import FSDPModule
+
+model.set_reshard_after_backward(False)
+for batch in batches:
+    model(batch).sum().backward()
+for module in model.modules():
+    if isinstance(module, FSDPModule):
+        module.reshard()
+optimizer.step()
+""",
+    )
+    invalid = (
+        """
+for batch in batches:
+    model.set_reshard_after_backward(False)  # expect: FSDP044
+    model(batch).sum().backward()
+optimizer.step()
+""",
+        """
+model.set_reshard_after_backward(False)  # expect: FSDP044
+for batch in batches:
+    model(batch).sum().backward()
+model.set_reshard_after_backward(True)
+optimizer.step()
+""",
+    )
+    requires = ((SETTER,), ("step",))
+    signature = RuntimeSignature(
+        evidence="stale_unsharded_params",
+        note="at the forward after the optimizer step, a parameter group is still unsharded and its unsharded "
+        "copy differs from the shards the step updated",
+    )
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for trace in facts.traces:
+            enables = _enables(trace)
+            backwards = trace.methods("backward")
+            for call in trace.methods(SETTER):
+                if call.arg(0, "reshard_after_backward") != Const(False):
+                    continue
+                later = _follows(trace, call)
+                steps = [step for step in later(trace.methods("step")) if _optimizer_step(step)]
+                switched = _switched_off(trace, call)
+                if not steps or _enabled_by_sibling(facts, trace, switched):
+                    continue
+                groups = [list(later([e.event for e in _switching_on(module, enables)])) for module in switched]
+                if any(not group for group in groups) or any(
+                    not all(_undone_between(call, step, group, backwards) for group in groups) for step in steps
+                ):
+                    yield Finding(call.node)
+
+
+def _enables(trace: Trace, onto: Obj | None = None) -> list[_Enable]:
+    """The calls that switch resharding back on (``set_reshard_after_backward`` with another value
+    than False) or reshard the module (``reshard()``, not recursive)."""
+    found = []
+    for event in trace.methods(SETTER) + trace.methods(RESHARD):
+        if event.name == SETTER and event.arg(0, "reshard_after_backward") == Const(False):
+            continue
+        receivers = tuple(_receiver(option, trace, onto) for option in options(event.receiver or UNKNOWN))
+        recursive = _recursive(event) if event.name == SETTER else any(_any_module(r) for r in receivers)
+        found.append(_Enable(event, receivers, recursive))
+    return found
+
+
+def _any_module(receiver: Ref | None) -> bool:
+    """A receiver that stands for each module below a module, itself included (``for m in
+    model.modules(): m.reshard()``): resharding them all reshards the whole model."""
+    return receiver is not None and any(str(part).startswith("**") for part in receiver.path)
+
+
+def _undone_between(call: Event, step: Event, enables: list[Event], backwards: list[Event]) -> bool:
+    """Is the module resharded between ``call`` and ``step``: ``reshard()`` runs in between, or
+    resharding is switched back on before a backward that runs before the step (through the loop
+    when the step comes earlier in the loop body)? Where the trace shows no backward, switching it
+    on counts."""
+
+    def before_step(event: Event) -> bool:
+        if step.index > call.index:
+            return call.index < event.index < step.index
+        return event.index > call.index or event.index < step.index
+
+    for enable in enables:
+        if not before_step(enable):
+            continue
+        if enable.name == RESHARD or not backwards:
+            return True
+        if any(before_step(b) and _precedes(enable, b, step) for b in backwards):
+            return True
+    return False
+
+
+def _precedes(enable: Event, backward: Event, step: Event) -> bool:
+    """Does ``backward`` run after ``enable`` and before ``step`` (``enable`` known to come before
+    the step, possibly through the loop)?"""
+    if enable.index < step.index:
+        return enable.index < backward.index < step.index
+    return backward.index > enable.index or backward.index < step.index
+
+
+def _enabled_by_sibling(facts: FileFacts, trace: Trace, switched: list[_Switched]) -> bool:
+    """Calls in other methods of the same class that switch resharding back on for every module
+    this one switched off (a method no code calls may run after this one)."""
+    instance = trace.instance
+    if instance is None:
+        return False
+    enables = [
+        enable
+        for other in facts.traces
+        if other is not trace and other.instance is not None and other.instance.root.cls is instance.root.cls
+        for enable in _enables(other, onto=instance.root)
+    ]
+    return bool(enables) and all(
+        _switching_on(module if module.module and module.module.root is instance.root else _Switched(None), enables)
+        for module in switched
+    )
