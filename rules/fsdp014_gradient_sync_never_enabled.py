@@ -1,23 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import (
-    UNKNOWN,
-    Const,
-    Event,
-    Obj,
-    ObjKind,
-    Ref,
-    Value,
-    canonical,
-    may_be_same,
-    may_contain,
-    options,
-    refs,
-    strict_ancestor,
+from fsdp2_lint.analysis.model import Const, Event, Obj, canonical, may_be_same, refs
+from fsdp2_lint.analysis.switches import (
+    Enable,
+    enabled_by_sibling,
+    follows,
+    optimizer_step,
+    setting_enables,
+    switched_off,
+    switching_on,
 )
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
@@ -108,15 +102,15 @@ optimizer.step()
             for call in trace.methods(SYNC):
                 if call.arg(0, "requires_gradient_sync") != Const(False):
                     continue
-                later = _follows(trace, call)
+                later = follows(trace, call)
                 steps = list(later(trace.methods("step")))
-                switched = _switched_off(trace, call)
-                if not steps or _enabled_by_sibling(facts, trace, switched):
+                switched = switched_off(trace, call)
+                if not steps or enabled_by_sibling(facts, trace, switched, _enables):
                     continue
                 # For each module the call switches off, the later calls that switch it back on.
-                groups = [list(later([e.event for e in _switching_on(module, enables)])) for module in switched]
+                groups = [list(later([e.event for e in switching_on(module, enables)])) for module in switched]
                 if any(not group for group in groups) or any(
-                    _optimizer_step(step) and not all(_enabled_between(call, step, group) for group in groups)
+                    optimizer_step(step) and not all(_enabled_between(call, step, group) for group in groups)
                     for step in steps
                 ):
                     after = set(later([e.event for e in enables]))
@@ -126,7 +120,7 @@ optimizer.step()
                     )
 
 
-def _partly(call: Event, enables: list[_Enable]) -> str:
+def _partly(call: Event, enables: list[Enable]) -> str:
     """The message for sync switched back on (by ``enables``), but not for all the modules ``call``
     switched off."""
     receivers = [canonical(ref) for ref in refs(call.receiver)] if call.receiver is not None else []
@@ -144,103 +138,6 @@ def _partly(call: Event, enables: list[_Enable]) -> str:
     return f"gradient sync of {name} stays off at the optimizer step: it is switched back on only for {others}"
 
 
-@dataclass(frozen=True)
-class _Switched:
-    """A module whose gradient sync a call switches off (None: the call's receiver is unknown);
-    ``unknown_inside``: with FSDP modules inside it that the file does not show."""
-
-    module: Ref | None
-    unknown_inside: bool = False
-
-
-@dataclass(frozen=True)
-class _Enable:
-    """A call that switches sync on (or to a computed value), on ``receivers`` (None: an object
-    that may be any module)."""
-
-    event: Event
-    receivers: tuple[Ref | None, ...]
-    recursive: bool
-
-
-def _recursive(call: Event) -> bool:
-    """``recurse`` is True unless given as False (torch makes it keyword-only; a second positional
-    argument, which raises, means the same to whoever wrote it)."""
-    return call.arg(1, "recurse") != Const(False)
-
-
-def _switched_off(trace: Trace, call: Event) -> list[_Switched]:
-    """The modules whose sync ``call`` switches off: its receiver, and with ``recurse`` the
-    modules the trace shards inside it (when it shows none, those are unknown)."""
-    receivers = [canonical(ref) for ref in refs(call.receiver)] if call.receiver is not None else []
-    if not receivers:
-        return [_Switched(None)]
-    if not _recursive(call):
-        return [_Switched(module) for module in receivers]
-    sharded = [canonical(target) for shard in trace.shards for target in shard.targets] + trace.assumed_sharded
-    switched = []
-    for receiver in receivers:
-        inside = [_Switched(t) for t in dict.fromkeys(t for t in sharded if may_contain(receiver, t))]
-        switched += inside or [_Switched(receiver, unknown_inside=True)]
-    return switched
-
-
-def _enables(trace: Trace, onto: Obj | None = None) -> list[_Enable]:
-    """The trace's calls that switch sync on. ``onto``: the instance of another trace of the same
-    class, onto which the calls' modules of this trace's instance are moved; other objects of
-    this trace may then be any module."""
-    found = []
-    for event in trace.methods(SYNC):
-        if event.arg(0, "requires_gradient_sync") == Const(False):
-            continue
-        receivers = tuple(_receiver(option, trace, onto) for option in options(event.receiver or UNKNOWN))
-        found.append(_Enable(event, receivers, _recursive(event)))
-    return found
-
-
-def _receiver(option: Value, trace: Trace, onto: Obj | None) -> Ref | None:
-    if not isinstance(option, Ref) or (
-        option.root.kind is ObjKind.NEW and not (option.root.qname or "").startswith("torch.")
-    ):
-        return None  # unknown, or what a call outside torch returned (`unwrap(model)`)
-    module = canonical(option)
-    if onto is None:
-        return module
-    instance = trace.instance
-    return Ref(onto, module.path) if instance is not None and module.root is instance.root else None
-
-
-def _switching_on(switched: _Switched, enables: list[_Enable]) -> list[_Enable]:
-    """The calls that switch ``switched`` back on: on the module or a module around it, or on
-    one that may be any module; with ``recurse=False``, on the module itself, and when modules
-    inside it are unknown, only if another call switches on a module below it (each block and the
-    root individually)."""
-    module = switched.module
-    if module is None:
-        return enables
-    whole = [e for e in enables if any(r is None or (e.recursive and may_contain(r, module)) for r in e.receivers)]
-    alone = [
-        e for e in enables if not e.recursive and any(r is not None and may_be_same(r, module) for r in e.receivers)
-    ]
-    below = any(r is not None and strict_ancestor(module, r) for e in enables for r in e.receivers)
-    return whole if switched.unknown_inside and not below else whole + alone
-
-
-def _follows(trace: Trace, call: Event):
-    """Events that can run after ``call``: later ones, and any in a loop that contains it."""
-
-    def later(events: list[Event]) -> Iterator[Event]:
-        for event in events:
-            if event is call:
-                continue
-            if set(event.ctx.loops) & set(call.ctx.loops):
-                yield event  # the next iteration, whichever arm of a branch it takes
-            elif event.index > call.index and not event.exclusive_with(call):
-                yield event
-
-    return later
-
-
 def _enabled_between(call: Event, step: Event, enables: list[Event]) -> bool:
     """Is sync switched back on after ``call`` and before ``step`` (through the loop when the
     step comes earlier in the loop body)? Switched on only after the step is too late: the next
@@ -250,30 +147,5 @@ def _enabled_between(call: Event, step: Event, enables: list[Event]) -> bool:
     return any(enable.index > call.index or enable.index < step.index for enable in enables)
 
 
-def _optimizer_step(step: Event) -> bool:
-    """``optimizer.step()`` (or ``scaler.step(optimizer)``), not a scheduler or profiler step."""
-    values = (step.receiver, *step.args) if step.receiver is not None else step.args
-    return any(
-        ref.root.kind is ObjKind.OPTIMIZER or "optim" in ref.text.lower() or ref.text.rpartition(".")[2] == "opt"
-        for value in values
-        for ref in refs(value)
-    )
-
-
-def _enabled_by_sibling(facts: FileFacts, trace: Trace, switched: list[_Switched]) -> bool:
-    """A method that no code calls may run after this one: calls in other methods of the same
-    class that switch sync back on for every module this one switched off count. (The relation of
-    another object than the instance to theirs is unknown: any of their calls counts for it.)"""
-    instance = trace.instance
-    if instance is None:
-        return False
-    enables = [
-        enable
-        for other in facts.traces
-        if other is not trace and other.instance is not None and other.instance.root.cls is instance.root.cls
-        for enable in _enables(other, onto=instance.root)
-    ]
-    return bool(enables) and all(
-        _switching_on(module if module.module and module.module.root is instance.root else _Switched(None), enables)
-        for module in switched
-    )
+def _enables(trace: Trace, onto: Obj | None = None) -> list[Enable]:
+    return setting_enables(trace, SYNC, "requires_gradient_sync", onto)

@@ -2,19 +2,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fsdp2_lint.rules.fsdp014_gradient_sync_never_enabled import (
-    _Enable,
-    _follows,
-    _optimizer_step,
-    _receiver,
-    _recursive,
-    _Switched,
-    _switched_off,
-    _switching_on,
-)
-
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import UNKNOWN, Const, Event, Obj, Ref, options
+from fsdp2_lint.analysis.switches import (
+    Enable,
+    enabled_by_sibling,
+    follows,
+    optimizer_step,
+    setting_enables,
+    switch_receiver,
+    switched_off,
+    switching_on,
+)
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -112,29 +111,26 @@ optimizer.step()
             for call in trace.methods(SETTER):
                 if call.arg(0, "reshard_after_backward") != Const(False):
                     continue
-                later = _follows(trace, call)
-                steps = [step for step in later(trace.methods("step")) if _optimizer_step(step)]
-                switched = _switched_off(trace, call)
-                if not steps or _enabled_by_sibling(facts, trace, switched):
+                later = follows(trace, call)
+                steps = [step for step in later(trace.methods("step")) if optimizer_step(step)]
+                switched = switched_off(trace, call)
+                if not steps or enabled_by_sibling(facts, trace, switched, _enables):
                     continue
-                groups = [list(later([e.event for e in _switching_on(module, enables)])) for module in switched]
+                groups = [list(later([e.event for e in switching_on(module, enables)])) for module in switched]
                 if any(not group for group in groups) or any(
                     not all(_undone_between(call, step, group, backwards) for group in groups) for step in steps
                 ):
                     yield Finding(call.node)
 
 
-def _enables(trace: Trace, onto: Obj | None = None) -> list[_Enable]:
+def _enables(trace: Trace, onto: Obj | None = None) -> list[Enable]:
     """The calls that switch resharding back on (``set_reshard_after_backward`` with another value
     than False) or reshard the module (``reshard()``, not recursive)."""
-    found = []
-    for event in trace.methods(SETTER) + trace.methods(RESHARD):
-        if event.name == SETTER and event.arg(0, "reshard_after_backward") == Const(False):
-            continue
-        receivers = tuple(_receiver(option, trace, onto) for option in options(event.receiver or UNKNOWN))
-        recursive = _recursive(event) if event.name == SETTER else any(_any_module(r) for r in receivers)
-        found.append(_Enable(event, receivers, recursive))
-    return found
+    found = setting_enables(trace, SETTER, "reshard_after_backward", onto)
+    for event in trace.methods(RESHARD):
+        receivers = tuple(switch_receiver(option, trace, onto) for option in options(event.receiver or UNKNOWN))
+        found.append(Enable(event, receivers, any(_any_module(r) for r in receivers)))
+    return sorted(found, key=lambda enable: enable.event.index)
 
 
 def _any_module(receiver: Ref | None) -> bool:
@@ -170,21 +166,3 @@ def _precedes(enable: Event, backward: Event, step: Event) -> bool:
     if enable.index < step.index:
         return enable.index < backward.index < step.index
     return backward.index > enable.index or backward.index < step.index
-
-
-def _enabled_by_sibling(facts: FileFacts, trace: Trace, switched: list[_Switched]) -> bool:
-    """Calls in other methods of the same class that switch resharding back on for every module
-    this one switched off (a method no code calls may run after this one)."""
-    instance = trace.instance
-    if instance is None:
-        return False
-    enables = [
-        enable
-        for other in facts.traces
-        if other is not trace and other.instance is not None and other.instance.root.cls is instance.root.cls
-        for enable in _enables(other, onto=instance.root)
-    ]
-    return bool(enables) and all(
-        _switching_on(module if module.module and module.module.root is instance.root else _Switched(None), enables)
-        for module in switched
-    )

@@ -183,6 +183,7 @@ ANALYSIS_LAYERS = (
     ("interpreter.core",),
     ("trace",),
     ("facts",),
+    ("switches",),  # settings FSDPModule setters switch off and on (FSDP014, FSDP044)
 )
 RUNTIME_LAYERS = (
     ("evidence",),  # the contract between the rank processes and the harness
