@@ -673,6 +673,9 @@ class Context:
     asserted: bool = False  # in an `assert`, or in a call of an `assert...` function (`self.assertLess(...)`)
     # Through calls too: ids of the `if`s and conditional expressions whose test is being evaluated.
     testing: tuple[int, ...] = ()
+    # Ids of the `if`s this code runs past whose other arm ends in `continue`, `break` or `return`
+    # (`if torch.isnan(loss): continue`): the code runs only on the paths that did not skip it.
+    skipped: tuple[int, ...] = ()
 
     def with_(self, **changes: object) -> Context:
         """This context with some fields changed: ``dataclasses.replace``, without its cost (the
