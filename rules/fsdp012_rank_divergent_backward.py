@@ -118,7 +118,7 @@ for batch in loader:
 """,
     )
     requires = (("fully_shard",), ("backward",), ("continue", "break", "return"))
-    signature = RuntimeSignature(evidence="hang", min_ranks=2)
+    signature = RuntimeSignature(evidence="divergent_forward_count", min_ranks=2)
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         seen: set[int] = set()

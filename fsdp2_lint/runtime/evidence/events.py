@@ -36,6 +36,8 @@ OPTIMIZER = "optimizer"
 STEP = "step"  # see Probes._after_step
 SAVE = "save"  # line, target, dtensors, tensors
 COLLECTIVE = "collective"  # op, line
+# phase (forward of a sharded root / backward call), forwards, backwards (counts so far on this rank), line
+PASS = "pass"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)
