@@ -61,7 +61,9 @@ the parameters: every rank must run the same number of forwards and backwards. A
 loss, on one rank's batch makes only that rank skip its backward; the other ranks wait in a
 reduce-scatter whose partner never comes (and the skipping rank runs its next forward's all-gather
 against their reduce-scatter). Observed with torch 2.13 on CPU/gloo, 2 ranks, a NaN loss on rank 1
-at step 1: the run hangs until the collective timeout.
+at step 1: the run hangs until the collective timeout, rank 0 in the backward's
+`reduce_scatter_single` and rank 1 in an `all_gather_single`; the harness's pass counts show the
+cause (rank 0: 2 forwards, 2 backwards; rank 1: 3 forwards, 2 backwards).
 
 ## Known problems
 Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` are recognised; a skip on an
