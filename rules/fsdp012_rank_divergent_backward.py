@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Event, EventKind, refs
@@ -131,7 +131,7 @@ for batch in loader:
             tests = _per_rank_tests(trace)
             for backward in backwards:
                 for if_id in backward.ctx.skipped:
-                    test = tests.get(if_id)
+                    test = _reading(tests.get(if_id, ()), backward.receiver)
                     if test is None or id(test.node) in seen:
                         continue
                     forward = _sharded_forward_before(trace, test)
@@ -146,9 +146,9 @@ for batch in loader:
                     )
 
 
-def _per_rank_tests(trace: Trace) -> dict[int, Event]:
-    """For each `if` (its id), the first event of its test that reads a rank-local tensor value."""
-    found: dict[int, Event] = {}
+def _per_rank_tests(trace: Trace) -> dict[int, list[Event]]:
+    """For each `if` (its id), the events of its test that read a rank-local tensor value."""
+    found: dict[int, list[Event]] = {}
     for event in trace.events:
         if not event.ctx.testing:
             continue
@@ -156,8 +156,17 @@ def _per_rank_tests(trace: Trace) -> dict[int, Event]:
             event.kind is EventKind.METHOD and event.name in PER_RANK_METHODS
         )
         if reads:
-            found.setdefault(event.ctx.testing[-1], event)
+            found.setdefault(event.ctx.testing[-1], []).append(event)
     return found
+
+
+def _reading(events: Iterable[Event], loss: object) -> Event | None:
+    """The event of a skip test that reads the tensor whose ``backward()`` it skips."""
+    for event in events:
+        read = event.receiver if event.kind is EventKind.METHOD else event.arg(0, "input")
+        if read is not None and (read is loss or read == loss):
+            return event
+    return None
 
 
 def _sharded_forward_before(trace: Trace, test: Event) -> Event | None:

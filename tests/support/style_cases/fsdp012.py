@@ -56,4 +56,13 @@ CASES = {
                 continue
             loss.backward()
     """,
+    "fsdp012-global-step-tensor-near-miss": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            loss = model(batch).mean()
+            if global_step.item() >= max_steps:
+                break
+            loss.backward()
+    """,
 }
