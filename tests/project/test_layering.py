@@ -173,7 +173,7 @@ PACKAGE_LAYERS = (
     ("__main__",),
 )
 ANALYSIS_LAYERS = (
-    ("syntax",),
+    ("syntax", "kinds"),
     ("model",),
     ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),

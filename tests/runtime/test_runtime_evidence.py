@@ -470,3 +470,29 @@ def test_stale_unsharded_params_needs_a_copy_that_differs_from_the_shards():
     assert len(observe(synthetic_record({0: [START, event, other, EXIT], 1: [START, EXIT]}))) == 2
     quiet = stale_unsharded(0)
     assert observe(synthetic_record({0: [START, quiet, EXIT], 1: [START, quiet, EXIT]})) == []
+
+
+def _pass(phase: str, forwards: int, backwards: int, line: int) -> dict:
+    return {"kind": "pass", "phase": phase, "forwards": forwards, "backwards": backwards, "line": line, "site": None}
+
+
+@pytest.mark.parametrize(
+    ("rank1_last", "timed_out", "found"),
+    [
+        (_pass("forward", 3, 1, 44), (0, 1), True),  # rank 1 skipped a backward, then hung in its next forward
+        (_pass("backward", 2, 2, 52), (0, 1), False),  # same counts: a hang of another cause
+        (_pass("forward", 3, 1, 44), (), False),  # different counts, but no hang
+    ],
+)
+def test_divergent_forward_count_needs_a_hang_and_different_pass_counts(rank1_last, timed_out, found):
+    rank0 = [START, _pass("forward", 1, 0, 44), _pass("backward", 1, 1, 52), _pass("forward", 2, 1, 44)]
+    rank0.append(_pass("backward", 2, 2, 52))
+    rank1 = [START, _pass("forward", 1, 0, 44), _pass("backward", 1, 1, 52), rank1_last]
+    run = synthetic_record({0: rank0, 1: rank1}, timed_out=timed_out)
+    evidence = [e for e in observe(run) if e.kind == "divergent_forward_count"]
+    assert bool(evidence) is found
+    if found:
+        assert evidence[0].ranks == (0, 1) and evidence[0].lines == (52, 44)
+        assert "rank 0 2 forward(s), 2 backward(s)" in evidence[0].summary
+        assert "rank 1 3 forward(s), 1 backward(s) (last: forward at line 44)" in evidence[0].summary
+        assert matches(evidence[0], RuntimeSignature("divergent_forward_count", min_ranks=2))

@@ -16,7 +16,7 @@ writes hold again where the exit leads (:func:`rejoin_escaped`). Objects mutated
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import libcst as cst
@@ -66,6 +66,7 @@ def in_arm(ctx: Context, arm: Arm) -> Context:
         dtensor_tested=ctx.dtensor_tested + arm.dtensor_tested,
         not_dtensor=ctx.not_dtensor + arm.not_dtensor,
         against_default=ctx.against_default or arm.against_default,
+        skipped=ctx.skipped + arm.skipped if arm.skipped else ctx.skipped,
     )
 
 
@@ -196,6 +197,8 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
         return TERMINATED
     if then.done or other.done:  # the rest of the block runs in the other arm, as it left it
         live = other if then.done else then
+        if _ends_in_skip(node.body if then.done else node.orelse):
+            live.arm = replace(live.arm, skipped=(id(node),))
         interp.frame.env.vars.clear()
         interp.frame.env.vars.update(live.env.vars)
         interp.heap.update(live.writes)
@@ -214,6 +217,18 @@ def evaluate_test(interp: Evaluator, node: cst.If | cst.IfExp) -> Value:
         return interp.eval(node.test)
     finally:
         interp.ctx = outer
+
+
+def _ends_in_skip(block: object) -> bool:
+    """Does the arm end in a plain `continue`, `break` or `return` (no `raise`)?"""
+    if isinstance(block, cst.Else):
+        block = block.body
+    if not isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) or not block.body:
+        return False
+    last = block.body[-1]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        last = last.body[-1]
+    return isinstance(last, (cst.Continue, cst.Break, cst.Return))
 
 
 def _exec_else(interp: Evaluator, node: cst.If, exits: list[Continuation]) -> bool:

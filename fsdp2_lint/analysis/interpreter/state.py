@@ -67,6 +67,9 @@ class Arm:
     not_dtensor: tuple[Value, ...] = ()  # values (parameters, gradients) the test proves are no DTensors
     conditions: tuple[tuple[Condition, bool], ...] = ()  # the fixed conditions the arm holds, with their truth
     against_default: bool = False  # the arm a constant test on a defaulted parameter rules out
+    # The `if`s (their ids) whose other arm ends in `continue`/`break`/`return`: this arm is how the
+    # code goes on past them.
+    skipped: tuple[int, ...] = ()
 
     def path_only(self) -> Arm:
         """Only which arm this is: what remains of an arm that is one of several ways to a point."""

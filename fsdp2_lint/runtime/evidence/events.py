@@ -44,6 +44,8 @@ COLLECTIVE = "collective"  # op, line
 # line, module, params, stale, names: at a parameter group's pre-forward, the group was still unsharded
 # and its unsharded copy no longer matches this rank's shard (updated since it was gathered)
 STALE_UNSHARDED = "stale_unsharded"
+# phase (forward of a sharded root / backward call), forwards, backwards (counts so far on this rank), line
+PASS = "pass"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

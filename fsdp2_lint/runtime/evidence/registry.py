@@ -764,3 +764,37 @@ def detect_stale_unsharded_params(run: RunRecord) -> list[Evidence]:
         ),
         lambda event: (event.get("line"),),
     )
+
+
+# divergent_forward_count (FSDP012) ----------------------------------------------------------------
+
+
+@evidence_kind(
+    "divergent_forward_count",
+    "a hang after the ranks ran different numbers of forwards/backwards of the sharded model",
+)
+def detect_divergent_forward_count(run: RunRecord) -> list[Evidence]:
+    """The run hung, and when it did the ranks had run different numbers of sharded-root forwards
+    or ``backward()`` calls (the ``pass`` events): one rank skipped a pass the others ran (FSDP012)."""
+    if not run.timed_out:
+        return []
+    last: dict[int, Event] = {}
+    for rank, event in run.of_kind(events.PASS):
+        last[rank] = event
+    if len(last) < 2 or len({(event["forwards"], event["backwards"]) for event in last.values()}) < 2:
+        return []
+    parts = []
+    for rank, event in sorted(last.items()):
+        backwards = event["backwards"]
+        parts.append(
+            f"rank {rank} {event['forwards']} forward(s), {backwards} backward(s)"
+            f" (last: {event['phase']}{_at(event.get('line'))})"
+        )
+    return [
+        Evidence(
+            kind="divergent_forward_count",
+            summary="ranks ran different numbers of passes of the sharded model before the hang: " + "; ".join(parts),
+            ranks=tuple(sorted(last)),
+            lines=tuple(dict.fromkeys(event.get("line") for event in last.values() if event.get("line") is not None)),
+        )
+    ]

@@ -39,6 +39,7 @@ from fsdp2_lint.runtime.evidence.scope import Line, SourceScope
 from fsdp2_lint.runtime.evidence.signals import STACK_DUMP_SIGNAL
 from fsdp2_lint.runtime.rank.buffer_probes import BufferProbe
 from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
+from fsdp2_lint.runtime.rank.pass_counts import PassCountProbe
 from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
 from fsdp2_lint.runtime.rank.stale_unshard_probe import StaleUnshardProbe
@@ -213,6 +214,7 @@ class Probes(ProbeCore):
         Fsdp1Probes(self).install()
         self.gradient_sync.install()
         self.master_weights.install()
+        PassCountProbe(self).install()
         self._wrap_to_empty()
         BufferProbe(self).install()
         self._wrap_optimizer_init()

@@ -1,0 +1,67 @@
+"""How many forwards of a sharded root, and how many ``backward()`` calls, each rank ran (FSDP012).
+
+Every rank must run the same sequence of FSDP2 forwards and backwards: each forward all-gathers,
+each backward reduce-scatters. One event per pass, with the count so far on this rank, lets the
+harness compare the ranks' counts when a run hangs. Never issues a collective.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+import torch
+from torch.distributed.fsdp._fully_shard import _fsdp_state
+
+from fsdp2_lint.runtime.evidence import events
+
+
+class PassCountProbe:
+    def __init__(self, probes: Any) -> None:
+        self.probes = probes
+        self.forwards = 0
+        self.backwards = 0
+
+    def install(self) -> None:
+        original_root = _fsdp_state.FSDPState._root_pre_forward
+        on_forward = self.probes.guarded("passes", self._on_forward)
+
+        @functools.wraps(original_root)
+        def _root_pre_forward(state: Any, *args: Any, **kwargs: Any) -> Any:
+            ctx = getattr(state, "_state_ctx", None)
+            before = getattr(ctx, "iter_forward_root", None)
+            result = original_root(state, *args, **kwargs)
+            if before is None and getattr(ctx, "iter_forward_root", None) is state:
+                on_forward(sys._getframe(1))  # this state began a forward as the root
+            return result
+
+        _fsdp_state.FSDPState._root_pre_forward = _root_pre_forward
+        original_backward = torch.autograd.backward
+        on_backward = self.probes.guarded("passes", self._on_backward)
+
+        @functools.wraps(original_backward)
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            on_backward(sys._getframe(1))
+            return original_backward(*args, **kwargs)
+
+        torch.autograd.backward = backward  # Tensor.backward calls it too
+
+    def _on_forward(self, frame: Any) -> None:
+        self.forwards += 1
+        self._write("forward", frame)
+
+    def _on_backward(self, frame: Any) -> None:
+        if not self.forwards:
+            return  # no sharded model ran yet
+        self.backwards += 1
+        self._write("backward", frame)
+
+    def _write(self, phase: str, frame: Any) -> None:
+        self.probes.log.write(
+            events.PASS,
+            phase=phase,
+            forwards=self.forwards,
+            backwards=self.backwards,
+            **self.probes.locator.locate_stack(frame),
+        )
