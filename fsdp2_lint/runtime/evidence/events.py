@@ -36,6 +36,9 @@ OPTIMIZER = "optimizer"
 STEP = "step"  # see Probes._after_step
 SAVE = "save"  # line, target, dtensors, tensors
 COLLECTIVE = "collective"  # op, line
+# line (the optimizer step), backwards, groups, reduce_scatters, most_per_group: FSDP2 gradient
+# reduce-scatters since the previous optimizer step (FSDP033)
+REDUCE_SCATTERS = "reduce_scatters"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

@@ -39,6 +39,7 @@ from fsdp2_lint.runtime.evidence.scope import Line, SourceScope
 from fsdp2_lint.runtime.evidence.signals import STACK_DUMP_SIGNAL
 from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.reduce_scatter_probe import ReduceScatterProbe
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
 from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
 
@@ -208,6 +209,7 @@ class Probes(ProbeCore):
         GradNormProbe(self).install()
         Fsdp1Probes(self).install()
         self.gradient_sync.install()
+        ReduceScatterProbe(self).install()
         self._wrap_to_empty()
         self._wrap_optimizer_init()
         register_optimizer_step_pre_hook(self.guarded("step", self._before_step))
