@@ -7,6 +7,7 @@ from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Event, ObjKind, refs
 from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.rules.fsdp005_no_sync import NoSync
 
 # The test of an `if` that runs the optimizer step once per accumulation window.
 _WINDOW = re.compile(r"%|accum|micro|grad_acc|should_step|update_step|sync_grad", re.IGNORECASE)
@@ -109,6 +110,8 @@ for i, batch in enumerate(batches):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         if any(trace.methods("set_requires_gradient_sync") for trace in facts.traces):
             return
+        if any(True for _ in NoSync().check(facts)):
+            return  # FSDP005: `no_sync()` on the sharded model raises before any reduce-scatter
         for trace in facts.traces:
             if not (trace.shards or trace.assumed_sharded) or trace.calls(*_DDP):
                 continue
@@ -128,6 +131,12 @@ def _accumulates(facts: FileFacts, backward: Event, steps: list[Event]) -> str |
     """How ``backward`` runs several times per optimizer step, if it does."""
     if not backward.ctx.loops:
         return None
+    loop = backward.ctx.loops[-1]
+    if any(
+        step.ctx.loops and step.ctx.loops[-1] is loop and set(step.ctx.if_nodes) <= set(backward.ctx.if_nodes)
+        for step in steps
+    ):
+        return None  # a step after every backward of its loop (a `train_step` called twice is no accumulation)
     for step in steps:
         if step.exclusive_with(backward):
             continue
