@@ -3,11 +3,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from fsdp2_lint.rules.fsdp005_no_sync import NoSync
+
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Event, ObjKind, refs
 from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
-from fsdp2_lint.rules.fsdp005_no_sync import NoSync
 
 # The test of an `if` that runs the optimizer step once per accumulation window.
 _WINDOW = re.compile(r"%|accum|micro|grad_acc|should_step|update_step|sync_grad", re.IGNORECASE)
