@@ -424,3 +424,27 @@ def test_silent_kinds_accept_the_exception_their_signature_declares():
     output_dtype = exception("'MixedPrecision' object has no attribute 'output_dtype'")
     [error] = observe(synthetic_record({0: [START, output_dtype], 1: [START, output_dtype]}))
     assert matches(error, POLICY) and not matches(error, MIXED)
+
+
+# sync_per_microbatch (FSDP033) -------------------------------------------------------------------
+
+
+def reduce_scatters(backwards: int, groups: int, total: int, most: int) -> dict:
+    return {"kind": "reduce_scatters", "line": 47, "backwards": backwards, "groups": groups,
+            "reduce_scatters": total, "most_per_group": most}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "event, found",
+    [
+        (reduce_scatters(2, 3, 6, 2), True),  # bad_module_level: 2 micro-batches, each group reduced twice
+        (reduce_scatters(2, 3, 3, 1), False),  # good_is_last_microbatch: sync off but on the last micro-batch
+        (reduce_scatters(1, 3, 3, 1), False),  # good_no_accumulation: one backward per step
+    ],
+)
+def test_sync_per_microbatch_needs_several_reduce_scatters_of_one_group_per_step(event, found):
+    evidence = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert [e.kind for e in evidence] == (["sync_per_microbatch"] if found else [])
+    if found:
+        assert evidence[0].summary.startswith("2 backward passes before the optimizer step at line 47: 6 gradient")
+        assert matches(evidence[0], RuntimeSignature("sync_per_microbatch"))
