@@ -52,6 +52,8 @@ micro-batches per step, 3 parameter groups, 6 reduce-scatters per step; with
 The accumulation test is recognised by its text (`%`, `accum`, `micro`, ...); a step under another
 test (`if not overflow:`) is not taken for accumulation. Memory: with sync off FSDP2 keeps the
 unsharded gradients until the last micro-batch, so a run short of memory may prefer sync on.
+A backward under a context manager from a helper the file cannot follow (an engine's own
+`gradient_sync_context(is_last)`) is still reported when the step follows the loop.
 """
     valid = (
         """
