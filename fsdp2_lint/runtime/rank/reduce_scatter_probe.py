@@ -1,5 +1,6 @@
-"""FSDP033: how often each FSDP2 parameter group reduce-scatters its gradients between two optimizer
-steps, and how many backward passes ran in between (imports torch).
+"""FSDP033: how often each FSDP2 parameter group reduce-scatters its gradients between an optimizer
+step and the step or ``zero_grad()`` before it, and how many backward passes ran in between
+(imports torch).
 
 FSDP2 reduces a group's gradients in ``FSDPParamGroup.post_backward`` by calling ``foreach_reduce``
 (on torch 2.13, CPU/gloo included) unless ``set_requires_gradient_sync(False)`` switched it off:
@@ -48,6 +49,16 @@ class ReduceScatterProbe:
 
         torch.autograd.backward = backward  # Tensor.backward calls it too
         register_optimizer_step_pre_hook(self.probes.guarded("reduce_scatter", self._on_step))
+        # zero_grad() drops what the backward passes before it accumulated: the window starts again
+        on_zero = self.probes.guarded("reduce_scatter", self._reset)
+        for owner in (torch.optim.Optimizer, torch.nn.Module):
+            original_zero = owner.zero_grad
+
+            def zero_grad(*args: Any, _original: Any = original_zero, **kwargs: Any) -> Any:
+                on_zero()
+                return _original(*args, **kwargs)
+
+            owner.zero_grad = functools.wraps(original_zero)(zero_grad)
 
     def _on_reduce(self, group: Any) -> None:
         self.per_group[id(group)] = self.per_group.get(id(group), 0) + 1
@@ -66,5 +77,8 @@ class ReduceScatterProbe:
                 reduce_scatters=sum(self.per_group.values()),
                 most_per_group=max(self.per_group.values()),
             )
+        self._reset()
+
+    def _reset(self) -> None:
         self.per_group = {}
         self.backwards = 0
