@@ -161,7 +161,7 @@ def check(
         write_statistics(diagnostics, output_format, sys.stdout, summary=not quiet, fixing=fixing)
     else:
         write_report(diagnostics, output_format, sys.stdout, summary=not quiet, fixing=fixing)
-    sys.exit(1 if diagnostics and not exit_zero else 0)
+    sys.exit(1 if any(d.severity.fails for d in diagnostics) and not exit_zero else 0)
 
 
 def _check_paths(
@@ -234,7 +234,7 @@ def _fix_paths(targets: list[Path], resolver: SettingsResolver, force_exclude: b
     if mode.diff:
         return _report_diff(files, mode)
     _report_fixed(files, mode, sys.stdout)
-    return 1 if any(file.result.remaining for file in files) else 0
+    return 1 if any(d.severity.fails for file in files for d in file.result.remaining) else 0
 
 
 def _fix_found(item: Path | list[Diagnostic], resolver: SettingsResolver, mode: _FixMode) -> FileFix:
@@ -258,7 +258,7 @@ def _fix_stdin(name: Path, resolver: SettingsResolver, force_exclude: bool, mode
     sys.stdout.buffer.write(file.result.source)
     sys.stdout.flush()
     _report_fixed([file], mode, sys.stderr)
-    return 1 if file.result.remaining else 0
+    return 1 if any(d.severity.fails for d in file.result.remaining) else 0
 
 
 def _report_diff(files: list[FileFix], mode: _FixMode) -> int:

@@ -18,6 +18,12 @@ _SYNTAX_HINT = "fix the syntax error: fsdp2-lint checked nothing else in this fi
 class Severity(enum.Enum):
     ERROR = "error"  # definite breakage
     WARNING = "warning"  # likely breakage, or memory/performance
+    INFO = "info"  # correct but slower than it needs to be: shown, never fails the run
+
+    @property
+    def fails(self) -> bool:
+        """Does a diagnostic of this severity make the run exit with status 1? (``info`` never does.)"""
+        return self is not Severity.INFO
 
 
 class Applicability(enum.Enum):

@@ -32,7 +32,12 @@ from fsdp2_lint.rule import Rule, all_rules
 from fsdp2_lint.rule_docs import rule_markdown
 
 FORMATS = ("text", "concise", "json", "json-lines", "github", "gitlab", "junit", "sarif")
-STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow"}
+# How each CI format spells a severity: GitHub's workflow commands and SARIF have no "info" (a
+# notice, a note), GitLab Code Quality has no "error"/"warning".
+GITHUB_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+GITLAB_SEVERITIES = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: "info"}
+SARIF_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold blue"}
 HOMEPAGE = "https://github.com/fsdp2-lint/fsdp2-lint"
 PARSE_ERROR_SUMMARY = "the file cannot be read or parsed, so nothing else in it was checked"
 PARSE_ERROR_DESCRIPTION = (
@@ -152,9 +157,8 @@ def _summary(diagnostics: Sequence[Diagnostic], fixing: Fixing = Fixing()) -> Te
         return Text(f"Found {_count(total, 'problem')} ({counts}).", style="bold")
     if not diagnostics:
         return Text("All checks passed!", style="bold green")
-    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
-    warnings = len(diagnostics) - errors
-    parts = [_count(count, word) for count, word in ((errors, "error"), (warnings, "warning")) if count]
+    counts = [(sum(d.severity is severity for d in diagnostics), severity.value) for severity in Severity]
+    parts = [_count(count, word) for count, word in counts if count]
     return Text(f"Found {_count(len(diagnostics), 'problem')} ({', '.join(parts)}).", style="bold")
 
 
@@ -245,7 +249,7 @@ def write_github(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
         }
         fields = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
         data = _escape_data(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}")
-        stream.write(f"::{d.severity.value} {fields}::{data}\n")
+        stream.write(f"::{GITHUB_LEVELS[d.severity]} {fields}::{data}\n")
 
 
 def _escape_data(text: str) -> str:
@@ -265,7 +269,7 @@ def write_gitlab(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
             "description": f"{d.code} {d.message}",
             "check_name": d.code,
             "fingerprint": fingerprint,
-            "severity": "major" if d.severity is Severity.ERROR else "minor",
+            "severity": GITLAB_SEVERITIES[d.severity],
             "location": {"path": repository_path(d.path, root), "lines": {"begin": d.line, "end": d.end_line}},
         }
         for d, fingerprint in zip(diagnostics, fingerprints, strict=True)
@@ -288,21 +292,28 @@ def stable_fingerprints(diagnostics: Sequence[Diagnostic], root: Path) -> list[s
 
 
 def write_junit(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
-    """JUnit XML: one test suite per file, one failed test case per diagnostic."""
+    """JUnit XML: one test suite per file, one test case per diagnostic, failed unless its severity
+    is ``info`` (a passed case whose ``system-out`` says what it found)."""
+    failing = sum(d.severity.fails for d in diagnostics)
     suites = ET.Element("testsuites", name="fsdp2-lint", tests=str(max(1, len(diagnostics))),
-                        failures=str(len(diagnostics)), errors="0")  # fmt: skip
+                        failures=str(failing), errors="0")  # fmt: skip
     by_path: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
         by_path.setdefault(d.path, []).append(d)
     for path, found in by_path.items():
         suite = ET.SubElement(
-            suites, "testsuite", name=path, tests=str(len(found)), failures=str(len(found)), errors="0"
-        )
+            suites, "testsuite", name=path, tests=str(len(found)),
+            failures=str(sum(d.severity.fails for d in found)), errors="0",
+        )  # fmt: skip
         for d in found:
             case = ET.SubElement(suite, "testcase", name=f"fsdp2-lint.{d.code}", classname=path, file=path,
                                  line=str(d.line), column=str(d.column))  # fmt: skip
-            failure = ET.SubElement(case, "failure", message=d.message, type=d.code)
-            failure.text = f"line {d.line}, col {d.column}, {d.message}"
+            text = f"line {d.line}, col {d.column}, {d.message}"
+            if d.severity.fails:
+                failure = ET.SubElement(case, "failure", message=d.message, type=d.code)
+                failure.text = text
+            else:
+                ET.SubElement(case, "system-out").text = f"{d.severity.value}: {d.code} {text}"
     if not diagnostics:
         suite = ET.SubElement(suites, "testsuite", name="fsdp2-lint", tests="1", failures="0", errors="0")
         ET.SubElement(suite, "testcase", name="No problems found", classname="fsdp2-lint")
@@ -338,7 +349,7 @@ def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
         "fullDescription": {"text": rule.docs.strip(), "markdown": rule.docs.strip()},
         "help": {"text": rule.hint, "markdown": rule_markdown(rule)},
         "helpUri": rule.url(),
-        "defaultConfiguration": {"level": rule.severity.value},
+        "defaultConfiguration": {"level": SARIF_LEVELS[rule.severity]},
         "properties": {"tags": ["fsdp2", "correctness"]},
     }
 
@@ -358,7 +369,7 @@ def _sarif_result(d: Diagnostic, rule_index: int, fingerprint: str, root: Path) 
     result: dict[str, object] = {
         "ruleId": d.code,
         "ruleIndex": rule_index,
-        "level": d.severity.value,
+        "level": SARIF_LEVELS[d.severity],
         "message": {"text": f"{d.message}\nhelp: {d.hint}"},
         "locations": [{"physicalLocation": _sarif_place(d.path, d.line, d.column, d.end_line, d.end_column, root)}],
         "partialFingerprints": {"fsdp2-lint/v1": fingerprint},

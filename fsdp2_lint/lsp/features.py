@@ -17,7 +17,11 @@ from fsdp2_lint.output import PARSE_ERROR_SUMMARY
 from fsdp2_lint.rule import Rule, all_rules
 
 SOURCE = "fsdp2-lint"
-SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning}
+SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+}
 QUICK_FIX = types.CodeActionKind.QuickFix
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.fsdp2-lint"
 # an existing `# noqa: CODES` list in a comment, which a new code extends

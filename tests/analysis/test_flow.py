@@ -364,8 +364,14 @@ def test_not_and_or_on_a_constant_flag_run_the_arms_python_runs(test, arms):
 
 CORRELATED = {
     "a name and its negation": ("tie = probe()\nif tie:\n    fully_shard(a)\nif not tie:\n    fully_shard(b)\n", True),
-    "one side of an `and`": ("tie, big = probe(), probe()\nif tie and big:\n    fully_shard(a)\nif not tie:\n    fully_shard(b)\n", True),
-    "both sides of an `or` fail": ("tie, big = probe(), probe()\nif tie or big:\n    pass\nelse:\n    fully_shard(a)\nif tie:\n    fully_shard(b)\n", True),
+    "one side of an `and`": (
+        "tie, big = probe(), probe()\nif tie and big:\n    fully_shard(a)\nif not tie:\n    fully_shard(b)\n",
+        True,
+    ),
+    "both sides of an `or` fail": (
+        "tie, big = probe(), probe()\nif tie or big:\n    pass\nelse:\n    fully_shard(a)\nif tie:\n    fully_shard(b)\n",
+        True,
+    ),
     "a parameter of the function": (
         "def shard(model, tie):\n    if tie:\n        fully_shard(a)\n    if not tie:\n        fully_shard(b)\n"
         "shard(m, probe())\n",
@@ -384,7 +390,10 @@ CORRELATED = {
         "items = []\nif not items:\n    fully_shard(a)\nitems.append(1)\nif items:\n    fully_shard(b)\n",
         False,
     ),
-    "an `or` in the true arm": ("tie, big = probe(), probe()\nif tie or big:\n    fully_shard(a)\nif not tie:\n    fully_shard(b)\n", False),
+    "an `or` in the true arm": (
+        "tie, big = probe(), probe()\nif tie or big:\n    fully_shard(a)\nif not tie:\n    fully_shard(b)\n",
+        False,
+    ),
     "two names": ("tie, big = probe(), probe()\nif tie:\n    fully_shard(a)\nif not big:\n    fully_shard(b)\n", False),
 }
 

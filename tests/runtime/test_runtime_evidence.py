@@ -496,3 +496,27 @@ def test_divergent_forward_count_needs_a_hang_and_different_pass_counts(rank1_la
         assert "rank 0 2 forward(s), 2 backward(s)" in evidence[0].summary
         assert "rank 1 3 forward(s), 1 backward(s) (last: forward at line 44)" in evidence[0].summary
         assert matches(evidence[0], RuntimeSignature("divergent_forward_count", min_ranks=2))
+
+
+# sync_per_microbatch (FSDP033) -------------------------------------------------------------------
+
+
+def reduce_scatters(backwards: int, groups: int, total: int, most: int) -> dict:
+    return {"kind": "reduce_scatters", "line": 47, "backwards": backwards, "groups": groups,
+            "reduce_scatters": total, "most_per_group": most}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "event, found",
+    [
+        (reduce_scatters(2, 3, 6, 2), True),  # bad_module_level: 2 micro-batches, each group reduced twice
+        (reduce_scatters(2, 3, 3, 1), False),  # good_is_last_microbatch: sync off but on the last micro-batch
+        (reduce_scatters(1, 3, 3, 1), False),  # good_no_accumulation: one backward per step
+    ],
+)
+def test_sync_per_microbatch_needs_several_reduce_scatters_of_one_group_per_step(event, found):
+    evidence = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert [e.kind for e in evidence] == (["sync_per_microbatch"] if found else [])
+    if found:
+        assert evidence[0].summary.startswith("2 backward passes before the optimizer step at line 47: 6 gradient")
+        assert matches(evidence[0], RuntimeSignature("sync_per_microbatch"))

@@ -46,6 +46,9 @@ COLLECTIVE = "collective"  # op, line
 STALE_UNSHARDED = "stale_unsharded"
 # phase (forward of a sharded root / backward call), forwards, backwards (counts so far on this rank), line
 PASS = "pass"
+# line (the optimizer step), backwards, groups, reduce_scatters, most_per_group: FSDP2 gradient
+# reduce-scatters since the previous optimizer step (FSDP033)
+REDUCE_SCATTERS = "reduce_scatters"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

@@ -798,3 +798,26 @@ def detect_divergent_forward_count(run: RunRecord) -> list[Evidence]:
             lines=tuple(dict.fromkeys(event.get("line") for event in last.values() if event.get("line") is not None)),
         )
     ]
+
+
+# sync_per_microbatch (FSDP033) -------------------------------------------------------------------
+
+
+@evidence_kind("sync_per_microbatch", "an FSDP2 parameter group reduce-scatters its gradients more than once per step")
+def detect_sync_per_microbatch(run: RunRecord) -> list[Evidence]:
+    """Between two optimizer steps several backward passes ran and a parameter group of the sharded
+    model reduce-scattered its gradients after more than one of them (gradient accumulation with
+    gradient sync left on, FSDP033). With ``set_requires_gradient_sync(False)`` on all micro-batches
+    but the last each group reduce-scatters once per step: no evidence."""
+    return _grouped_evidence(
+        run,
+        "sync_per_microbatch",
+        events.REDUCE_SCATTERS,
+        lambda event: event["backwards"] > 1 and event["most_per_group"] > 1,
+        lambda event: (
+            f"{event['backwards']} backward passes before the optimizer step{_at(event.get('line'))}: "
+            f"{event['reduce_scatters']} gradient reduce-scatters for {event['groups']} parameter groups "
+            f"(up to {event['most_per_group']} per group, 1 is enough)"
+        ),
+        lambda event: (event.get("line"),),
+    )

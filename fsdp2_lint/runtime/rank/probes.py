@@ -42,6 +42,7 @@ from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
 from fsdp2_lint.runtime.rank.pass_counts import PassCountProbe
 from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.reduce_scatter_probe import ReduceScatterProbe
 from fsdp2_lint.runtime.rank.stale_unshard_probe import StaleUnshardProbe
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
 from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
@@ -215,6 +216,7 @@ class Probes(ProbeCore):
         self.gradient_sync.install()
         self.master_weights.install()
         PassCountProbe(self).install()
+        ReduceScatterProbe(self).install()
         self._wrap_to_empty()
         BufferProbe(self).install()
         self._wrap_optimizer_init()

@@ -1,0 +1,68 @@
+"""Style cases for FSDP033: code written in styles the fixtures do not use."""
+
+CASES = {
+    "fsdp033-while-loop-micro-batches-then-step": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for step in range(steps):
+            mb = 0
+            while mb < micro_batches:
+                model(batch[mb]).sum().backward()  # expect: FSDP033
+                mb += 1
+            optimizer.step()
+    """,
+    "fsdp033-grad-accum-flag-in-helper": """
+        from torch.distributed.fsdp import fully_shard
+        def train(model, optimizer, loader, grad_accum_steps):
+            for i, batch in enumerate(loader):
+                loss = model(batch).mean() / grad_accum_steps
+                loss.backward()  # expect: FSDP033
+                if (i + 1) % grad_accum_steps == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        fully_shard(model)
+        train(model, optimizer, loader, 4)
+    """,
+    "fsdp033-ddp-only-no-sync-fallback": """
+        import contextlib
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for i, batch in enumerate(loader):
+            ctx = model.no_sync() if hasattr(model, "no_sync") and (i + 1) % accum else contextlib.nullcontext()
+            with ctx:
+                model(batch).sum().backward()  # expect: FSDP033
+            if (i + 1) % accum == 0:
+                optimizer.step()
+    """,
+    "fsdp033-near-miss-step-under-overflow-test": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            model(batch).sum().backward()
+            if not found_inf:
+                optimizer.step()
+    """,
+    "fsdp033-near-miss-sync-off-flag": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for i, batch in enumerate(loader):
+            model.set_requires_gradient_sync((i + 1) % accum == 0)
+            model(batch).sum().backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+    """,
+    "fsdp033-near-miss-unsharded-model": """
+        for batch in micro_batches:
+            model(batch).sum().backward()
+        optimizer.step()
+    """,
+    "fsdp033-near-miss-scheduler-step-after-loop": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for epoch in range(epochs):
+            for batch in loader:
+                model(batch).sum().backward()
+                optimizer.step()
+            scheduler.step()
+    """,
+}
