@@ -150,7 +150,9 @@ def _problems(shard: Event) -> list[str]:
     if len(shard.args) > 1:
         problems.append("a positional mesh -> `mesh=...` (keyword only)")
     strategy = shard.kwargs.get("reshard_after_forward")
-    if strategy is not None and any(
+    # every path: a setting that holds a strategy only where another path converts it to a bool
+    # (a config object used for FSDP1 and FSDP2) is not certainly wrong
+    if strategy is not None and all(
         isinstance(option, Symbol) and option.qname.startswith(SHARDING_STRATEGY) for option in options(strategy)
     ):
         problems.append("a `ShardingStrategy` as `reshard_after_forward` -> `True` or `False`")

@@ -25,4 +25,22 @@ CASES = {
         else:
             model = FSDP(model, sharding_strategy=strategy)
     """,
+    "fsdp022-good-strategy-on-the-fsdp1-path-only": """
+        import os
+        from torch.distributed.fsdp import ShardingStrategy, fully_shard
+        class Plugin:
+            def __init__(self, version):
+                value = os.environ.get("RESHARD", "true")
+                if version == 2:
+                    self.reshard = value.lower() == "true"
+                else:
+                    self.reshard = ShardingStrategy[value.upper()]
+        plugin = Plugin(version)
+        fully_shard(model, reshard_after_forward=plugin.reshard)
+    """,
+    "fsdp022-strategy-on-both-paths": """
+        from torch.distributed.fsdp import ShardingStrategy, fully_shard
+        strategy = ShardingStrategy.FULL_SHARD if big else ShardingStrategy.SHARD_GRAD_OP
+        fully_shard(model, reshard_after_forward=strategy)  # expect: FSDP022
+    """,
 }
