@@ -899,6 +899,7 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
 x = torch.randn(4, 8)
 for _ in range(3):
     for micro in range(3):
+        model.set_requires_gradient_sync(micro == 2)  # accumulate: reduce once per step
         model.set_reshard_after_backward(micro == 2)
         model(x).sum().backward()
     optimizer.step()
