@@ -295,7 +295,7 @@ class Calls:
         if opts and all(isinstance(option, Symbol) for option in opts):  # `checkpoint.save(...)`, `torch.save(...)`
             targets = [self.resolved(Symbol(apis.canonical(f"{o.qname}.{name}"))) for o in opts]
             return choice([self.call_value(target, args, kwargs, node) for target in targets])
-        if not opts or any(not isinstance(o, Ref) or o.root.kind is ObjKind.CONTAINER for o in opts):
+        if name not in _SETTINGS_KEPT_BY:
             self.mutations += 1  # `cfg.update(...)`, `flags.append(...)`: may change a setting
         stored = None if attribute_read else self.stored_attribute(opts, name)
         if stored is not None:  # `self.model(x)`: call what the attribute holds
@@ -692,6 +692,15 @@ def name_unnamed(value: Value, name: str) -> None:
 _READ_ONLY_BUILTINS = frozenset(
     "abs all any bool callable dict enumerate float format frozenset getattr hasattr hash id int isinstance "
     "issubclass iter len list max min next print range repr reversed round set sorted str sum tuple type zip".split()
+)
+
+
+# Methods that change no setting a test reads (torch modules, tensors, optimizers; loggers; reads).
+_SETTINGS_KEPT_BY = frozenset(
+    "backward barrier buffers children cpu cuda debug detach error exception float get half info item items keys "
+    "load_state_dict modules named_buffers named_children named_modules named_parameters numel parameters "
+    "register_forward_hook register_forward_pre_hook requires_grad_ reshard set_requires_gradient_sync "
+    "state_dict step to to_empty train unshard values view warn warning zero_grad".split()
 )
 
 

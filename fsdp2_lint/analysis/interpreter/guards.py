@@ -82,7 +82,8 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
             not_dtensor=facts[index].not_dtensor,
-            conditions=facts[index].conditions,
+            # A rank test is left to the rank guards: its arms run on different ranks of one job.
+            conditions=facts[index].conditions if guards == (None, None) else (),
             against_default=index == ruled_out,
         )
         for index in (0, 1)
