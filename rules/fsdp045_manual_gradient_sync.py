@@ -71,9 +71,12 @@ Working around the error with `dist.all_reduce(p.grad.to_local())` runs without 
 silently wrong (it sums different shards of the averaged gradient); it is not flagged, as a
 reduction of `to_local()` values is also how a correct global norm is computed.
 
-Two tests of the same setting are not correlated: a sync under `if not args.fsdp:` after
-`if args.fsdp: fully_shard(model)` is still reported. Test the model itself instead
-(`if not isinstance(model, FSDPModule):`), which the analysis understands.
+Two tests of the same setting (`if args.fsdp:` ... `if not args.fsdp:`, `mode == "fsdp2"` ...
+`mode == "ddp"`) exclude each other only while the setting provably keeps its value between them:
+a store to an attribute, or a call the analysis cannot see into (other than torch's API), between
+the two tests makes them unrelated and the sync is reported. A setting copied elsewhere
+(`self.fsdp = args.fsdp`) and tested there is not related to the original either. Testing the
+model itself (`if not isinstance(model, FSDPModule):`) always works.
 """
     valid = (
         """

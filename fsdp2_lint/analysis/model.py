@@ -23,6 +23,7 @@ from functools import cached_property, lru_cache
 
 import libcst as cst
 
+from fsdp2_lint.analysis.conditions import Condition, exclusive
 from fsdp2_lint.analysis.kinds import GradTag, GuardRanks, IterKind, Order, RankKind, UniformKind
 from fsdp2_lint.analysis.syntax import dotted
 
@@ -582,15 +583,6 @@ class RankGuard:
 
 
 @dataclass(frozen=True)
-class Condition:
-    """A test whose truth is fixed where it is read: ``name`` as bound by one binding (``site``:
-    the assignment, or the function whose parameter it is). A new binding is a new condition."""
-
-    name: str
-    site: cst.CSTNode
-
-
-@dataclass(frozen=True)
 class Context:
     """Where an event happens. Shared by all events of a block, so cheap to keep per event."""
 
@@ -696,12 +688,11 @@ class Event:
 
     def exclusive_with(self, other: Event) -> bool:
         """Can the two events never happen in the same run (different arms of one branch, or
-        opposite truths of one condition)?"""
+        incompatible facts about one tested setting: :mod:`fsdp2_lint.analysis.conditions`)?"""
         mine = dict(self.ctx.branches)
         if any(node in mine and mine[node] != arm for node, arm in other.ctx.branches):
             return True
-        truths = dict(self.ctx.conditions)
-        return any(condition in truths and truths[condition] != truth for condition, truth in other.ctx.conditions)
+        return exclusive(self.ctx.conditions, other.ctx.conditions)
 
 
 # --- one module, one name ----------------------------------------------------------------------

@@ -174,6 +174,7 @@ PACKAGE_LAYERS = (
 )
 ANALYSIS_LAYERS = (
     ("syntax", "kinds"),
+    ("conditions",),  # facts about tested settings, keyed by what they test
     ("model",),
     ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),

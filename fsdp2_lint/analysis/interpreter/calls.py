@@ -135,6 +135,10 @@ class Calls:
         return tuple(args), kwargs
 
     def call_value(self, callee: Value, args: tuple, kwargs: dict, node: cst.Call) -> Value:
+        if not isinstance(callee, (Function, Class, BoundMethod, Partial, Lambda)) and not (
+            isinstance(callee, Symbol) and _keeps_settings(callee.qname)
+        ):
+            self.mutations += 1  # a call we cannot see into may change any setting (conditions.py)
         if isinstance(callee, Symbol):
             return self.call_symbol(callee.qname, args, kwargs, node)
         if isinstance(callee, Function):
@@ -184,6 +188,7 @@ class Calls:
     def call_defined(self, fn: Function, args: tuple, kwargs: dict, node: cst.Call) -> Value:
         """Call a same-file function. A bound one (``step = model.forward; step(x)``) is a method call."""
         if not self.follows(fn, args, kwargs):  # another module's function nothing that matters reaches
+            self.mutations += 1
             event = self.record(EventKind.CALL, node, name=fn.info.name, args=args, kwargs=kwargs)
             return self.new_object(event, None)
         event = None
@@ -290,6 +295,8 @@ class Calls:
         if opts and all(isinstance(option, Symbol) for option in opts):  # `checkpoint.save(...)`, `torch.save(...)`
             targets = [self.resolved(Symbol(apis.canonical(f"{o.qname}.{name}"))) for o in opts]
             return choice([self.call_value(target, args, kwargs, node) for target in targets])
+        if name not in _SETTINGS_KEPT_BY:
+            self.mutations += 1  # `cfg.update(...)`, `flags.append(...)`: may change a setting
         stored = None if attribute_read else self.stored_attribute(opts, name)
         if stored is not None:  # `self.model(x)`: call what the attribute holds
             return self.alternatives(stored, node, lambda option: self.call_value(option, args, kwargs, node))
@@ -460,6 +467,7 @@ class Calls:
         token = None if symbolic else self.summary_key(fn, args, kwargs, node)
         summary = self.summaries.table.get(token) if token is not None else None
         if summary is not None:
+            self.mutations += 1  # a replayed summary's stores are not seen one by one
             return summaries.replay(self, summary, stack) if self.summaries.may_replay(summary, self.steps) else None
         if not symbolic and not self.summaries.may_expand(info, self.steps):
             return None
@@ -678,3 +686,25 @@ def name_unnamed(value: Value, name: str) -> None:
     for ref in refs(value):
         if ref.root.label is None and not ref.path:
             ref.root.label = name
+
+
+# Calls that change no setting a test reads: torch's API, and builtins that only read.
+_READ_ONLY_BUILTINS = frozenset(
+    "abs all any bool callable dict enumerate float format frozenset getattr hasattr hash id int isinstance "
+    "issubclass iter len list max min next print range repr reversed round set sorted str sum tuple type zip".split()
+)
+
+
+# Methods that change no setting a test reads (torch modules, tensors, optimizers; loggers; reads).
+_SETTINGS_KEPT_BY = frozenset(
+    "backward barrier buffers children cpu cuda debug detach error exception float get half info item items keys "
+    "load_state_dict modules named_buffers named_children named_modules named_parameters numel parameters "
+    "register_forward_hook register_forward_pre_hook requires_grad_ reshard set_requires_gradient_sync "
+    "state_dict step to to_empty train unshard values view warn warning zero_grad".split()
+)
+
+
+def _keeps_settings(qname: str) -> bool:
+    if qname.startswith("builtins."):
+        return qname[9:] in _READ_ONLY_BUILTINS
+    return qname.startswith("torch.") or qname.startswith(("logging.", "warnings.", "time.", "os.path."))

@@ -101,6 +101,7 @@ class Interpreter(Expressions, Calls, Imports):
         self.patched: dict[str, Value] = {}  # torch names a test replaced (`monkeypatch.setattr`), per entry
         self.world = World()  # the version of the heap, the modules' variables and the objects
         self.heap = Heap(self.world)
+        self.mutations = 0
         self.ctx = Context()
         name = project.module_name(path) if project is not None and path is not None else ""
         package = package_of(name, path) if path is not None else ""
@@ -468,6 +469,7 @@ class Interpreter(Expressions, Calls, Imports):
             self.assign(target.value, UNKNOWN)
 
     def store(self, owner: Value, element: str, value: Value, node: cst.CSTNode) -> None:
+        self.mutations += 1  # a setting read from an attribute is a new atom after it (conditions.py)
         self.record(EventKind.STORE, node, receiver=owner, name=element, args=(value,))
         for option in options(owner):
             if isinstance(option, Class):  # `Registry.model = model`

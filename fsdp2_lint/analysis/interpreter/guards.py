@@ -24,7 +24,8 @@ from typing import TypeVar
 
 import libcst as cst
 
-from fsdp2_lint.analysis import apis
+from fsdp2_lint.analysis import apis, conditions
+from fsdp2_lint.analysis.conditions import Condition
 from fsdp2_lint.analysis.interpreter.state import Arm, Evaluator, Slot
 from fsdp2_lint.analysis.model import (
     ANY,
@@ -32,7 +33,6 @@ from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Choice,
     Class,
-    Condition,
     Const,
     EventKind,
     FsdpVersion,
@@ -82,7 +82,8 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
             not_dtensor=facts[index].not_dtensor,
-            conditions=facts[index].conditions,
+            # A rank test is left to the rank guards: its arms run on different ranks of one job.
+            conditions=facts[index].conditions if guards == (None, None) else (),
             against_default=index == ruled_out,
         )
         for index in (0, 1)
@@ -120,9 +121,19 @@ class _Facts:
 
 def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Facts]:
     """What one condition (no ``not``/``and``/``or``) establishes in its true and its false arm."""
+    true, false = _type_condition(interp, test)
     fixed = _fixed_condition(interp, test)
-    if fixed is not None:
-        return _Facts(conditions=((fixed, True),)), _Facts(conditions=((fixed, False),))
+    if fixed is None:
+        return true, false
+    polarity = conditions.parts(test)[2]  # type: ignore[index]
+    return (
+        replace(true, conditions=true.conditions + ((fixed, polarity),)),
+        replace(false, conditions=false.conditions + ((fixed, not polarity),)),
+    )
+
+
+def _type_condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Facts]:
+    """What a type test (``isinstance``, ``hasattr``) establishes in its true and its false arm."""
     wrapper_true, wrapper_false = _wrapper_type_test(interp, test)
     name = dtensor_test_subject(interp, test)
     tested = interp.frame.env.lookup(name) if name is not None else None
@@ -141,17 +152,29 @@ def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Fa
 
 
 def _fixed_condition(interp: Evaluator, test: cst.BaseExpression) -> Condition | None:
-    """The test as a :class:`Condition` when its truth cannot change until the name is bound
-    again: a local name (not bound in a loop of this function) holding no list, dict or set the code
-    builds, whose truth a mutation changes (`if not items:` ... `items.append(x)`)."""
-    if not isinstance(test, cst.Name):
+    """The test as a :class:`Condition` when its truth cannot change until the name it reads is
+    bound again (:mod:`fsdp2_lint.analysis.conditions`): a local name (not bound in a loop of this
+    function) holding no list, dict or set the code builds, whose truth a mutation changes (`if not
+    items:` ... `items.append(x)`); an attribute read from it, as of the heap's mutations so far."""
+    found = conditions.parts(test)
+    if found is None:
         return None
-    frame, name = interp.frame, test.value
+    tested, equals, _ = found
+    named = conditions.subject(tested)
+    if named is None:
+        return None
+    name, path = named
+    frame = interp.frame
     value = frame.env.vars.get(name)
-    if value is None or name in frame.global_names or any(is_container(o) for o in options(value)):
+    if value is None or name in frame.global_names:
+        return None
+    if not path and equals is conditions.TRUTH and any(is_container(o) for o in options(value)):
         return None
     site = frame.bindings[name] if name in frame.bindings else frame.function  # a parameter's: its function
-    return Condition(name, site) if site is not None else None
+    if site is None or frame.entry_loops:  # a call in a loop binds its names anew each iteration
+        return None
+    calls = tuple(id(call) for call in frame.stack)  # another call of the function binds them anew
+    return Condition(name, site, path, interp.mutations if path else 0, equals, calls)
 
 
 def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | None:

@@ -14,9 +14,9 @@ from typing import Protocol
 
 import libcst as cst
 
+from fsdp2_lint.analysis.conditions import Condition
 from fsdp2_lint.analysis.model import (
     ClassInfo,
-    Condition,
     Context,
     Event,
     FunctionInfo,
@@ -145,6 +145,7 @@ class Evaluator(Protocol):
     frame: Frame
     ctx: Context
     heap: Heap
+    mutations: int  # stores and calls that may change a setting, so far (analysis/conditions.py)
     module_env: Env  # the variables of the module the running code is in
     dtensor_checks_of: dict[int, tuple[str, ...]]  # guards.dtensor_checks by id of the test
 

@@ -111,4 +111,39 @@ CASES = {
             dist.all_reduce(p.grad)
         fully_shard(model)
     """,
+    "fsdp045-good-two-tests-of-one-setting": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        args = parse_args()
+        if args.fsdp:
+            fully_shard(model)
+        loss.backward()
+        if not args.fsdp:
+            for p in model.parameters():
+                dist.all_reduce(p.grad)
+    """,
+    "fsdp045-good-mode-compared-twice": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        def train(model, mode):
+            if mode == "fsdp2":
+                fully_shard(model)
+            loss = model(batch).sum()
+            loss.backward()
+            if mode == "ddp":
+                for p in model.parameters():
+                    dist.all_reduce(p.grad)
+    """,
+    "fsdp045-setting-changed-between-the-tests": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        args = parse_args()
+        if args.fsdp:
+            fully_shard(model)
+        args.fsdp = False
+        loss.backward()
+        if not args.fsdp:
+            for p in model.parameters():
+                dist.all_reduce(p.grad)  # expect: FSDP045
+    """,
 }
