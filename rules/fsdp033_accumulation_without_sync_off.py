@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from fsdp2_lint.rules.fsdp005_no_sync import NoSync
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, ObjKind, refs
+from fsdp2_lint.analysis.model import Event, EventKind, ObjKind, refs
+from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -120,6 +121,8 @@ for i, batch in enumerate(batches):
                 continue
             steps = [step for step in trace.methods("step") if _optimizer_step(step)]
             for backward in trace.methods("backward"):
+                if not _after_sharded_forward(trace, backward):
+                    continue  # the loss comes from no sharded model (a single-device recipe beside it)
                 how = _accumulates(facts, backward, steps)
                 if how:
                     yield Finding(
@@ -128,6 +131,18 @@ for i, batch in enumerate(batches):
                         "reduce-scatters all gradients after every micro-batch instead of once per step, "
                         "N-1 extra reduce-scatters for N micro-batches",
                     )
+
+
+def _after_sharded_forward(trace: Trace, backward: Event) -> bool:
+    """Does a forward of a sharded module (or one inside a sharded model) run before ``backward``
+    in its innermost loop: the backward whose gradients FSDP2 reduces?"""
+    loop = backward.ctx.loops[-1] if backward.ctx.loops else None
+    return any(
+        forward.index < backward.index
+        and (loop is None or loop in forward.ctx.loops)
+        and any(trace.sharded_overlap(ref, forward) for ref in refs(forward.receiver))
+        for forward in trace.of_kind(EventKind.INVOKE)
+    )
 
 
 def _accumulates(facts: FileFacts, backward: Event, steps: list[Event]) -> str | None:
