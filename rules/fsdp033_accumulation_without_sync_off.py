@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from fsdp2_lint.rules.fsdp005_no_sync import NoSync
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, EventKind, ObjKind, refs
+from fsdp2_lint.analysis.model import UNKNOWN, Event, EventKind, Obj, ObjKind, Ref, options, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
@@ -121,8 +121,8 @@ for i, batch in enumerate(batches):
                 continue
             steps = [step for step in trace.methods("step") if _optimizer_step(step)]
             for backward in trace.methods("backward"):
-                if not _after_sharded_forward(trace, backward):
-                    continue  # the loss comes from no sharded model (a single-device recipe beside it)
+                if not _after_sharded_forward(trace, backward) or _in_unknown_context(backward):
+                    continue  # no sharded model's loss, or a context the analysis cannot see may switch sync off
                 how = _accumulates(facts, backward, steps)
                 if how:
                     yield Finding(
@@ -143,6 +143,25 @@ def _after_sharded_forward(trace: Trace, backward: Event) -> bool:
         and any(trace.sharded_overlap(ref, forward) for ref in refs(forward.receiver))
         for forward in trace.of_kind(EventKind.INVOKE)
     )
+
+
+def _in_unknown_context(backward: Event) -> bool:
+    """Does ``backward`` run inside a ``with`` whose manager may be an object the analysis does not
+    know (`engine.gradient_sync_context(is_last)`, a framework's `no_sync`), which may switch sync off?"""
+    return any(
+        option is UNKNOWN
+        or (isinstance(option, Ref) and option.root.kind is ObjKind.NEW and not _known_manager(option.root))
+        for manager in backward.ctx.managers
+        for option in options(manager)
+    )
+
+
+def _known_manager(made: Obj) -> bool:
+    """torch's and the standard library's context managers, and DDP's `no_sync()` (which an FSDP2
+    model does not have: the DDP-only fallback is the misuse this rule names)."""
+    if made.event is not None and made.event.name == "no_sync":
+        return True
+    return made.qname is not None and made.qname.startswith(("torch.", "contextlib.", "builtins."))
 
 
 def _accumulates(facts: FileFacts, backward: Event, steps: list[Event]) -> str | None:

@@ -65,4 +65,26 @@ CASES = {
                 optimizer.step()
             scheduler.step()
     """,
+    "fsdp033-good-sync-context-the-analysis-cannot-see": """
+        from contextlib import nullcontext
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for i, batch in enumerate(micro_batches):
+            if defer_sync:
+                ctx = engine.gradient_sync_context(is_last=i == len(micro_batches) - 1)
+            else:
+                ctx = nullcontext()
+            with ctx:
+                model(batch).sum().backward()
+        optimizer.step()
+    """,
+    "fsdp033-nullcontext-alone-still-reported": """
+        from contextlib import nullcontext
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in micro_batches:
+            with nullcontext():
+                model(batch).sum().backward()  # expect: FSDP033
+        optimizer.step()
+    """,
 }
