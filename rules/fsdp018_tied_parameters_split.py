@@ -4,7 +4,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, EventKind, Ref, canonical, is_any, is_any_depth, may_contain, refs
+from fsdp2_lint.analysis.model import (
+    Event,
+    EventKind,
+    Ref,
+    canonical,
+    is_exact,
+    may_contain,
+    refs,
+)
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.torch_version import TorchVersions
@@ -150,10 +158,6 @@ class _Tie:
 _NOT_TIES = frozenset({"data", "grad"})
 
 
-def _concrete(ref: Ref) -> bool:
-    return not any(is_any(e) or is_any_depth(e) for e in ref.path)
-
-
 def _ties(trace: Trace) -> Iterator[_Tie]:
     """``a.x = b.y`` where ``b.y`` is an attribute of another module of the same model (a
     parameter taken from one module and stored on another), with both paths known."""
@@ -162,11 +166,11 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
             continue  # `x[i] = ...`, `p.data = q.data` (a copy into another parameter, not a tie)
         for receiver in refs(store.receiver):
             owner = canonical(receiver)
-            if not owner.path or not _concrete(owner):
+            if not owner.path or not is_exact(owner):
                 continue
             for value in refs(store.args[0]):
                 shared = canonical(value)
-                if shared.root is not owner.root or len(shared.path) < 2 or not _concrete(shared):
+                if shared.root is not owner.root or len(shared.path) < 2 or not is_exact(shared):
                     continue
                 if not shared.path[-1].isidentifier() or shared.path[-1] in _NOT_TIES:
                     continue
@@ -187,7 +191,7 @@ def _correlated(tie: Event, shard: Event) -> bool:
 
 def _holds(target: Ref, module: Ref) -> bool:
     """Certainly: ``target`` is ``module`` or one of its ancestors."""
-    return _concrete(target) and module.path[: len(target.path)] == target.path
+    return is_exact(target) and module.path[: len(target.path)] == target.path
 
 
 def _splits(shard: Event, tie: _Tie) -> tuple[Ref, Ref] | None:

@@ -8,8 +8,7 @@ from fsdp2_lint.analysis.model import (
     EventKind,
     Ref,
     canonical,
-    is_any,
-    is_any_depth,
+    is_exact,
     refs,
     report_node,
     strict_ancestor,
@@ -116,7 +115,7 @@ def _early_submodule_forward(trace: Trace, call: Event, forwards: list[Event]) -
         if not trace.is_fsdp_module(module, call):
             continue
         for shard, root in trace.shards_before(call):
-            if not (_exact(root) and strict_ancestor(root, module)):
+            if not (is_exact(root) and strict_ancestor(root, module)):
                 continue
             root_forwards = [f for f in forwards if f.index > shard.index and root in _called_modules(trace, f)]
             before = [f for f in root_forwards if f.index < call.index]
@@ -146,7 +145,3 @@ def _called_modules(trace: Trace, event: Event) -> list[Ref]:
         return []
     attributes = [canonical(Ref(r.root, (*r.path, event.name))) for r in refs(event.receiver)]
     return [a for a in attributes if any(canonical(t) == a for s in trace.shards for t in s.targets)]
-
-
-def _exact(ref: Ref) -> bool:
-    return not any(is_any(e) or is_any_depth(e) for e in ref.path)

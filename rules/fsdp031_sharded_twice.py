@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, Ref, canonical, is_any, is_any_depth, may_contain, report_node
+from fsdp2_lint.analysis.model import Event, canonical, is_exact, may_contain, report_node
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 
@@ -97,7 +97,7 @@ fully_shard(model)  # expect: FSDP031
                 if id(node) in reported:
                     continue
                 reported.add(id(node))
-                module = next(canonical(t) for t in later.targets if _exact(canonical(t)))
+                module = next(canonical(t) for t in later.targets if is_exact(canonical(t)))
                 first = report_node(earlier, later)  # the first call, seen from where both are made
                 at = facts.where(first, node)
                 if first is not earlier.node:
@@ -118,7 +118,7 @@ def _sharded_before(later: Event, earlier: list[Event]) -> Event | None:
             continue  # the same statement run again by a loop
         if shard.exclusive_with(later) or _guarded(later, shard):
             continue
-        if any(_exact(t) and any(canonical(s) == t for s in shard.targets) for t in targets):
+        if any(is_exact(t) and any(canonical(s) == t for s in shard.targets) for t in targets):
             return shard
     return None
 
@@ -126,7 +126,3 @@ def _sharded_before(later: Event, earlier: list[Event]) -> Event | None:
 def _guarded(later: Event, shard: Event) -> bool:
     """Does ``later`` run only where a test proved its module no FSDP2 module?"""
     return any(may_contain(proved, canonical(t)) for proved in later.ctx.not_fsdp2 for t in later.targets)
-
-
-def _exact(ref: Ref) -> bool:
-    return not any(is_any(e) or is_any_depth(e) for e in ref.path)

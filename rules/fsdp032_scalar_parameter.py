@@ -14,8 +14,7 @@ from fsdp2_lint.analysis.model import (
     Value,
     canonical,
     container_items,
-    is_any,
-    is_any_depth,
+    is_exact,
     options,
     refs,
 )
@@ -134,7 +133,7 @@ class _Scalar:
 def _scalar_parameters(trace: Trace) -> Iterator[_Scalar]:
     for store in trace.of_kind(EventKind.STORE):
         holders = list(refs(store.receiver))
-        if len(holders) != 1 or not store.args or not store.name or not _exact(holders[0]):
+        if len(holders) != 1 or not store.args or not store.name or not is_exact(holders[0]):
             continue
         for value in refs(store.args[0]):
             created = value.root.event if value.root.kind is ObjKind.NEW and not value.path else None
@@ -177,8 +176,4 @@ def _takes(shard: Event, scalar: _Scalar) -> bool:
 
 
 def _holds(target: Ref, module: Ref) -> bool:
-    return target.root is module.root and _exact(module) and module.path[: len(target.path)] == target.path
-
-
-def _exact(ref: Ref) -> bool:
-    return not any(is_any(e) or is_any_depth(e) for e in ref.path)
+    return target.root is module.root and is_exact(module) and module.path[: len(target.path)] == target.path

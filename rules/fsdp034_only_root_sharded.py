@@ -13,8 +13,7 @@ from fsdp2_lint.analysis.model import (
     Ref,
     Value,
     canonical,
-    is_any,
-    is_any_depth,
+    is_exact,
     may_contain,
     may_overlap,
     options,
@@ -169,7 +168,7 @@ def _lone_root(shard: Event) -> Ref | None:
     (root,) = shard.targets
     if root.path or root.root.kind is ObjKind.SELF:
         return None
-    if any(is_any(e) or is_any_depth(e) for e in canonical(root).path):
+    if not is_exact(canonical(root)):
         return None
     return root
 

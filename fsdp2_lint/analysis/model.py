@@ -481,6 +481,11 @@ def _intersects(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
     return False
 
 
+def is_exact(ref: Ref) -> bool:
+    """Does the path name one module exactly (no loop element or wildcard in it)?"""
+    return not any(is_any(e) or is_any_depth(e) for e in ref.path)
+
+
 def may_be_same(a: Ref, b: Ref) -> bool:
     return a.root is b.root and _intersects(a.path, b.path)
 
