@@ -5,7 +5,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import EventKind, canonical, may_be_wrapper, refs
+from fsdp2_lint.analysis.model import canonical
+from fsdp2_lint.analysis.switches import fsdp2_no_sync_uses
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing.builders import code_of
 from fsdp2_lint.fixing.rewrite import Rewrite
@@ -122,26 +123,15 @@ if fsdp_version(model) > 0:  # FSDP1 or FSDP2
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
-            # Each access once, where `no_sync` is taken: `m.no_sync()`, `getattr(m, "no_sync")`,
-            # `f = m.no_sync` (whose later `f()` is not reported again).
-            direct_calls = [call for call in trace.methods("no_sync") if isinstance(call.node.func, cst.Attribute)]
-            for use in sorted(direct_calls + trace.methods("no_sync", EventKind.ATTR), key=lambda e: e.index):
-                if may_be_wrapper(use.receiver):
-                    continue  # DDP / FSDP1 wrappers have no_sync()
-                for module in refs(use.receiver):
-                    if facts.defines(module, "no_sync"):
-                        continue  # the class's own `no_sync` (a trainer's, or the model class's)
-                    shard = trace.sharded_overlap(module, use)
-                    if shard:
-                        name = canonical(module).text
-                        at, related = facts.sharded_elsewhere(name, shard, use.node)
-                        yield Finding(
-                            use.node,
-                            f"`{name}` is sharded with `fully_shard`{at}, which has no `no_sync()`",
-                            fix=_sync_off_inside(facts, use.node),
-                            related=related,
-                        )
-                        break
+            for use, module, shard in fsdp2_no_sync_uses(facts, trace):
+                name = canonical(module).text
+                at, related = facts.sharded_elsewhere(name, shard, use.node)
+                yield Finding(
+                    use.node,
+                    f"`{name}` is sharded with `fully_shard`{at}, which has no `no_sync()`",
+                    fix=_sync_off_inside(facts, use.node),
+                    related=related,
+                )
 
 
 def _sync_off_inside(facts: FileFacts, call: cst.CSTNode) -> Rewrite | None:

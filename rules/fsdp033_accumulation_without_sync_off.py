@@ -3,10 +3,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from fsdp2_lint.rules.fsdp005_no_sync import NoSync
-
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import UNKNOWN, Event, EventKind, Obj, ObjKind, Ref, options, refs
+from fsdp2_lint.analysis.switches import fsdp2_no_sync_uses
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
@@ -114,8 +113,8 @@ for i, batch in enumerate(batches):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         if any(trace.methods("set_requires_gradient_sync") for trace in facts.traces):
             return
-        if any(True for _ in NoSync().check(facts)):
-            return  # FSDP005: `no_sync()` on the sharded model raises before any reduce-scatter
+        if any(next(fsdp2_no_sync_uses(facts, trace), None) for trace in facts.traces):
+            return  # FSDP005's: `no_sync()` on the sharded model raises before any reduce-scatter
         for trace in facts.traces:
             if not (trace.shards or trace.assumed_sharded) or trace.calls(*_DDP):
                 continue

@@ -1,24 +1,29 @@
 """Module settings that FSDPModule setters switch off and on (`set_requires_gradient_sync`,
 `set_reshard_after_backward`): which modules a call switches off (with ``recurse``, the sharded
 modules inside its receiver), which later calls switch each back on, and what can run after a
-call (later events, and the next iteration of a loop around it). FSDP014 and FSDP044 ask these."""
+call (later events, and the next iteration of a loop around it), and where DDP's `no_sync` is taken
+from an FSDP2 module, which has none. FSDP005, FSDP014, FSDP033 and FSDP044 ask these."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import libcst as cst
+
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
     UNKNOWN,
     Const,
     Event,
+    EventKind,
     Obj,
     ObjKind,
     Ref,
     Value,
     canonical,
     may_be_same,
+    may_be_wrapper,
     may_contain,
     options,
     refs,
@@ -153,3 +158,20 @@ def enabled_by_sibling(
         switching_on(module if module.module and module.module.root is instance.root else Switched(None), enables)
         for module in switched
     )
+
+
+def fsdp2_no_sync_uses(facts: FileFacts, trace: Trace) -> Iterator[tuple[Event, Ref, Event | bool]]:
+    """Where ``no_sync`` (DDP's and FSDP1's way to switch sync off) is taken from a sharded module,
+    which has none: ``m.no_sync()``, ``getattr(m, "no_sync")``, ``f = m.no_sync`` (once, where it is
+    taken). Yields (the access, the module, the shard that makes it an FSDP2 module)."""
+    direct_calls = [call for call in trace.methods("no_sync") if isinstance(call.node.func, cst.Attribute)]
+    for use in sorted(direct_calls + trace.methods("no_sync", EventKind.ATTR), key=lambda e: e.index):
+        if may_be_wrapper(use.receiver):
+            continue  # DDP / FSDP1 wrappers have no_sync()
+        for module in refs(use.receiver):
+            if facts.defines(module, "no_sync"):
+                continue  # the class's own `no_sync` (a trainer's, or the model class's)
+            shard = trace.sharded_overlap(module, use)
+            if shard:
+                yield use, module, shard
+                break
