@@ -269,10 +269,13 @@ class Uniform(Value):
 class FsdpVersion(Value):
     """What a version probe, ``fsdp_version(model)``, returns: 1 for an FSDP1 wrapper, 2 for an
     FSDP2 module. Once compared (``== 1``, ``!= 2``), ``fsdp1_arm`` is the arm of the test (0:
-    true, 1: false) in which ``model`` is no FSDP2 module."""
+    true, 1: false) in which ``model`` is no FSDP2 module, and ``fsdp2_arm`` the arm in which it
+    is one, where the test says (``isinstance(model, FSDPModule)`` is this value too, kept in a
+    variable as ``is_fsdp = isinstance(...)`` like any other)."""
 
     model: Value
     fsdp1_arm: int | None = None
+    fsdp2_arm: int | None = None
 
 
 @dataclass(frozen=True)
@@ -607,6 +610,9 @@ class Context:
     # Values a type test (`isinstance(x, DTensor)`, `hasattr(x, "full_tensor")`) requires to be
     # DTensors here: the code runs only if they are.
     dtensor_tested: tuple[Value, ...] = ()
+    # Modules a type test (`isinstance(m, FSDPModule)`) requires to be FSDP2 modules here: the code
+    # runs only if they were sharded before it.
+    fsdp2_tested: tuple[Ref, ...] = ()
     # Values a type test proves are no DTensors here (the other arm of `isinstance(x, DTensor)`,
     # also of `isinstance(p.grad, DTensor)` for a parameter `p`): a parameter, or a gradient.
     not_dtensor: tuple[Value, ...] = ()

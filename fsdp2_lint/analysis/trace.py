@@ -45,7 +45,23 @@ class Trace:
 
     @cached_property
     def shards(self) -> list[Event]:
-        return self.calls(apis.FULLY_SHARD)
+        """The ``fully_shard`` calls that can run: not those under ``isinstance(m, FSDPModule)``
+        (re-sharding parts of a model already sharded) where ``m`` is a model this run built and
+        never sharded before."""
+        calls = self.calls(apis.FULLY_SHARD)
+        return [
+            call for call in calls if not any(self._never_sharded(ref, call, calls) for ref in call.ctx.fsdp2_tested)
+        ]
+
+    def _never_sharded(self, ref: Ref, at: Event, shards: list[Event]) -> bool:
+        """Is ``ref`` a module built in this run (not one the caller or the instance brings, which
+        code we cannot see may have sharded) that no ``fully_shard`` before ``at`` applies to?"""
+        if ref.root.kind is not ObjKind.NEW or (self.instance is not None and may_contain(self.instance, ref)):
+            return False
+        return not any(
+            shard.index < at.index and any(may_be_same(canonical(target), ref) for target in shard.targets)
+            for shard in shards
+        )
 
     @cached_property
     def _by_qname(self) -> dict[str, list[Event]]:

@@ -199,6 +199,40 @@ def test_a_state_dict_tensor_proved_plain_stays_plain_after_the_if():
     assert any(getattr(option, "full", False) for option in options(clone.receiver))
 
 
+FSDP2_TESTS = {  # ways to run code only when `model` is already an FSDP2 module
+    "isinstance": "if isinstance(model, FSDPModule):",
+    "a variable holding the test": "is_fsdp = isinstance(model, FSDPModule)\n    if is_fsdp:",
+    "not of a negated test": "not_fsdp = not isinstance(model, FSDPModule)\n    if not not_fsdp:",
+}
+
+
+def shards_in(source: str, entry: str) -> list[str]:
+    facts = facts_of("from torch.distributed.fsdp import FSDPModule\n" + textwrap.dedent(source))
+    (trace,) = [trace for trace in facts.traces if trace.entry == entry]
+    return [facts.code(shard.node) for shard in trace.shards]
+
+
+@pytest.mark.parametrize("test", FSDP2_TESTS.values(), ids=FSDP2_TESTS.keys())
+def test_a_shard_that_runs_only_on_an_fsdp2_module_needs_one_sharded_before(test):
+    helper = f"def reshard(model):\n    {test}\n        fully_shard(model.emb)\n"
+    never = helper + "def main():\n    model = Net()\n    reshard(model)\n"
+    before = helper + "def main():\n    model = Net()\n    fully_shard(model)\n    reshard(model)\n"
+    assert shards_in(never, "main") == []  # the model this run built was never sharded: the arm never runs
+    assert shards_in(before, "main") == ["fully_shard(model)", "fully_shard(model.emb)"]
+    assert shards_in(helper, "reshard") == ["fully_shard(model.emb)"]  # a caller's model may be sharded
+
+
+def test_the_other_arm_of_an_fsdp2_test_and_a_mixed_type_test_keep_their_shards():
+    other_arm = (
+        "def main():\n    model = Net()\n    if not isinstance(model, FSDPModule):\n        fully_shard(model)\n"
+    )
+    either = "def main():\n    model = Net()\n    if isinstance(model, (FSDP, FSDPModule)):\n        fully_shard(model.emb)\n"
+    assert shards_in(other_arm, "main") == ["fully_shard(model)"]
+    assert shards_in("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n" + either, "main") == [
+        "fully_shard(model.emb)"
+    ]
+
+
 # --- one join for every construct -------------------------------------------------------------------
 
 ASSIGNS_IN_AN_ARM = {  # lines of `main`'s body

@@ -96,7 +96,9 @@ class Calls:
             return self.call_method(receiver, node.func.attr.value, args, kwargs, node)
         callee = self.eval(node.func)
         args, kwargs = self.eval_args(node)
-        return self.alternatives(callee, node, lambda option: self.call_value(option, args, kwargs, node))
+        result = self.alternatives(callee, node, lambda option: self.call_value(option, args, kwargs, node))
+        type_test = guards.fsdp2_type_test(self, node, args)
+        return result if type_test is None else type_test
 
     def alternatives(self, value: Value, node: cst.CSTNode, call) -> Value:
         """``call`` on each option of ``value``. Exclusive options (one object or another, not a

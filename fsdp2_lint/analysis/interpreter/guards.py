@@ -80,6 +80,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             type_facts=facts[index].type_facts,
             slots=_slots(facts[index].wrappers),
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
+            fsdp2_tested=_version_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
             not_dtensor=facts[index].not_dtensor,
             # A rank test is left to the rank guards: its arms run on different ranks of one job.
@@ -633,13 +634,33 @@ def compare_fsdp_version(left: Value, operator: cst.BaseCompOp, right: Value) ->
 
 def negate_fsdp_version(value: Value) -> Value | None:
     if isinstance(value, FsdpVersion) and value.fsdp1_arm is not None:
-        return replace(value, fsdp1_arm=1 - value.fsdp1_arm)
+        fsdp2_arm = None if value.fsdp2_arm is None else 1 - value.fsdp2_arm
+        return replace(value, fsdp1_arm=1 - value.fsdp1_arm, fsdp2_arm=fsdp2_arm)
     return None
+
+
+def fsdp2_type_test(interp: Evaluator, node: cst.Call, args: tuple[Value, ...]) -> Value | None:
+    """``isinstance(model, FSDPModule)`` (evaluated to ``args``) as a version test: in its false
+    arm no FSDP2 module; in its true arm one, unless the test admits other types too."""
+    if not (dotted(node.func) == "isinstance" and len(args) == 2):
+        return None
+    kinds = [option for option in walk_contents(peek(interp, node.args[1].value)) if not isinstance(option, Tuple)]
+    if not any(isinstance(option, Symbol) and option.qname == apis.FSDP_MODULE for option in kinds):
+        return None
+    only_fsdp2 = all(isinstance(option, Symbol) and option.qname == apis.FSDP_MODULE for option in kinds)
+    return FsdpVersion(args[0], fsdp1_arm=1, fsdp2_arm=0 if only_fsdp2 else None)
 
 
 def _version_not_fsdp2(value: Value, arm: int) -> tuple[Ref, ...]:
     """The model a version test (evaluated to ``value``) proves no FSDP2 module in ``arm``."""
     if isinstance(value, FsdpVersion) and value.fsdp1_arm == arm:
+        return tuple(canonical(ref) for ref in refs(value.model))
+    return ()
+
+
+def _version_fsdp2(value: Value, arm: int) -> tuple[Ref, ...]:
+    """The model a type test (evaluated to ``value``) requires to be an FSDP2 module in ``arm``."""
+    if isinstance(value, FsdpVersion) and value.fsdp2_arm == arm:
         return tuple(canonical(ref) for ref in refs(value.model))
     return ()
 

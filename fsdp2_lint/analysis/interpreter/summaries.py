@@ -335,6 +335,7 @@ class _Renumber:
             forward_of=tuple(self.ref(ref) for ref in ctx.forward_of),
             managers=tuple(self.value(value) for value in ctx.managers),
             not_fsdp2=tuple(self.ref(ref) for ref in ctx.not_fsdp2),
+            fsdp2_tested=tuple(self.ref(ref) for ref in ctx.fsdp2_tested),
             dtensor_tested=tuple(self.value(value) for value in ctx.dtensor_tested),
             not_dtensor=tuple(self.value(value) for value in ctx.not_dtensor),
         )
@@ -387,7 +388,14 @@ def _event_values(event: Event) -> Iterator[Value]:
     if event.result is not None:
         yield event.result
     ctx = event.ctx
-    yield from (*ctx.forward_of, *ctx.managers, *ctx.not_fsdp2, *ctx.dtensor_tested, *ctx.not_dtensor)
+    yield from (
+        *ctx.forward_of,
+        *ctx.managers,
+        *ctx.not_fsdp2,
+        *ctx.fsdp2_tested,
+        *ctx.dtensor_tested,
+        *ctx.not_dtensor,
+    )
 
 
 def _values_in(value: Value) -> Iterator[Value]:

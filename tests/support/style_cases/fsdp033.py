@@ -1,6 +1,33 @@
 """Style cases for FSDP033: code written in styles the fixtures do not use."""
 
 CASES = {
+    "fsdp033-near-miss-reshard-helper-only-for-an-fsdp2-model": """
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def resize_embeddings(model, size):
+            is_fsdp = isinstance(model, FSDPModule)
+            model.emb.resize(size)
+            if is_fsdp:
+                fully_shard(model.emb)
+        model = Net()
+        resize_embeddings(model, 1024)
+        for i, batch in enumerate(loader):
+            model(batch).sum().backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+    """,
+    "fsdp033-reshard-helper-on-a-sharded-model": """
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def resize_embeddings(model, size):
+            if isinstance(model, FSDPModule):
+                fully_shard(model.emb)
+        model = Net()
+        fully_shard(model)
+        resize_embeddings(model, 1024)
+        for i, batch in enumerate(loader):
+            model(batch).sum().backward()  # expect: FSDP033
+            if (i + 1) % accum == 0:
+                optimizer.step()
+    """,
     "fsdp033-while-loop-micro-batches-then-step": """
         from torch.distributed.fsdp import fully_shard
         fully_shard(model)
