@@ -52,8 +52,9 @@ micro-batches per step, 3 parameter groups, 6 reduce-scatters per step; with
 The accumulation test is recognised by its text (`%`, `accum`, `micro`, ...); a step under another
 test (`if not overflow:`) is not taken for accumulation. Memory: with sync off FSDP2 keeps the
 unsharded gradients until the last micro-batch, so a run short of memory may prefer sync on.
-A backward under a context manager from a helper the file cannot follow (an engine's own
-`gradient_sync_context(is_last)`) is still reported when the step follows the loop.
+A backward that runs, on any path, under a context manager the analysis cannot follow (an engine's
+own `gradient_sync_context(is_last)`) is not reported on any path: such code is written to switch
+sync off, and a path that leaves it on (a baseline in a test, a flag) does so by choice.
 """
     valid = (
         """
@@ -115,13 +116,17 @@ for i, batch in enumerate(batches):
             return
         if any(next(fsdp2_no_sync_uses(facts, trace), None) for trace in facts.traces):
             return  # FSDP005's: `no_sync()` on the sharded model raises before any reduce-scatter
+        # A backward that runs, on some path, in a context the analysis cannot see (which may switch
+        # sync off) is written to be switched: on the other paths sync stays on by choice (a flag
+        # picking `engine.no_sync_context()` or `nullcontext()`, a baseline in a test).
+        switchable = {id(b.node) for trace in facts.traces for b in trace.methods("backward") if _in_unknown_context(b)}
         for trace in facts.traces:
             if not (trace.shards or trace.assumed_sharded) or trace.calls(*_DDP):
                 continue
             steps = [step for step in trace.methods("step") if _optimizer_step(step)]
             for backward in trace.methods("backward"):
-                if not _after_sharded_forward(trace, backward) or _in_unknown_context(backward):
-                    continue  # no sharded model's loss, or a context the analysis cannot see may switch sync off
+                if id(backward.node) in switchable or not _after_sharded_forward(trace, backward):
+                    continue
                 how = _accumulates(facts, backward, steps)
                 if how:
                     yield Finding(

@@ -1,6 +1,40 @@
 """Style cases for FSDP033: code written in styles the fixtures do not use."""
 
 CASES = {
+    "fsdp033-near-miss-flag-picks-a-project-sync-context-or-none": """
+        from contextlib import nullcontext
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def run_step(model, inputs, defer_sync):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+            engine = make_engine(model)
+            for i, batch in enumerate(inputs):
+                if defer_sync:
+                    sync_ctx = engine.sync_context(last=i == len(inputs) - 1)
+                else:
+                    sync_ctx = nullcontext()  # the baseline: sync on every micro-batch, on purpose
+                with sync_ctx:
+                    model(batch).sum().backward()
+            optimizer.step()
+        def main():
+            model = torch.nn.Linear(4, 4)
+            fully_shard(model)
+            run_step(model, batches, defer_sync=False)
+            run_step(model, batches, defer_sync=True)
+    """,
+    "fsdp033-flag-picks-autocast-or-no-context": """
+        from contextlib import nullcontext
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def run_step(model, batches, amp):
+            for batch in batches:
+                ctx = torch.autocast("cuda", dtype=torch.bfloat16) if amp else nullcontext()
+                with ctx:
+                    model(batch).sum().backward()  # expect: FSDP033
+            optimizer.step()
+        fully_shard(model)
+        run_step(model, batches, amp=True)
+    """,
     "fsdp033-near-miss-reshard-helper-only-for-an-fsdp2-model": """
         from torch.distributed.fsdp import FSDPModule, fully_shard
         def resize_embeddings(model, size):
