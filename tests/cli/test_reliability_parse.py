@@ -179,3 +179,21 @@ def test_running_out_of_memory_in_analysis_says_so(project, monkeypatch):
 
     monkeypatch.setattr(engine, "interpret", exhausted)
     assert check("--no-cache", "bad.py") == (1, [("bad.py", "FSDP000", "fsdp2-lint ran out of memory on this file")])
+
+
+NEWER_SYNTAX = {  # syntax a newer Python accepts, each before the misuse so lines must stay exact
+    "PEP 695 type alias": "type Batch = list[int]",
+    "PEP 695 generic function": "def first[T](items: list[T]) -> T:\n    return items[0]",
+    "PEP 701 nested f-string": 'tag = f"{"run"}-{f"{1}"}"',
+    "PEP 696 type parameter default": "class Box[T = int]:\n    pass",
+}
+
+
+@pytest.mark.parametrize("code", NEWER_SYNTAX.values(), ids=NEWER_SYNTAX.keys())
+def test_syntax_newer_than_the_running_python_lints_at_the_right_lines(code):
+    lines = ["import torch", "from torch.distributed.fsdp import fully_shard", *code.splitlines()]
+    lines += ["model = Net()", "optimizer = torch.optim.AdamW(model.parameters())", "fully_shard(model)"]
+    lines += ["optimizer.step()"]
+    source = "\n".join(lines) + "\n"
+    found = [(d.code, d.line) for d in lint_source(source.encode(), "new.py") if d.code == "FSDP001"]
+    assert found == [("FSDP001", lines.index("optimizer = torch.optim.AdamW(model.parameters())") + 1)]
