@@ -7,14 +7,23 @@ import re
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 
 from runtime_helpers import EXIT, START, line_of, synthetic_record
 
 from fsdp2_lint.diagnostics import Diagnostic, Severity
 from fsdp2_lint.engine import lint_file
 from fsdp2_lint.rule import all_rules
+from fsdp2_lint.runtime.evidence.device import CUDA
 from fsdp2_lint.runtime.evidence.record import RunSpec
-from fsdp2_lint.runtime.harness.confirm_script import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, NOT_RUNNABLE, compare
+from fsdp2_lint.runtime.harness.confirm_script import (
+    CONFIRMED,
+    NOT_CONFIRMED,
+    NOT_REACHED,
+    NOT_RUNNABLE,
+    compare,
+    device_hint,
+)
 from fsdp2_lint.runtime.harness.fixtures import fixtures_root
 
 EXPECT_MARK = re.compile(r"\s*# expect: FSDP\d{3}(, FSDP\d{3})*")
@@ -194,3 +203,37 @@ def test_bad_fixtures_with_findings_away_from_their_failure_are_confirmed(pool, 
         assert runtime_only == [], (script, runtime_only)
         away |= {script.parent.name for item in static if item.diagnostic.line not in item.evidence.lines}
     assert {"FSDP006", "FSDP021", "FSDP023"} <= away
+
+
+CUDA_ONLY = """\
+import os
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+x = torch.ones(2, device="cuda")  # hard-coded: fails on a CPU-only machine
+dist.all_reduce(x)
+dist.destroy_process_group()
+"""
+
+
+def test_a_script_that_hard_codes_cuda_gets_told_how_to_read_the_harness_device(tmp_path):
+    (tmp_path / "train.py").write_text(CUDA_ONLY)
+    command = [sys.executable, "-c", "from fsdp2_lint.cli import main; main()", "confirm", "--device", "cpu",
+               "--output-format", "json", "train.py"]  # fmt: skip
+    report = json.loads(subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300).stdout)
+    assert report["completed"] is False
+    assert "FSDP2_LINT_DEVICE" in report["hint"] and "cpu (gloo)" in report["hint"]
+
+
+def _ended_with(message: str) -> dict[int, list[dict]]:
+    exception = {"kind": "exception", "types": ["RuntimeError"], "message": message, "line": 5}
+    return {0: [START, exception], 1: [START, EXIT]}
+
+
+def test_the_device_hint_needs_a_cuda_only_error_on_a_run_without_cuda():
+    assert device_hint(synthetic_record(_ended_with("Distributed package doesn't have NCCL built in"))) is not None
+    assert device_hint(synthetic_record(_ended_with("Found no NVIDIA driver on your system."))) is not None
+    assert device_hint(synthetic_record(_ended_with("shape mismatch in all_reduce"))) is None
+    on_cuda = replace(synthetic_record(_ended_with("Torch not compiled with CUDA enabled")), device=CUDA)
+    assert device_hint(on_cuda) is None

@@ -24,6 +24,7 @@ from fsdp2_lint.engine import lint_file
 from fsdp2_lint.pipeline import LintTask, lint_files
 from fsdp2_lint.rule import Rule
 from fsdp2_lint.runtime.evidence.device import can_reproduce
+from fsdp2_lint.runtime.evidence.events import EXCEPTION
 from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec
 from fsdp2_lint.runtime.evidence.registry import Evidence, matches, observe
 from fsdp2_lint.runtime.evidence.scope import split_line
@@ -40,6 +41,23 @@ NOT_CONFIRMED = "not confirmed"  # the run went through the line without the rul
 NOT_REACHED = "not reached"
 NOT_RUNNABLE = "not runnable here"
 NOT_REPRODUCIBLE = "not reproducible on this torch"  # the rule's failure happens on other torch versions
+
+# What a script that hard-codes CUDA or NCCL raises where the run has neither (torch 2.13: the CPU
+# build, and the CUDA build on a machine without a GPU driver).
+_CUDA_ONLY_ERRORS = (
+    "Torch not compiled with CUDA enabled",
+    "no attribute '_cuda_setDevice'",
+    "Distributed package doesn't have NCCL built in",
+    "ProcessGroupNCCL is only supported with GPUs",
+    "Found no NVIDIA driver on your system",
+    "No CUDA GPUs are available",
+    "Cannot access accelerator device",
+)
+DEVICE_HINT = (
+    "the script expects CUDA/NCCL, which this run does not have (device {device}): read the device the "
+    "harness chose from FSDP2_LINT_DEVICE, e.g. `device = os.environ.get(\"FSDP2_LINT_DEVICE\", \"cuda\")`, "
+    "`backend = \"nccl\" if device == \"cuda\" else \"gloo\"`, and place tensors and the model on `device`"
+)
 
 
 @dataclass(frozen=True)
@@ -190,7 +208,8 @@ def run_script_check(
         raise HarnessError("; ".join(sorted(set(errors))))
     static, runtime_only = compare(diagnostics, run, rules, files, installed_torch_version())
     failed = any(item.status == CONFIRMED for item in static) or bool(runtime_only) or not run.completed()
-    report = Confirmation(script, run, static, runtime_only, failed, entry, installed_torch() or "unknown")
+    torch = installed_torch() or "unknown"
+    report = Confirmation(script, run, static, runtime_only, failed, entry, torch, device_hint(run))
     if output_format == "json":
         print(json.dumps(_as_json(report), indent=2))
     else:
@@ -209,6 +228,19 @@ class Confirmation:
     failed: bool
     entry: Entry | None
     torch: str  # the installed torch's version, which the ranks ran
+    hint: str | None = None  # how to make the script runnable here, when it clearly is not
+
+
+def device_hint(run: RunRecord) -> str | None:
+    """Advice when the script stopped because it hard-codes CUDA or NCCL and the run has neither."""
+    if run.device.kind == "cuda":
+        return None
+    for rank in run.ranks:
+        final = run.final_event(rank) or {}
+        message = str(final.get("message", ""))
+        if final.get("kind") == EXCEPTION and any(error in message for error in _CUDA_ONLY_ERRORS):
+            return DEVICE_HINT.format(device=run.device.describe())
+    return None
 
 
 def _lint_project(project: Path, rules: Sequence[type[Rule]]) -> tuple[list[Diagnostic], dict[str, str]]:
@@ -268,6 +300,8 @@ def _print(console: Console, report: Confirmation) -> None:
         rank = (run.failed_ranks() or [0])[0]
         console.rule(f"rank {rank} stderr (last lines)")
         console.print(run.log_tail(rank), markup=False, highlight=False)
+    if report.hint:
+        console.print(Text(f"hint: {report.hint}", style="yellow"))
     console.print("FAILED" if report.failed else "OK")
 
 
@@ -296,5 +330,6 @@ def _as_json(report: Confirmation) -> dict[str, Any]:
             {**evidence_json(item.evidence, bool(item.rules)), "rules": list(item.rules)}
             for item in report.runtime_only
         ],
+        "hint": report.hint,
         "ok": not report.failed,
     }
