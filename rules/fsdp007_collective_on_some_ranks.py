@@ -127,7 +127,10 @@ Every rank must enter a collective. Rank 0 waits inside it for ranks that skippe
 are already waiting in the next collective: observed with torch 2.13 on gloo, all three variants
 (DCP save, `full_tensor()`, full `get_model_state_dict`) hang until killed, while the correct
 version finishes its save in under 0.1 s. With the default timeout the job sits idle for 30 minutes
-(NCCL: 10) before it dies, typically at the first checkpoint.
+(NCCL: 10) before it dies, typically at the first checkpoint. When the ranks that skipped it end
+the script instead of waiting elsewhere, the collective fails rather than hangs (gloo on torch
+2.13: `RuntimeError: ... Connection closed by peer` on rank 0): `confirm` records that as
+`unmatched_collective`, which confirms this rule too.
 
 ## Known problems
 - The halves of a protocol written as module-level functions that nothing in the file calls

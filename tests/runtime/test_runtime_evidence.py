@@ -213,6 +213,27 @@ def test_hang_reports_each_ranks_last_event_and_stack_line():
     assert "rank 1 finished" in evidence.summary
 
 
+HANG = RuntimeSignature("hang", min_ranks=2)
+
+
+def test_a_collective_that_raises_because_its_partner_never_came_is_an_unmatched_collective():
+    reduce = {"kind": "collective", "op": "all_reduce", "line": 9, "site": None}
+    reset = exception("Connection reset by peer", types=("RuntimeError", "Exception"), line=9)
+    [evidence] = observe(synthetic_record({0: [START, reduce, reset], 1: [START, EXIT]}))
+    assert evidence.kind == "unmatched_collective" and evidence.ranks == (0,) and evidence.lines == (9,)
+    assert evidence.summary == (
+        "all_reduce at line 9 raised RuntimeError on rank 0, which rank 1 never joined there: rank 1 last reached exit"
+    )
+    assert matches(evidence, HANG)  # the failure FSDP007 declares, in the form that raises
+
+
+def test_a_collective_every_rank_ran_that_raises_is_an_exception_only():
+    reduce = {"kind": "collective", "op": "all_reduce", "line": 9, "site": None}
+    mismatch = exception("size mismatch", types=("RuntimeError", "Exception"), line=9)
+    [evidence] = observe(synthetic_record({0: [START, reduce, mismatch], 1: [START, reduce, mismatch]}))
+    assert evidence.kind == "exception" and not matches(evidence, HANG)
+
+
 def test_crash_excludes_ranks_the_launcher_stopped():
     error = exception("boom", types=("RuntimeError", "Exception"))
     stopped = synthetic_record({0: [START, error], 1: [START]}, returncodes={0: 1, 1: -9}, stopped=(1,))

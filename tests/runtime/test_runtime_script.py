@@ -237,3 +237,30 @@ def test_the_device_hint_needs_a_cuda_only_error_on_a_run_without_cuda():
     assert device_hint(synthetic_record(_ended_with("shape mismatch in all_reduce"))) is None
     on_cuda = replace(synthetic_record(_ended_with("Torch not compiled with CUDA enabled")), device=CUDA)
     assert device_hint(on_cuda) is None
+
+
+RANK0_ONLY_THEN_EXIT = """\
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+x = torch.ones(2)
+if dist.get_rank() == 0:
+    dist.all_reduce(x)  # <reduce>
+dist.destroy_process_group()
+"""
+
+
+def test_a_rank_local_collective_that_raises_instead_of_hanging_confirms_fsdp007(tmp_path):
+    (tmp_path / "train.py").write_text(RANK0_ONLY_THEN_EXIT)
+    command = [sys.executable, "-c", "from fsdp2_lint.cli import main; main()", "confirm", "--device", "cpu",
+               "--output-format", "json", "train.py"]  # fmt: skip
+    report = json.loads(subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300).stdout)
+    [finding] = report["static"]
+    assert (finding["code"], finding["line"], finding["status"]) == (
+        "FSDP007",
+        line_of(RANK0_ONLY_THEN_EXIT, "# <reduce>"),
+        "confirmed",
+    )
+    assert finding["evidence"]["kind"] == "unmatched_collective"
+    assert report["runtime_only"] == []  # the connection error is that failure, not another one

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -64,6 +64,7 @@ def observe(run: RunRecord) -> list[Evidence]:
     """Every piece of evidence the run shows, of every kind; a rank killed by a signal first, as
     the cause of what the other ranks then saw (a peer that vanished: "Connection reset by peer")."""
     found = [evidence for kind in EVIDENCE_KINDS.values() for evidence in kind.detect(run)]
+    found = [evidence for evidence in found if not _symptom_of_unmatched_collective(evidence, found)]
     return sorted(found, key=lambda evidence: not (evidence.kind == "crash" and run.killed_by(evidence.ranks[0])))
 
 
@@ -393,7 +394,11 @@ def describe_event(event: Event | None) -> str:
     return kind
 
 
-@evidence_kind("hang", lambda signature: "hang (the ranks stop making progress)")
+@evidence_kind(
+    "hang",
+    lambda signature: "hang (the ranks stop making progress), or a collective that fails once its partners went on",
+    lambda evidence, signature: evidence.kind in ("hang", "unmatched_collective"),
+)
 def detect_hang(run: RunRecord) -> list[Evidence]:
     """Ranks still running when the timeout expired, or when the harness found them stuck (see
     :mod:`fsdp2_lint.runtime.launch.stall`), with the last event each reached and the line its stack dump was in."""
@@ -418,6 +423,51 @@ def detect_hang(run: RunRecord) -> list[Evidence]:
             lines=tuple(dict.fromkeys(lines)),
         )
     ]
+
+
+@evidence_kind("unmatched_collective", "a collective some ranks entered and the others never ran there")
+def detect_unmatched_collectives(run: RunRecord) -> list[Evidence]:
+    """Ranks whose script ended with an exception inside a collective that some other rank ran
+    fewer times at that line: the partner went on (finished, tore the group down) instead of joining,
+    so the collective failed rather than hung (gloo: "Connection reset by peer")."""
+    at_line = {
+        rank: Counter(e.get("line") for e in run.events.get(rank, []) if e["kind"] == events.COLLECTIVE)
+        for rank in run.ranks
+    }
+    raised: dict[tuple, list[int]] = defaultdict(list)
+    for rank in run.ranks:
+        final, collective = run.final_event(rank), _last_collective(run, rank)
+        if final is None or final["kind"] != events.EXCEPTION or collective is None:
+            continue
+        line = final.get("line")
+        if line is not None and collective.get("line") == line:
+            raised[(collective["op"], line, final["types"][0])].append(rank)
+    found = []
+    for (op, line, error), ranks in raised.items():
+        absent = [other for other in run.ranks if at_line[other][line] < min(at_line[rank][line] for rank in ranks)]
+        if not absent:
+            continue
+        others = "; ".join(f"rank {other} last reached {describe_event(run.last_event(other))}" for other in absent)
+        summary = (
+            f"{op}{_at(line)} raised {error} on {_ranks(ranks)}, which {_ranks(absent)} never joined there: {others}"
+        )
+        found.append(Evidence(kind="unmatched_collective", summary=summary, ranks=tuple(ranks), lines=(line,)))
+    return found
+
+
+def _symptom_of_unmatched_collective(evidence: Evidence, found: list[Evidence]) -> bool:
+    """The exception a collective raised because its partners never joined it: that failure, told
+    better by its ``unmatched_collective`` evidence."""
+    return evidence.kind == "exception" and any(
+        other.kind == "unmatched_collective"
+        and set(evidence.ranks) <= set(other.ranks)
+        and other.lines[0] in evidence.lines
+        for other in found
+    )
+
+
+def _last_collective(run: RunRecord, rank: int) -> Event | None:
+    return next((e for e in reversed(run.events.get(rank, [])) if e["kind"] == events.COLLECTIVE), None)
 
 
 def _stuck(run: RunRecord) -> str:
