@@ -264,3 +264,27 @@ def test_a_rank_local_collective_that_raises_instead_of_hanging_confirms_fsdp007
     )
     assert finding["evidence"]["kind"] == "unmatched_collective"
     assert report["runtime_only"] == []  # the connection error is that failure, not another one
+
+
+HANGS = """\
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+x = torch.ones(2)
+if dist.get_rank() == 0:
+    dist.all_reduce(x)  # <reduce>
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+def test_a_hanging_script_is_ended_by_the_stall_watch_not_its_timeout(tmp_path):
+    (tmp_path / "train.py").write_text(HANGS)
+    command = [sys.executable, "-c", "from fsdp2_lint.cli import main; main()", "confirm", "--device", "cpu",
+               "--timeout", "600", "--output-format", "json", "train.py"]  # fmt: skip
+    report = json.loads(subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300).stdout)
+    [finding] = report["static"]
+    assert (finding["code"], finding["status"], finding["evidence"]["kind"]) == ("FSDP007", "confirmed", "hang")
+    assert finding["evidence"]["summary"].startswith("stalled after")  # not "timed out after 600s"
+    assert report["timed_out_ranks"] == [0, 1]

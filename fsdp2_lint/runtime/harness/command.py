@@ -120,10 +120,11 @@ def _script(context: click.Context, parameter: click.Parameter, value: str | Non
               help=f"Seconds per run before it counts as a hang [default: {FIXTURE_TIMEOUT_SECONDS:g} per fixture, "
                    f"{SCRIPT_TIMEOUT_SECONDS:g} for SCRIPT].")  # fmt: skip
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Fixture runs at a time [default: CPU cores / nproc, at least 2; 2 on CUDA].")  # fmt: skip
+              help="Fixture runs at a time [default: CPU cores / nproc, at least 2; 2 on CUDA]. "
+                   "Not for SCRIPT: it is one run.")  # fmt: skip
 @click.option("--launcher", type=click.Choice(LAUNCHERS), default="pool", show_default=True,
               help="pool: rank servers import torch once and fork each run; "
-                   "torchrun: one torchrun per fixture.")  # fmt: skip
+                   "torchrun: one torchrun per fixture. SCRIPT always runs under its own torchrun.")  # fmt: skip
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--keep-runs", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep every run's events, logs and stack dumps in this directory.")  # fmt: skip

@@ -55,8 +55,8 @@ _CUDA_ONLY_ERRORS = (
 )
 DEVICE_HINT = (
     "the script expects CUDA/NCCL, which this run does not have (device {device}): read the device the "
-    "harness chose from FSDP2_LINT_DEVICE, e.g. `device = os.environ.get(\"FSDP2_LINT_DEVICE\", \"cuda\")`, "
-    "`backend = \"nccl\" if device == \"cuda\" else \"gloo\"`, and place tensors and the model on `device`"
+    'harness chose from FSDP2_LINT_DEVICE, e.g. `device = os.environ.get("FSDP2_LINT_DEVICE", "cuda")`, '
+    '`backend = "nccl" if device == "cuda" else "gloo"`, and place tensors and the model on `device`'
 )
 
 

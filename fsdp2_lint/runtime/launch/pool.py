@@ -32,12 +32,11 @@ from fsdp2_lint.runtime.evidence.device import Device, choose_device
 from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec, collect, tail_lines
 from fsdp2_lint.runtime.launch.launcher import HarnessError, default_jobs
 from fsdp2_lint.runtime.launch.processes import python_module
-from fsdp2_lint.runtime.launch.stall import StallWatch
+from fsdp2_lint.runtime.launch.stall import STALL_POLL_SECONDS, StallWatch
 
 STARTUP_TIMEOUT_SECONDS = 180.0  # importing torch on a loaded 2-core runner
 PEER_FAILURE_GRACE_SECONDS = 2.0  # time other ranks get to fail on their own before being stopped
 MAX_IDLE_RUNS = 8  # runs expected to hang wait idle, so they do not count against --jobs
-STALL_POLL_SECONDS = 0.25  # how often running runs are checked for a stall
 ADDRESS_IN_USE = re.compile(r"EADDRINUSE|[Aa]ddress already in use")
 
 

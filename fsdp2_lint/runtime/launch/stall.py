@@ -20,6 +20,7 @@ from fsdp2_lint.runtime.evidence.scope import SourceScope
 from fsdp2_lint.runtime.evidence.signals import dump_stacks
 
 STALL_SECONDS = 5.0  # no event and no CPU for this long, on every unfinished rank
+STALL_POLL_SECONDS = 0.25  # how often a running launch is checked for a stall
 # Share of one core under which a rank is not computing: a rank blocked in a gloo collective uses
 # about 0.3% (its background threads); a computing one, even on a loaded machine, far more.
 IDLE_CPU_SHARE = 0.02
@@ -72,6 +73,16 @@ class StallWatch:
         self.dumped_at = now
         return False
 
+    def running(self, ranks: Sequence[int]) -> tuple[int, ...]:
+        """The ranks whose process has started and not ended (nor is a zombie)."""
+        alive = []
+        for rank in ranks:
+            pid = self.pids.get(rank) or _started_pid(events.events_path(self.run_dir, rank))
+            if pid is not None and _state(pid) not in (None, "Z", "X"):
+                self.pids[rank] = pid
+                alive.append(rank)
+        return tuple(alive)
+
     def _sample(self, now: float, unfinished: Sequence[int]) -> _Sample | None:
         event_bytes, cpu = {}, {}
         for rank in unfinished:
@@ -105,6 +116,15 @@ def _started_pid(path: Path) -> int | None:
         return None
     started = events.read_line(first)
     return started.get("pid") if started and started["kind"] == events.START else None
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (``R``, ``S``, ``Z`` for a zombie, ...); None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def _cpu_seconds(pid: int) -> float | None:

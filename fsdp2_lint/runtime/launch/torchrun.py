@@ -24,6 +24,7 @@ from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec, collect, read
 from fsdp2_lint.runtime.evidence.signals import STACK_GRACE_SECONDS, dump_stacks
 from fsdp2_lint.runtime.launch.launcher import default_jobs
 from fsdp2_lint.runtime.launch.processes import python_module
+from fsdp2_lint.runtime.launch.stall import STALL_POLL_SECONDS, StallWatch
 
 TERMINATE_GRACE_SECONDS = 5.0  # torchrun's time to stop its ranks and report, once asked to stop
 # torchrun's failure report: one block per rank that failed before torchrun stopped the others
@@ -95,13 +96,8 @@ class TorchrunLauncher:
         started = time.monotonic()
         with open(spec.run_dir / "torchrun.log", "wb") as log:
             keeper = self._launch(spec, cwd, log)
-            timed_out: tuple[int, ...] = ()
             try:
-                keeper.wait(timeout=spec.timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = self._ranks_still_running(spec)
-                dump_stacks(self._rank_pids(spec, timed_out))
-                time.sleep(STACK_GRACE_SECONDS)
+                timed_out, stalled_for = self._wait(keeper, spec, started)
             finally:
                 keeper.terminate()  # stops torchrun, then kills every process left from the launch
                 keeper.wait()
@@ -109,11 +105,30 @@ class TorchrunLauncher:
                     self._launches.discard(keeper)
         seconds = time.monotonic() - started
         returncodes = {rank: None for rank in range(self.nproc)} | _failed_ranks(spec)
-        record = collect(spec, self.nproc, CPU, seconds, returncodes, timed_out)
+        record = collect(spec, self.nproc, CPU, seconds, returncodes, timed_out, stalled_for=stalled_for)
         record.device = _device_that_ran(record) or record.device
         if not timed_out:
             record.stopped = _stopped_after_failure(record)
         return record
+
+    def _wait(self, keeper: subprocess.Popen, spec: RunSpec, started: float) -> tuple[tuple[int, ...], float | None]:
+        """Wait for the launch to end. A hang ends it sooner than its timeout once every rank still
+        running is found stalled (:mod:`.stall`): the ranks still running, and how long they were quiet."""
+        watch = StallWatch(spec.run_dir, spec.scope())
+        while True:
+            try:
+                keeper.wait(timeout=STALL_POLL_SECONDS)
+                return (), None
+            except subprocess.TimeoutExpired:
+                now = time.monotonic()
+            running = watch.running(range(self.nproc))
+            if now >= started + spec.timeout:
+                timed_out = self._ranks_still_running(spec)
+                dump_stacks(self._rank_pids(spec, timed_out))
+                time.sleep(STACK_GRACE_SECONDS)
+                return timed_out, None
+            if running and watch.stalled(now, running):
+                return running, watch.quiet_seconds
 
     def _launch(self, spec: RunSpec, cwd: Path, log: BinaryIO) -> subprocess.Popen:
         """Every Python here runs without the current directory on sys.path (see :mod:`.processes`);
