@@ -75,6 +75,14 @@ class _Cast:
     ref: Ref  # the module (or parameter) cast, named from its outermost owner
     dtype: str
 
+    def text(self, facts: FileFacts) -> str:
+        """The island as the message names it: from its outermost owner, else as the cast spells it."""
+        if "<expression>" not in self.ref.text:
+            return self.ref.text
+        node = self.event.node
+        receiver = getattr(getattr(node, "func", None), "value", None) or getattr(node, "value", None)
+        return facts.code(receiver) if receiver is not None else self.ref.path[-1]
+
 
 class NonUniformGroupDtype(Rule):
     code = "FSDP026"
@@ -245,12 +253,13 @@ fully_shard(model, mp_policy=mp)
                 if id(node) in reported:
                     continue
                 reported.add(id(node))
+                name = island.text(facts)
                 yield Finding(
                     node,
-                    f"`{island.ref.text}` is cast to {island.dtype} while the rest of its `fully_shard` group "
+                    f"`{name}` is cast to {island.dtype} while the rest of its `fully_shard` group "
                     f"(at {facts.where(shard.node, node)}) is {model_dtype} and trainable: FSDP2 fails at the "
                     f"first forward with `AssertionError: FSDP expects uniform original parameter dtype`",
-                    related=((shard.node, f"the group holding `{island.ref.text}` is formed here"),),
+                    related=((shard.node, f"the group holding `{name}` is formed here"),),
                 )
 
 
