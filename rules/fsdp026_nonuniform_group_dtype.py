@@ -107,11 +107,11 @@ fp32 "island" kept for numerical stability (a norm, a MoE router, the `lm_head`)
 made bf16 before sharding:
 
 ```python
-model = Model().to(torch.bfloat16)          # or .bfloat16(), from_pretrained(..., torch_dtype=torch.bfloat16)
-model.norm.float()                          # or .to(torch.float32); or norm.weight.data = norm.weight.data.float()
+model = Model().to(torch.bfloat16)   # or .bfloat16(), from_pretrained(torch_dtype=...)
+model.norm.float()                   # or .to(torch.float32), or through .data
 for block in model.layers:
     fully_shard(block)
-fully_shard(model)                          # the root group holds bf16 embeddings and the fp32 norm
+fully_shard(model)                   # root group: bf16 embeddings + fp32 norm
 ```
 
 Only dtypes the code states are used: the model's from a cast (`.to(dtype)`, `.bfloat16()`,
@@ -136,17 +136,25 @@ the group's first forward (`FSDPParamGroup._init_mp_dtypes`), not at `fully_shar
 torch 2.13 on CPU/gloo (2 ranks): `AssertionError: FSDP expects uniform original parameter dtype
 but got {torch.bfloat16, torch.float32}` at the first forward; the same with a bf16
 `MixedPrecisionPolicy` (the check reads the stored dtype, not the policy's). Since
-pytorch/pytorch#154103 (torch 2.8) only parameters that require gradients count: a frozen fp32
+pytorch/pytorch#154103 (about torch 2.8; older versions not checked here) only parameters that
+require gradients count: a frozen fp32
 island (or a frozen bf16 base with fp32 adapters) trains. An island that is its own group
 (`fully_shard(model.norm)` before the root) trains as well.
 
-Use instead: give the island its own group, before its parent:
+Use instead: give the island its own group, before its parent. For an output head, a float32
+policy keeps its compute in float32 too (it casts the head's bf16 input; observed to train on
+2.13):
 
 ```python
-model.norm.float()
-fully_shard(model.norm, mp_policy=MixedPrecisionPolicy(param_dtype=torch.float32))
-fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+model.lm_head.float()
+fully_shard(model.lm_head, mp_policy=MixedPrecisionPolicy(param_dtype=torch.float32))
+fully_shard(model)
 ```
+
+An island inside the network (a norm, a router) then returns float32 to bf16 layers: a `Linear`
+fails with `RuntimeError: mat1 and mat2 must have the same dtype` unless its output is cast back
+(or the island's group uses `MixedPrecisionPolicy(param_dtype=torch.bfloat16)`: float32 storage,
+bf16 compute). Freezing the island works as well.
 
 ## Known problems
 Before torch 2.8 frozen parameters were checked too, so a frozen island also failed there; the
