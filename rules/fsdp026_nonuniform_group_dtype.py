@@ -341,8 +341,10 @@ def _island_group(facts: FileFacts, trace: Trace, casts: list[_Cast], island: _C
     final = _dtype_at(relevant, island.ref)
     if final is None or _frozen(trace, island.ref, island.event, end):
         return None
-    if not _holds_params(trace, island.ref):
-        return None
+    if not _holds_params(trace, island.ref) or (
+        island.event.kind is EventKind.METHOD and _is_parameter(trace, island.ref)
+    ):
+        return None  # no parameters; or `param.float()`, which makes a new tensor and leaves the module as it is
     for witness, exclude in _witnesses(trace, shard, target, island):
         if _frozen(trace, witness, island.event, end, exclude):
             continue
@@ -473,6 +475,17 @@ def _stored_layers(trace: Trace) -> Iterator[tuple[Ref, bool]]:
             v.root.kind is ObjKind.NEW and not v.path and (v.root.qname or "") in PARAM_LAYERS for v in values
         )
         yield owner.child(store.name), layer
+
+
+def _is_parameter(trace: Trace, ref: Ref) -> bool:
+    """Is ``ref`` an ``nn.Parameter`` the code stores on a module (a tensor, not a module)?"""
+    for store in trace.of_kind(EventKind.STORE):
+        if store.name == ref.path[-1] and store.args and isinstance(store.receiver, Ref):
+            if canonical(store.receiver).child(store.name) == ref and any(
+                v.root.kind is ObjKind.NEW and v.root.qname == "torch.nn.Parameter" for v in refs(store.args[0])
+            ):
+                return True
+    return False
 
 
 def _holds_params(trace: Trace, ref: Ref) -> bool:

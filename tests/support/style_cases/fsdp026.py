@@ -126,6 +126,18 @@ CASES = {
         logits = model(batch).float()
         w = model.final_norm.weight.float()
     """,
+    "fsdp026-good-parameter-float-is-a-new-tensor": _MODEL
+    + """
+        model = Net().to(torch.bfloat16)
+        scale = model.scale.float()
+        fully_shard(model)
+    """,
+    "fsdp026-parameter-data-upcast": _MODEL
+    + """
+        model = Net().to(torch.bfloat16)
+        model.scale.data = model.scale.data.float()  # expect: FSDP026
+        fully_shard(model)
+    """,
     "fsdp026-good-only-tied-or-sharded-rest": """
         import torch
         from torch.distributed.fsdp import fully_shard
