@@ -541,3 +541,21 @@ def test_sync_per_microbatch_needs_several_reduce_scatters_of_one_group_per_step
     if found:
         assert evidence[0].summary.startswith("2 backward passes before the optimizer step at line 47: 6 gradient")
         assert matches(evidence[0], RuntimeSignature("sync_per_microbatch"))
+
+
+def group_dtypes(dtypes: dict[str, int], names: dict[str, list[str]]) -> dict:
+    return {"kind": "group_dtypes", "line": 31, "module": "FSDPModel", "dtypes": dtypes, "names": names,
+            "frozen_dtypes": []}  # fmt: skip
+
+
+def test_nonuniform_group_dtype_needs_trainable_parameters_of_two_dtypes():
+    assert "nonuniform_group_dtype" in EVIDENCE_KINDS
+    event = group_dtypes({"bfloat16": 3, "float32": 2}, {"bfloat16": ["emb.weight"], "float32": ["norm.weight"]})
+    [evidence] = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert evidence.kind == "nonuniform_group_dtype" and evidence.lines == (31,) and evidence.ranks == (0, 1)
+    assert "trainable parameters of 2 dtypes at its first forward at line 31: bfloat16 (3: emb.weight); float32" in (
+        evidence.summary
+    )
+    assert matches(evidence, RuntimeSignature("nonuniform_group_dtype"))
+    uniform = group_dtypes({"bfloat16": 5}, {"bfloat16": ["emb.weight"]})
+    assert observe(synthetic_record({0: [START, uniform, EXIT], 1: [START, uniform, EXIT]})) == []

@@ -923,3 +923,46 @@ def test_stale_unsharded_probe_needs_an_unsharded_copy_older_than_the_step(run_s
     for record in (by_hand, unshard, on_for_last):
         assert record.completed() and observe(record) == []
         assert not list(record.of_kind(events.STALE_UNSHARDED))
+
+
+# FSDP026: the second Linear kept in fp32 under a bf16 model, in the root's group with the first.
+FP32_ISLAND_IN_GROUP = """
+model = make_model().bfloat16()
+model[2].float()
+fully_shard(model)
+model(torch.randn(4, 8, dtype=torch.bfloat16)).sum().backward()  # <forward>
+"""
+# The island frozen: since torch 2.8 only trainable parameters must share a dtype (the bf16
+# policy casts the fp32 weight for compute).
+FP32_ISLAND_FROZEN = """
+from torch.distributed.fsdp import MixedPrecisionPolicy
+model = make_model().bfloat16()
+model[2].float().requires_grad_(False)
+fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+model(torch.randn(4, 8, dtype=torch.bfloat16)).float().sum().backward()
+"""
+# The island is its own group, sharded before the root (fp32 storage, bf16 compute).
+FP32_ISLAND_OWN_GROUP = """
+from torch.distributed.fsdp import MixedPrecisionPolicy
+model = make_model().bfloat16()
+model[2].float()
+fully_shard(model[2], mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+fully_shard(model)
+model(torch.randn(4, 8, dtype=torch.bfloat16)).float().sum().backward()
+"""
+
+
+def test_group_dtype_probe_sees_trainable_parameters_of_two_dtypes_in_one_group(run_scripts):
+    island, frozen, own_group = run_scripts(FP32_ISLAND_IN_GROUP, FP32_ISLAND_FROZEN, FP32_ISLAND_OWN_GROUP)
+    found = [e for e in observe(island) if e.kind == "nonuniform_group_dtype"]
+    assert len(found) == 1 and found[0].ranks == (0, 1)
+    assert found[0].lines == (line_of(script_source(FP32_ISLAND_IN_GROUP), "# <forward>"),)
+    assert "bfloat16 (2: 0.weight, 0.bias); float32 (2: 2.weight, 2.bias)" in found[0].summary
+    assert matches(found[0], RuntimeSignature("nonuniform_group_dtype"))
+    assert any(e.kind == "exception" and "uniform original parameter dtype" in e.message for e in observe(island))
+    [event] = [event for rank, event in island.of_kind(events.GROUP_DTYPES) if rank == 0]
+    assert event["dtypes"] == {"bfloat16": 2, "float32": 2} and event["frozen_dtypes"] == []
+    for record in (frozen, own_group):
+        assert record.completed(), record.log_tail(0)
+        assert not list(record.of_kind(events.GROUP_DTYPES))
+        assert "nonuniform_group_dtype" not in kinds(record)

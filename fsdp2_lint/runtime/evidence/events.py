@@ -49,6 +49,10 @@ PASS = "pass"
 # line (the optimizer step), backwards, groups, reduce_scatters, most_per_group: FSDP2 gradient
 # reduce-scatters since the previous optimizer step (FSDP033)
 REDUCE_SCATTERS = "reduce_scatters"
+# line (the forward that ran the group's lazy init), module, dtypes ({dtype: count} of the parameters that
+# require gradients), names ({dtype: first names}), frozen_dtypes: a parameter group whose trainable
+# parameters have two or more dtypes, just before FSDP2 checks them (FSDP026)
+GROUP_DTYPES = "group_dtypes"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

@@ -871,3 +871,32 @@ def detect_sync_per_microbatch(run: RunRecord) -> list[Evidence]:
         ),
         lambda event: (event.get("line"),),
     )
+
+
+# nonuniform_group_dtype (FSDP026) ----------------------------------------------------------------
+
+
+@evidence_kind(
+    "nonuniform_group_dtype",
+    "a fully_shard parameter group holds trainable parameters of two or more dtypes at its first forward",
+)
+def detect_nonuniform_group_dtype(run: RunRecord) -> list[Evidence]:
+    """At a parameter group's lazy init (its first forward), the parameters of the group that
+    require gradients had two or more dtypes (an fp32 island under a bf16 group): the cause of
+    FSDP2's ``AssertionError: FSDP expects uniform original parameter dtype`` (FSDP026). A group
+    whose other-dtype parameters are frozen, or whose island is its own group, records nothing."""
+    return _grouped_evidence(
+        run,
+        "nonuniform_group_dtype",
+        events.GROUP_DTYPES,
+        lambda event: len(event["dtypes"]) > 1,
+        lambda event: (
+            f"the parameter group of {event['module']} holds trainable parameters of {len(event['dtypes'])} dtypes "
+            f"at its first forward{_at(event.get('line'))}: "
+            + "; ".join(
+                f"{dtype} ({count}: {', '.join(event['names'].get(dtype, []))})"
+                for dtype, count in event["dtypes"].items()
+            )
+        ),
+        lambda event: (event.get("line"),),
+    )
