@@ -182,6 +182,7 @@ fully_shard(model)
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         reported: set[int] = set()
+        view_forwards = _view_forwards(facts)
         for trace in facts.traces:
             for call in trace.of_kind(EventKind.INVOKE):
                 if call.ctx.no_grad or call.result is None:
@@ -189,7 +190,7 @@ fully_shard(model)
                 module = _resharded_submodule(trace, call)
                 if module is None:
                     continue
-                for output, why in _views(call):
+                for output, why in _views(call, view_forwards):
                     for write in _writes(trace, output, call):  # the first in-place op drops the hook
                         node = report_node(write, call)
                         if id(node) in reported:
@@ -203,6 +204,23 @@ fully_shard(model)
                             "freed parameters (`setStorage: ... out of bounds for storage of size 0`)",
                         )
                         break
+
+
+def _view_forwards(facts: FileFacts) -> dict[str, str]:
+    """``Class.forward`` → the view op it returns, for the forwards analysed on their own (no code
+    of the file calls their module with a known class) that return a view."""
+    found: dict[str, str] = {}
+    for trace in facts.traces:
+        if trace.instance is None or not trace.entry.endswith(".forward"):
+            continue
+        for event in trace.of_kind(EventKind.RETURN):
+            if event.stack or event.result is None:
+                continue
+            for value in options(event.result):
+                origin = value.root.event if isinstance(value, Ref) and not value.path else None
+                if origin is not None and _view_name(origin) in VIEWS:
+                    found.setdefault(trace.entry, _view_name(origin) or "")
+    return found
 
 
 def _resharded_submodule(trace: Trace, call: Event) -> Ref | None:
@@ -223,8 +241,9 @@ def _resharded_submodule(trace: Trace, call: Event) -> Ref | None:
     return None
 
 
-def _views(call: Event) -> Iterator[tuple[Obj, str]]:
-    """The objects the call returned that are, or may be, views, with why."""
+def _views(call: Event, view_forwards: dict[str, str]) -> Iterator[tuple[Obj, str]]:
+    """The objects the call returned that are views (the forward the call ran returns one), or may
+    be (the analysis does not know the module's class, and a forward of the file returns a view)."""
     values: list[Value] = []
     for option in options(call.result) if call.result is not None else ():
         if isinstance(option, Tuple):  # `return out.view(...), aux`
@@ -242,7 +261,9 @@ def _views(call: Event) -> Iterator[tuple[Obj, str]]:
                 yield obj, f"returns a view (an element of `.{_view_name(origin)}(...)`)"
             continue
         if origin is call:
-            yield obj, "the analysis cannot see, so it may return a view"
+            if view_forwards:
+                forward, view = next(iter(view_forwards.items()))
+                yield obj, f"may be `{forward}`, which returns a view (`.{view}(...)`)"
         elif _view_name(origin) in VIEWS:
             yield obj, f"returns a view (`.{_view_name(origin)}(...)`)"
 
@@ -250,7 +271,12 @@ def _views(call: Event) -> Iterator[tuple[Obj, str]]:
 def _view_name(event: Event) -> str | None:
     if event.kind is EventKind.METHOD:
         return event.name
-    if event.kind is EventKind.CALL and event.qname and event.qname.startswith("torch.") and event.qname.count(".") == 1:
+    if (
+        event.kind is EventKind.CALL
+        and event.qname
+        and event.qname.startswith("torch.")
+        and event.qname.count(".") == 1
+    ):
         return event.qname.split(".")[1]
     return None
 
@@ -258,8 +284,8 @@ def _view_name(event: Event) -> str | None:
 def _writes(trace: Trace, obj: Obj, call: Event) -> Iterator[Event]:
     """Events after the call that write the object's values in place."""
     for event in trace.mentions(obj, after=call.index):
-        if event.exclusive_with(call):
-            continue
+        if event.exclusive_with(call) or event.ctx.no_grad or event.ctx.against_default:
+            continue  # not in this run of the module; no autograd; only for callers that pass the argument
         if event.kind is EventKind.INPLACE and _is(event.receiver, obj, subscripts=True):
             yield event
         elif event.kind is EventKind.METHOD and _in_place_name(event.name) and _is(event.receiver, obj, True):

@@ -49,6 +49,9 @@ PASS = "pass"
 # line (the optimizer step), backwards, groups, reduce_scatters, most_per_group: FSDP2 gradient
 # reduce-scatters since the previous optimizer step (FSDP033)
 REDUCE_SCATTERS = "reduce_scatters"
+# line (the call of the module), module, shape, resharded (it freed its parameters after forward), writes:
+# before a backward, an output of a sharded module that is a view was modified in place after FSDP2 hooked it
+INPLACE_VIEW_OUTPUT = "inplace_view_output"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)
