@@ -141,6 +141,7 @@ class Model(nn.Module):
 model = Model()
 fully_shard(model.block)
 fully_shard(model)
+model(batch).sum().backward()
 """,
     )
     invalid = (
@@ -169,6 +170,7 @@ class Model(nn.Module):
 model = Model()
 fully_shard(model.block)
 fully_shard(model)
+model(batch).sum().backward()
 """,
     )
     requires = (("fully_shard",),)
