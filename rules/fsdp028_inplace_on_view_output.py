@@ -72,15 +72,18 @@ class InplaceOnViewOutput(Rule):
     severity = Severity.WARNING
     docs = """
 ## What it does
-Flags an in-place op on the tensor a `fully_shard`-ed submodule returned, when its forward returns
-a view or the analysis cannot see what it returns: `h = self.block(h)` then `h += x`, `h.add_(x)`,
-`h.mul_(s)`, `h[..., :d] = 0`, `torch.relu_(h)` or `F.relu(h, inplace=True)`. A forward the
-analysis can see that returns a fresh tensor (`return x + self.mlp(x)`, `return self.proj(x)`), a
-torch built-in module (`nn.Linear`), and the output of a module that is not sharded are not
-flagged; neither is an out-of-place op (`h = h + x`), an in-place op on `h.clone()`, a module run
-under `torch.no_grad()` / `torch.inference_mode()` (FSDP2 registers no hook then), the root
-model's own output (FSDP2 keeps the root unsharded after forward), and a module sharded with
-`reshard_after_forward=False`.
+Flags an in-place op on the tensor a `fully_shard`-ed submodule returned when its forward returns
+a view: `h = self.block(h)` then `h += x`, `h.add_(x)`, `h.mul_(s)`, `h[:, :d] *= s`,
+`h[mask] = 0` (also in a helper given `h`), `torch.relu_(h)` or `F.relu(h, inplace=True)`, where
+the block's forward ends in `.view(...)`, `.reshape(...)`, `.transpose(...)`, `.squeeze(...)`
+and the like, or an element of `.chunk(...)`. Where the analysis does not know the class of the
+module called (a block taken from an `nn.ModuleList` built from a generator), it is flagged when
+a `forward` of the file returns a view (the message names it). Not flagged: a forward that
+returns a fresh tensor (`return x + self.mlp(x)`), a torch built-in module (`nn.Linear`), the
+output of a module that is not sharded, an out-of-place op (`h = h + x`), an in-place op on
+`h.clone()`, a module run or an op done under `torch.no_grad()` / `torch.inference_mode()`
+(FSDP2 registers no hook then), the root model's own output (FSDP2 keeps the root's parameters
+after forward; it ran without error), and a module sharded with `reshard_after_forward=False`.
 
 ## Why is this bad?
 After a sharded module's forward, FSDP2 frees the all-gathered parameters
@@ -97,7 +100,9 @@ size 0`. A block that returns a view of its input (`return x[:, :]`) fails at on
 of Alias is a view and is being modified inplace` (FSDP2 passes the inputs through a custom autograd
 function). The same code without FSDP trains; with `reshard_after_forward=False` it trains too. An
 in-place op on a fresh output (`return self.lin(x)`, `return x + self.lin(x)`,
-`.transpose(0, 1).contiguous()`), or on a view under `torch.no_grad()`, works.
+`.transpose(0, 1).contiguous()`), or on a view under `torch.no_grad()`, works. (An element of
+`.chunk(...)` written in place fails without FSDP too: `Output 0 of Split is a view and
+is being modified inplace ... returns multiple views`.) Older torch versions were not checked.
 
 Use instead:
 
@@ -107,11 +112,12 @@ h = h + x  # or: h = self.block(h).clone(); h += x
 ```
 
 ## Known problems
-Whether a module's output is a view is known only when the analysis can see its forward: a
-module of a library class (`LlamaDecoderLayer`) may return a view, so an in-place op on its
-output is flagged (a warning), while an element of a tuple it returns (`block(x)[0]`) and a slice
-taken inside the forward (`return out[..., :d]`) are not. An in-place op on `h.contiguous()`,
-which returns `h` itself when it is contiguous already, is not flagged.
+Whether a module's output is a view is known only where the analysis sees the forward that runs:
+a module of a library class (`LlamaDecoderLayer`) is not flagged, nor is a tensor unpacked from a
+`.chunk(...)` the forward returns (`a, b = block(x)`), a slice taken in the forward
+(`return out[..., :d]`), or an in-place op on `h.contiguous()` (which is `h` itself when `h` is
+contiguous). A model whose forward is only analysed on its own (its sharding and its call in code
+the analysis does not follow) is not flagged either.
 """
     valid = (
         """
