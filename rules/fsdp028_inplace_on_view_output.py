@@ -98,7 +98,10 @@ tensor` and then fails in backward with `RuntimeError: setStorage: sizes [16, 16
 storage offset 0, and itemsize 4 requiring a storage size of 1024 are out of bounds for storage of
 size 0`. A block that returns a view of its input (`return x[:, :]`) fails at once with `Output 0
 of Alias is a view and is being modified inplace` (FSDP2 passes the inputs through a custom autograd
-function). The same code without FSDP trains; with `reshard_after_forward=False` it trains too. An
+function). The same code without FSDP trains; with `reshard_after_forward=False` it trains too. When
+nothing before the module needs a gradient (its input does not require grad: the first block, fed
+the batch), its backward needs no parameters and the run trained as without the in-place op (the
+hook is still dropped; anything added before the block makes it fail). An
 in-place op on a fresh output (`return self.lin(x)`, `return x + self.lin(x)`,
 `.transpose(0, 1).contiguous()`), or on a view under `torch.no_grad()`, works. (An element of
 `.chunk(...)` written in place fails without FSDP too: `Output 0 of Split is a view and
