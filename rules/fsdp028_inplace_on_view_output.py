@@ -293,8 +293,13 @@ def _view_name(event: Event) -> str | None:
 
 
 def _writes(trace: Trace, obj: Obj, call: Event) -> Iterator[Event]:
-    """Events after the call that write the object's values in place."""
+    """Events after the call, and before a backward pass that would have run the hook, that write
+    the object's values in place."""
+    backwards = [event.index for event in trace.methods("backward") if event.index > call.index]
+    backwards += [event.index for event in trace.calls("torch.autograd.backward") if event.index > call.index]
     for event in trace.mentions(obj, after=call.index):
+        if backwards and event.index > min(backwards):
+            break  # the backward ran the hook already
         if event.exclusive_with(call) or event.ctx.no_grad or event.ctx.against_default:
             continue  # not in this run of the module; no autograd; only for callers that pass the argument
         if event.kind is EventKind.INPLACE and _is(event.receiver, obj, subscripts=True):

@@ -107,4 +107,13 @@ CASES = {
 """,
         shard="fully_shard(model.block, reshard_after_forward=False)",
     ),
+    "fsdp028-good-write-after-backward": _case(
+        "self.lin(x).view(x.shape)",
+        """
+                h = self.block(x)
+""",
+    ).replace(
+        "model(torch.randn(2, 8)).sum().backward()",
+        "feats = model.block(torch.randn(2, 8))\n        feats.sum().backward()\n        feats.zero_()",
+    ),
 }
