@@ -559,3 +559,21 @@ def test_nonuniform_group_dtype_needs_trainable_parameters_of_two_dtypes():
     assert matches(evidence, RuntimeSignature("nonuniform_group_dtype"))
     uniform = group_dtypes({"bfloat16": 5}, {"bfloat16": ["emb.weight"]})
     assert observe(synthetic_record({0: [START, uniform, EXIT], 1: [START, uniform, EXIT]})) == []
+
+
+def view_write(writes: int, resharded: bool = True) -> dict:
+    return {"kind": "inplace_view_output", "line": 31, "module": "FSDPBlock", "shape": [4, 8],
+            "resharded": resharded, "writes": writes}  # fmt: skip
+
+
+def test_inplace_on_view_output_needs_a_write_on_a_resharded_module_output():
+    assert "inplace_on_view_output" in EVIDENCE_KINDS
+    event = view_write(1)
+    [evidence] = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert evidence.kind == "inplace_on_view_output" and evidence.lines == (31,) and evidence.ranks == (0, 1)
+    assert "the output of FSDPBlock at line 31 (a view, shape [4, 8]) was modified in place 1 time(s)" in (
+        evidence.summary
+    )
+    assert matches(evidence, RuntimeSignature("inplace_on_view_output"))
+    for quiet in (view_write(0), view_write(1, resharded=False)):
+        assert observe(synthetic_record({0: [START, quiet, EXIT], 1: [START, quiet, EXIT]})) == []

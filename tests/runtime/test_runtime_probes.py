@@ -966,3 +966,68 @@ def test_group_dtype_probe_sees_trainable_parameters_of_two_dtypes_in_one_group(
         assert record.completed(), record.log_tail(0)
         assert not list(record.of_kind(events.GROUP_DTYPES))
         assert "nonuniform_group_dtype" not in kinds(record)
+
+
+# FSDP028: a sharded block returns a view; the parent's forward writes it in place (or not).
+VIEW_BLOCK = """
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x).view(x.shape)
+
+
+class Model(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.block, self.head, self.op = Block(), nn.Linear(8, 4), op
+
+    def forward(self, x):
+        h = self.block(x)  # block call
+        if self.op == "iadd":
+            h += 1.0
+        elif self.op == "clone":
+            h = h.clone()
+            h += 1.0
+        else:
+            h = h + 1.0
+        return self.head(h)
+
+
+model = Model(OP)
+fully_shard(model.block, reshard_after_forward=RESHARD)
+fully_shard(model)
+x = torch.randn(4, 8)
+with torch.set_grad_enabled(GRAD):
+    try:
+        for _ in range(2):
+            out = model(x).sum()
+            if GRAD:
+                out.backward()
+    except RuntimeError as error:
+        print(error)
+"""
+
+
+def _view_block(op: str, reshard: bool = True, grad: bool = True) -> str:
+    return VIEW_BLOCK.replace("OP", repr(op)).replace("RESHARD", str(reshard)).replace("GRAD", str(grad))
+
+
+def test_view_output_probe_needs_an_in_place_write_on_a_resharded_view(run_scripts):
+    iadd, clone, out_of_place, kept, no_grad = run_scripts(
+        _view_block("iadd"), _view_block("clone"), _view_block("add"), _view_block("iadd", reshard=False),
+        _view_block("iadd", grad=False),
+    )  # fmt: skip
+    [found] = observe(iadd)
+    assert found.kind == "inplace_on_view_output" and found.ranks == (0, 1)
+    assert found.lines == (line_of(script_source(VIEW_BLOCK), "# block call"),)
+    assert "the output of FSDPBlock" in found.summary and "a view, shape [4, 8]" in found.summary
+    assert matches(found, RuntimeSignature("inplace_on_view_output"))
+    for record in (clone, out_of_place, no_grad):
+        assert record.completed() and observe(record) == []
+        assert not list(record.of_kind(events.INPLACE_VIEW_OUTPUT))
+    # Not resharded after forward: the write is seen, but the parameters are still there (no evidence).
+    assert kept.completed() and observe(kept) == []
+    assert [event["resharded"] for _, event in kept.of_kind(events.INPLACE_VIEW_OUTPUT)] == [False, False]

@@ -53,6 +53,11 @@ REDUCE_SCATTERS = "reduce_scatters"
 # require gradients), names ({dtype: first names}), frozen_dtypes: a parameter group whose trainable
 # parameters have two or more dtypes, just before FSDP2 checks them (FSDP026)
 GROUP_DTYPES = "group_dtypes"
+
+
+# line (the call of the module), module, shape, resharded (it freed its parameters after forward), writes:
+# before a backward, an output of a sharded module that is a view was modified in place after FSDP2 hooked it
+INPLACE_VIEW_OUTPUT = "inplace_view_output"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

@@ -900,3 +900,29 @@ def detect_nonuniform_group_dtype(run: RunRecord) -> list[Evidence]:
         ),
         lambda event: (event.get("line"),),
     )
+
+
+# inplace_on_view_output (FSDP028) ----------------------------------------------------------------
+
+
+@evidence_kind(
+    "inplace_on_view_output",
+    _describe_or_exception("an output of a sharded module that is a view was modified in place before backward"),
+    _kind_or_exception("inplace_on_view_output"),
+)
+def detect_inplace_on_view_output(run: RunRecord) -> list[Evidence]:
+    """A sharded module that frees its parameters after forward returned a view, FSDP2 hooked its
+    pre-backward all-gather on it, and the view's version counter moved before ``backward()``: an
+    in-place op rewrote its autograd history, so the hook cannot run (FSDP028)."""
+    return _grouped_evidence(
+        run,
+        "inplace_on_view_output",
+        events.INPLACE_VIEW_OUTPUT,
+        lambda event: event["resharded"] and event["writes"] > 0,
+        lambda event: (
+            f"the output of {event['module']}{_at(event.get('line'))} (a view, shape {event['shape']}) was modified "
+            f"in place {event['writes']} time(s) after FSDP2 registered its pre-backward all-gather hook on it, "
+            "with the module's parameters resharded: the hook is dropped"
+        ),
+        lambda event: (event.get("line"),),
+    )

@@ -47,6 +47,7 @@ from fsdp2_lint.runtime.rank.reduce_scatter_probe import ReduceScatterProbe
 from fsdp2_lint.runtime.rank.stale_unshard_probe import StaleUnshardProbe
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
 from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
+from fsdp2_lint.runtime.rank.view_output_probe import ViewOutputProbe
 
 # Steps of each optimizer whose effect on the model's parameters is measured. Each probed step
 # clones the local shards once, so later steps are left alone.
@@ -227,6 +228,8 @@ class Probes(ProbeCore):
         self._wrap_collectives()
         StaleUnshardProbe(self).install()
         GroupDtypeProbe(self).install()
+
+        ViewOutputProbe(self).install()
 
     # fully_shard --------------------------------------------------------------------------------
 
