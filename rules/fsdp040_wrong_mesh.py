@@ -15,10 +15,7 @@ SHARD_WORDS = frozenset({"shard", "sharded", "fsdp", "zero"})
 # Words that name a data-parallel dim (of either kind, or unspecified: `dp`).
 DATA_WORDS = REPLICATE_WORDS | SHARD_WORDS | {"dp", "data"}
 # Words that name a dim of another parallelism, which fully_shard must not shard or replicate over.
-MODEL_WORDS = frozenset(
-    {"tp", "sp", "cp", "ep", "pp", "etp", "tensor", "sequence", "seq", "context", "expert", "experts",
-     "pipeline", "ulysses", "ring"}  # fmt: skip
-)
+MODEL_WORDS = frozenset("tp sp cp ep pp etp tensor sequence seq context expert experts pipeline ulysses ring".split())
 
 
 def role(name: str) -> str:
@@ -38,8 +35,8 @@ class WrongMesh(Rule):
     name = "wrong-mesh"
     summary = "`fully_shard` given a whole 2-D mesh that is not a (replicate, shard) HSDP mesh"
     hint = (
-        "pass the data-parallel slice (`mesh=world_mesh[\"dp\"]`); for HSDP build the mesh in (replicate, "
-        "shard) order, `init_device_mesh(dev, (nodes, gpus_per_node), mesh_dim_names=(\"replicate\", \"shard\"))`"
+        'pass the data-parallel slice (`mesh=world_mesh["dp"]`); for HSDP build the mesh in (replicate, '
+        'shard) order, `init_device_mesh(dev, (nodes, gpus_per_node), mesh_dim_names=("replicate", "shard"))`'
     )
     failure = (
         "silent: a 2-D mesh is HSDP, parameters replicated over its first dim and sharded over its second "

@@ -49,6 +49,9 @@ PASS = "pass"
 # line (the optimizer step), backwards, groups, reduce_scatters, most_per_group: FSDP2 gradient
 # reduce-scatters since the previous optimizer step (FSDP033)
 REDUCE_SCATTERS = "reduce_scatters"
+# line, module, params, ndim, dim_names, shape, placements (per mesh dim): the mesh a fully_shard call laid
+# its group's parameters out on (FSDP040), one event per distinct layout
+SHARD_MESH = "shard_mesh"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)
