@@ -56,8 +56,9 @@ built with two named dimensions, and the names say it is not a (replicate, shard
 Not flagged: a slice (`m["dp"]`, `m["dp_replicate", "dp_shard"]`, a flattened `m["dp", "cp"]._flatten()`),
 a 1-D mesh, a 2-D mesh whose names say (replicate, shard) (`("replicate", "shard")`,
 `("dp_replicate", "dp_shard")`, `("ddp", "fsdp")`), names that say nothing about the role
-(`("dp", "x")`, no names), a mesh not built in the code the analysis sees, and a call given
-`dp_mesh_dims=` (torch 2.13: the mesh is then the full SPMD mesh and the names pick the dims).
+(`("dp", "x")`, no names), a mesh not built in the code the analysis sees, a call given
+`dp_mesh_dims=` (torch 2.13: the mesh is then the full SPMD mesh and the names pick the dims),
+and a call with `**kwargs` whose keys are not known (they may hold `dp_mesh_dims`).
 
 ## Why is this bad?
 `fully_shard` never reads dimension names: its docstring (torch 2.13) says "If 2D, then
@@ -86,7 +87,9 @@ fully_shard(block, mesh=hsdp)
 ## Known problems
 Only a mesh built by `init_device_mesh` with literal dimension names (or names the analysis can
 follow to a literal) is judged; a mesh from a library helper, a `DeviceMesh(...)` built by hand, or
-names read from a config is not. The role of a dimension is read from its name's words
+names read from a config is not (Lightning's `ModelParallelStrategy` hands its parallelize function
+the whole `("data_parallel", "tensor_parallel")` mesh; a `fully_shard(m, mesh=device_mesh)` there
+is this misuse, but the mesh is built inside the library). The role of a dimension is read from its name's words
 (`replicate`/`ddp`, `shard`/`fsdp`, `tp`/`sp`/`cp`/`ep`/`pp`); a name of no known word (`dp`) says
 nothing.
 """
