@@ -13,6 +13,7 @@ from fsdp2_lint.analysis.model import (
     Ref,
     Value,
     canonical,
+    const,
     may_overlap,
     options,
     walk_contents,
@@ -49,8 +50,10 @@ sharded with `fully_shard(..., offload_policy=CPUOffloadPolicy())` (the policy o
 file whose process group is created NCCL-only: `init_process_group("nccl")`, also
 `init_process_group("nccl" if cuda else "gloo")` (NCCL-only on every CUDA run). Not flagged: a
 backend string with a CPU backend (`"cuda:nccl,cpu:gloo"`), no backend (torch sets up gloo for CPU
-and NCCL for CUDA), `"gloo"` alone, a backend from a config, clipping a module sharded without
-offloading, and `clip_grad_value_` (element-wise: no collective).
+and NCCL for CUDA), `"gloo"` alone, a backend from a config or computed on some path (torchtune's
+`get_distributed_backend(device, offload_ops_to_cpu=cpu_offload)` returns `"nccl"`, or
+`"cuda:nccl,cpu:gloo"` when offloading), clipping a module sharded without offloading, and
+`clip_grad_value_` (element-wise: no collective).
 
 ## Why is this bad?
 With `CPUOffloadPolicy` the reduced gradients are DTensor shards on the CPU. The total norm of
@@ -137,11 +140,18 @@ torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: FSDP037
 
 
 def _nccl_only(init: Event) -> bool:
-    """A backend that is NCCL alone on some path (``"nccl"``; ``"nccl" if cuda else "gloo"``)."""
+    """A backend that is NCCL alone on some path, and a single backend on every other
+    (``"nccl"``; ``"nccl" if cuda else "gloo"``: NCCL-only on every CUDA run). A backend computed on
+    some path (torchtune's ``get_distributed_backend(device, offload_ops_to_cpu=...)``: ``"nccl"``,
+    or ``"cuda:nccl,cpu:gloo"`` when offloading) or a per-device string on another may be the fix."""
     backend = init.arg(0, "backend")
     if backend is None:
         return False
-    return any(isinstance(option, Const) and option.value == "nccl" for option in options(backend))
+    found = options(backend)
+    if not all(isinstance(option, Const) and isinstance(option.value, str) for option in found):
+        return False
+    names = [str(const(option)).strip().lower() for option in found]
+    return "nccl" in names and not any(":" in name or "," in name for name in names)
 
 
 def _offloads(policy: Value | None) -> bool:

@@ -48,4 +48,30 @@ CASES = {
         fully_shard(other)
         torch.nn.utils.clip_grad_norm_(other.parameters(), 1.0)
     """,
+    "fsdp037-good-backend-computed-with-the-offload-setting": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
+        def get_backend(device, offload):
+            backend = "nccl"
+            if device in dist.Backend.default_device_backend_map:
+                backend = dist.Backend.default_device_backend_map[device]
+            if offload:
+                backend = f"{device}:{backend},cpu:gloo"
+            return backend
+        dist.init_process_group(get_backend("cuda", cfg.offload))
+        kwargs = {"mesh": mesh}
+        if cfg.offload:
+            kwargs["offload_policy"] = CPUOffloadPolicy()
+        fully_shard(model, **kwargs)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    """,
+    "fsdp037-silent-where-another-path-has-a-cpu-backend": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
+        dist.init_process_group("cuda:nccl,cpu:gloo" if offload else "nccl")
+        fully_shard(model, offload_policy=CPUOffloadPolicy())
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    """,
 }
