@@ -577,3 +577,34 @@ def test_inplace_on_view_output_needs_a_write_on_a_resharded_module_output():
     assert matches(evidence, RuntimeSignature("inplace_on_view_output"))
     for quiet in (view_write(0), view_write(1, resharded=False)):
         assert observe(synthetic_record({0: [START, quiet, EXIT], 1: [START, quiet, EXIT]})) == []
+
+
+# wrong_mesh (FSDP040) ----------------------------------------------------------------------------
+
+
+def shard_mesh(names, shape=(2, 2), placements=("Replicate()", "Shard(dim=0)")) -> dict:
+    return {"kind": "shard_mesh", "line": 40, "site": None, "module": "FSDPModel", "params": 3,
+            "ndim": len(shape), "dim_names": list(names) if names else None, "shape": list(shape),
+            "placements": list(placements)}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "event, wrong",
+    [
+        (shard_mesh(("dp", "tp")), "sharded over 'tp'"),  # bad_module_level_dp_tp: the (dp, tp) world mesh whole
+        (shard_mesh(("dp_shard", "dp_replicate")), "replicated over 'dp_shard'; sharded over 'dp_replicate'"),
+        (shard_mesh(("pp", "dp")), "replicated over 'pp'"),  # a model-parallel dim replicated over
+        (shard_mesh(("dp_replicate", "dp_shard")), None),  # good_hsdp_replicate_shard: HSDP in the order FSDP reads
+        (shard_mesh(("dp",), (4,), ("Shard(dim=0)",)), None),  # good_dp_slice: the 1-D dp slice
+        (shard_mesh(None), None),  # an unnamed 2-D mesh: its names say nothing
+        (shard_mesh(("dp", "x")), None),  # names of no known role
+    ],
+)
+def test_wrong_mesh_needs_a_placement_its_dims_names_contradict(event, wrong):
+    evidence = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert [e.kind for e in evidence] == (["wrong_mesh"] if wrong else [])
+    if wrong:
+        assert evidence[0].lines == (40,) and evidence[0].ranks == (0, 1)
+        assert evidence[0].summary.startswith("fully_shard at line 40 put 3 parameters of FSDPModel on the 2-D mesh")
+        assert f"(wrong: {wrong})" in evidence[0].summary
+        assert matches(evidence[0], RuntimeSignature("wrong_mesh", min_ranks=2))

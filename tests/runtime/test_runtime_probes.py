@@ -1031,3 +1031,34 @@ def test_view_output_probe_needs_an_in_place_write_on_a_resharded_view(run_scrip
     # Not resharded after forward: the write is seen, but the parameters are still there (no evidence).
     assert kept.completed() and observe(kept) == []
     assert [event["resharded"] for _, event in kept.of_kind(events.INPLACE_VIEW_OUTPUT)] == [False, False]
+
+
+# FSDP040: the mesh each fully_shard group was laid out on, and its placements.
+MESH_NAMES = """
+from torch.distributed.device_mesh import init_device_mesh
+
+world = init_device_mesh("cpu", (1, 2), mesh_dim_names=NAMES)
+model = make_model()
+fully_shard(model, mesh=world[SLICE] if SLICE else world)  # <shard>
+train(model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+
+
+def test_mesh_probe_sees_placements_that_contradict_the_mesh_dims_names(run_scripts):
+    def body(names, slice_):
+        return f"NAMES = {names!r}\nSLICE = {slice_!r}\n" + MESH_NAMES
+
+    whole, hsdp, sliced = run_scripts(
+        body(("dp", "tp"), None), body(("replicate", "shard"), None), body(("dp", "tp"), "tp")
+    )
+
+    # (the root's one parameter group is FSDP034's evidence too)
+    [evidence] = [found for found in observe(whole) if found.kind == "wrong_mesh"]
+    assert evidence.kind == "wrong_mesh" and evidence.ranks == (0, 1)
+    assert evidence.lines == (line_of(script_source(body(("dp", "tp"), None)), "# <shard>"),)
+    assert "on the 2-D mesh ('dp', 'tp') (shape (1, 2)) as (Replicate(), Shard(dim=0))" in evidence.summary
+    assert matches(evidence, RuntimeSignature("wrong_mesh", min_ranks=2))
+    for fine in (hsdp, sliced):  # a (replicate, shard) HSDP mesh; a 1-D slice (whatever its name)
+        assert fine.completed() and "wrong_mesh" not in kinds(fine)
+    [(_, layout)] = [item for item in sliced.of_kind(events.SHARD_MESH) if item[0] == 0]
+    assert layout["ndim"] == 1 and layout["dim_names"] == ["tp"] and layout["placements"] == ["Shard(dim=0)"]

@@ -58,6 +58,11 @@ GROUP_DTYPES = "group_dtypes"
 # line (the call of the module), module, shape, resharded (it freed its parameters after forward), writes:
 # before a backward, an output of a sharded module that is a view was modified in place after FSDP2 hooked it
 INPLACE_VIEW_OUTPUT = "inplace_view_output"
+
+
+# line, module, params, ndim, dim_names, shape, placements (per mesh dim): the mesh a fully_shard call laid
+# its group's parameters out on (FSDP040), one event per distinct layout
+SHARD_MESH = "shard_mesh"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

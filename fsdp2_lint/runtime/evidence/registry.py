@@ -926,3 +926,67 @@ def detect_inplace_on_view_output(run: RunRecord) -> list[Evidence]:
         ),
         lambda event: (event.get("line"),),
     )
+
+
+# wrong_mesh (FSDP040) ----------------------------------------------------------------------------
+
+# What a mesh dimension's name says it is for (the words of rules/fsdp040_wrong_mesh.py).
+_MESH_REPLICATE = frozenset({"replicate", "replica", "replicas", "ddp", "rep"})
+_MESH_SHARD = frozenset({"shard", "sharded", "fsdp", "zero"})
+_MESH_DATA = _MESH_REPLICATE | _MESH_SHARD | {"dp", "data"}
+_MESH_MODEL = frozenset("tp sp cp ep pp etp tensor sequence seq context expert experts pipeline ulysses ring".split())
+
+
+def _mesh_role(name: str) -> str:
+    words = set(name.lower().replace("-", "_").split("_"))
+    if words & _MESH_MODEL and not words & _MESH_DATA:
+        return "model"
+    if words & _MESH_REPLICATE and not words & _MESH_SHARD:
+        return "replicate"
+    if words & _MESH_SHARD and not words & _MESH_REPLICATE:
+        return "shard"
+    return ""
+
+
+def _misplaced_dims(event: Event) -> list[str]:
+    """The dims of a named multi-dimensional mesh whose placement contradicts their names: a
+    model-parallel dim (``tp``) FSDP sharded or replicated over, a ``shard`` dim it replicated over,
+    a ``replicate`` dim it sharded over."""
+    names = event.get("dim_names")
+    if event.get("ndim", 1) < 2 or not names:
+        return []
+    wrong = []
+    for name, placement in zip(names, event["placements"], strict=False):
+        kind = _mesh_role(name)
+        replicated = placement.startswith("Replicate")
+        if kind == "model" or (kind == "shard" and replicated) or (kind == "replicate" and not replicated):
+            wrong.append(f"{'replicated' if replicated else 'sharded'} over {name!r}")
+    return wrong
+
+
+@evidence_kind(
+    "wrong_mesh",
+    "fully_shard laid the parameters out over a mesh dimension whose name says it is not for that",
+)
+def detect_wrong_mesh(run: RunRecord) -> list[Evidence]:
+    """A ``fully_shard`` call put its group's parameters on a named 2-D mesh as HSDP (``Replicate()``
+    over dim 0, ``Shard`` over dim 1) where a dimension's name contradicts that: a (dp, tp) world
+    mesh handed whole, or a (shard, replicate) ordered mesh (FSDP040). A 1-D slice, or a 2-D
+    mesh named (replicate, shard), is no evidence."""
+    return _grouped_evidence(
+        run,
+        "wrong_mesh",
+        events.SHARD_MESH,
+        lambda event: bool(_misplaced_dims(event)),
+        lambda event: (
+            f"fully_shard{_at(event.get('line'))} put {event['params']} parameters of {event['module']} on the "
+            f"{event['ndim']}-D mesh {tuple(event['dim_names'])} (shape {tuple(event['shape'])}) as "
+            f"({', '.join(event['placements'])}): "
+            + ", ".join(
+                f"{'replicated' if p.startswith('Replicate') else 'sharded'} over {n!r}"
+                for n, p in zip(event["dim_names"], event["placements"], strict=False)
+            )
+            + f" (wrong: {'; '.join(_misplaced_dims(event))})"
+        ),
+        lambda event: (event.get("line"),),
+    )

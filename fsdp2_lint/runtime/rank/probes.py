@@ -40,6 +40,7 @@ from fsdp2_lint.runtime.evidence.signals import STACK_DUMP_SIGNAL
 from fsdp2_lint.runtime.rank.buffer_probes import BufferProbe
 from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
 from fsdp2_lint.runtime.rank.group_dtype_probe import GroupDtypeProbe
+from fsdp2_lint.runtime.rank.mesh_probe import MeshProbe
 from fsdp2_lint.runtime.rank.pass_counts import PassCountProbe
 from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
@@ -228,8 +229,8 @@ class Probes(ProbeCore):
         self._wrap_collectives()
         StaleUnshardProbe(self).install()
         GroupDtypeProbe(self).install()
-
         ViewOutputProbe(self).install()
+        self.shard_observers = (*self.shard_observers, MeshProbe(self))  # FSDP040: the mesh each group got
 
     # fully_shard --------------------------------------------------------------------------------
 
