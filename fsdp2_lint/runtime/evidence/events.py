@@ -49,6 +49,9 @@ PASS = "pass"
 # line (the optimizer step), backwards, groups, reduce_scatters, most_per_group: FSDP2 gradient
 # reduce-scatters since the previous optimizer step (FSDP033)
 REDUCE_SCATTERS = "reduce_scatters"
+# line (the checkpoint call's last forward), module, forwards: a backward recomputed an FSDP2 module
+# that a reentrant activation checkpoint had run forward that many times since its last recompute (FSDP036)
+REENTRANT_CHECKPOINT = "reentrant_checkpoint"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)
