@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Const, Event, EventKind, Ref, canonical, is_exact, may_be_same, refs
+from fsdp2_lint.analysis.model import Const, Event, EventKind, Ref, canonical, is_exact, may_be_same, refs, report_node
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -157,7 +157,7 @@ loss.backward()
                 if second is None:
                     continue
                 reported.add(id(first.node))
-                again = second.stack[0] if second.stack else second.node
+                again = report_node(second, first)  # where the second run departs from the first
                 related = [(again, f"`{block.text}` runs through the checkpoint again here, before the backward")]
                 if isinstance(shard, Event):
                     related.append((shard.node, f"`{block.text}` is sharded here"))

@@ -76,7 +76,7 @@ class ReentrantCheckpointProbe:
             self.probes.log.write(
                 events.REENTRANT_CHECKPOINT,
                 line=self.lines.get(key),
-                module=type(module).__name__,
+                module=_describe(module),
                 forwards=pending,
             )
         self.pending[key] = max(pending - 1, 0)
@@ -88,3 +88,17 @@ def _fsdp_module(run_function: Any) -> torch.nn.Module | None:
         if isinstance(candidate, FSDPModule) and isinstance(candidate, torch.nn.Module):
             return candidate
     return None
+
+
+def _describe(module: torch.nn.Module) -> str:
+    """``FSDPBlock (layers.0)``: the class, and the module's name in the sharded model where its
+    FSDP parameter group knows it (the fully qualified name of its first parameter, less its own)."""
+    name = type(module).__name__
+    try:
+        group = module._get_fsdp_state()._fsdp_param_group
+        fqn = group.fsdp_params[0]._param_fqn if group is not None and group.fsdp_params else ""
+        own = next((n for n, p in module.named_parameters() if p is group.fsdp_params[0].sharded_param), "")
+    except (AttributeError, IndexError):
+        return name
+    prefix = fqn[: -len(own) - 1] if own and fqn.endswith("." + own) else ""
+    return f"{name} ({prefix})" if prefix else name
