@@ -8,7 +8,8 @@ from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 CHECKPOINT = "torch.utils.checkpoint.checkpoint"
-BACKWARDS = ("torch.autograd.backward", "torch.autograd.grad")
+# how the analysis names `torch.autograd.backward` / `.grad` (also the plain spellings, for other resolutions)
+BACKWARDS = ("torch.autograd.backward", "torch.autograd.grad", "torch.backward", "torch.grad")
 
 
 class ReentrantCheckpointOfShardedBlock(Rule):
@@ -194,9 +195,7 @@ def _reentrant(event: Event) -> bool:
     return not event.may_pass("use_reentrant")
 
 
-def _runs_again(
-    trace: Trace, first: Event, block: Ref, later: list[tuple[Event, Ref, Event | bool]]
-) -> Event | None:
+def _runs_again(trace: Trace, first: Event, block: Ref, later: list[tuple[Event, Ref, Event | bool]]) -> Event | None:
     """A later checkpoint of the same block with no backward between the two, then a backward."""
     backwards = [e for e in trace.events if e.index > first.index and _is_backward(e) and not e.exclusive_with(first)]
     for second, other, _ in later:
