@@ -520,3 +520,18 @@ def test_sync_per_microbatch_needs_several_reduce_scatters_of_one_group_per_step
     if found:
         assert evidence[0].summary.startswith("2 backward passes before the optimizer step at line 47: 6 gradient")
         assert matches(evidence[0], RuntimeSignature("sync_per_microbatch"))
+
+
+# reentrant_checkpoint_of_sharded (FSDP036) -------------------------------------------------------
+
+
+def test_reentrant_checkpoint_of_sharded_needs_two_runs_before_the_recompute():
+    assert "reentrant_checkpoint_of_sharded" in EVIDENCE_KINDS
+    event = {"kind": "reentrant_checkpoint", "line": 38, "module": "FSDPBlock (layers.0)", "forwards": 2}
+    [evidence] = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert evidence.kind == "reentrant_checkpoint_of_sharded" and evidence.lines == (38,)
+    assert evidence.ranks == (0, 1)
+    assert "ran the sharded FSDPBlock (layers.0) 2 times before one backward recomputed it" in evidence.summary
+    assert matches(evidence, RuntimeSignature("reentrant_checkpoint_of_sharded"))
+    once = dict(event, forwards=1)
+    assert observe(synthetic_record({0: [START, once, EXIT], 1: [START, once, EXIT]})) == []

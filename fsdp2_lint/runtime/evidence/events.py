@@ -49,7 +49,7 @@ PASS = "pass"
 # line (the optimizer step), backwards, groups, reduce_scatters, most_per_group: FSDP2 gradient
 # reduce-scatters since the previous optimizer step (FSDP033)
 REDUCE_SCATTERS = "reduce_scatters"
-# line (the checkpoint call's last forward), module, forwards: a backward recomputed an FSDP2 module
+# line (the first of the pending checkpointed forwards), module, forwards: a backward recomputed an FSDP2 module
 # that a reentrant activation checkpoint had run forward that many times since its last recompute (FSDP036)
 REENTRANT_CHECKPOINT = "reentrant_checkpoint"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback

@@ -29,7 +29,7 @@ class ReentrantCheckpointProbe:
     def __init__(self, probes: ProbeCore) -> None:
         self.probes = probes
         self.pending: dict[int, int] = {}  # id(module) -> checkpointed forwards not yet recomputed
-        self.lines: dict[int, int | None] = {}  # id(module) -> the script line of its last checkpointed forward
+        self.lines: dict[int, Any] = {}  # id(module) -> the line of the first of its pending checkpointed forwards
         self.reported: set[int] = set()
 
     def install(self) -> None:
@@ -62,8 +62,9 @@ class ReentrantCheckpointProbe:
         # makes the checkpoint's backward run (under `torch.no_grad()` none does).
         if not any(isinstance(arg, torch.Tensor) and arg.requires_grad for arg in args[1:]):
             return  # no input needs a gradient: this checkpoint's backward never runs
+        if not self.pending.get(id(module)):
+            self.lines[id(module)] = self.probes.locator.locate_stack(frame)["line"]
         self.pending[id(module)] = self.pending.get(id(module), 0) + 1
-        self.lines[id(module)] = self.probes.locator.locate_stack(frame)["line"]
 
     def _on_backward(self, run_function: Any) -> None:
         module = _fsdp_module(run_function)
