@@ -4,7 +4,7 @@
 ``torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`` (also its default, and
 ``checkpoint_wrapper(..., checkpoint_impl=CheckpointImpl.REENTRANT)``) runs through
 ``CheckpointFunction``: its forward runs the function without autograd, its backward recomputes it
-and runs a nested backward. The probe wraps both: each forward whose function is an FSDP2 module
+and runs a nested backward. The probe wraps its ``apply`` and its backward: each call whose function is an FSDP2 module
 (or one of its bound methods) adds one pending forward for that module; when a backward recomputes
 a module that has two or more pending forwards, the module's FSDP hooks run in several nested
 backwards of one backward pass, and torch 2.13 keeps the gradients of only some of them. It records
@@ -36,30 +36,28 @@ class ReentrantCheckpointProbe:
         function = getattr(torch_checkpoint, "CheckpointFunction", None)
         if function is None:
             return
-        original_forward = function.forward
+        original_apply = function.apply
         original_backward = function.backward
         on_forward = self.probes.guarded("reentrant_checkpoint", self._on_forward)
         on_backward = self.probes.guarded("reentrant_checkpoint", self._on_backward)
 
-        @functools.wraps(original_forward)
-        def forward(ctx: Any, run_function: Any, *args: Any) -> Any:
+        @functools.wraps(original_apply)
+        def apply(run_function: Any, *args: Any) -> Any:
             on_forward(run_function, args, sys._getframe(1))
-            return original_forward(ctx, run_function, *args)
+            return original_apply(run_function, *args)
 
         @functools.wraps(original_backward)
         def backward(ctx: Any, *grads: Any) -> Any:
             on_backward(getattr(ctx, "run_function", None))
             return original_backward(ctx, *grads)
 
-        function.forward = staticmethod(forward)
+        function.apply = apply  # looked up on the class at each call: `CheckpointFunction.apply(...)`
         function.backward = staticmethod(backward)
 
     def _on_forward(self, run_function: Any, args: tuple[Any, ...], frame: Any) -> None:
         module = _fsdp_module(run_function)
-        if module is None:
-            return
-        # Autograd runs a Function's forward with grad off; an input that needs a gradient is what
-        # makes the checkpoint's backward run (under `torch.no_grad()` none does).
+        if module is None or not torch.is_grad_enabled():
+            return  # under `torch.no_grad()` the checkpoint records no backward
         if not any(isinstance(arg, torch.Tensor) and arg.requires_grad for arg in args[1:]):
             return  # no input needs a gradient: this checkpoint's backward never runs
         if not self.pending.get(id(module)):
