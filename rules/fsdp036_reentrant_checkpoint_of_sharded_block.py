@@ -17,7 +17,7 @@ class ReentrantCheckpointOfShardedBlock(Rule):
     name = "reentrant-checkpoint-of-sharded-block"
     summary = (
         "a block already sharded with `fully_shard` runs inside a reentrant `checkpoint` more than once "
-        "before one backward: its gradients lose all but part of the passes"
+        "before one backward: its gradients silently miss some of the runs"
     )
     hint = (
         "checkpoint the block before sharding it (`checkpoint_wrapper(block)` or "
@@ -46,8 +46,10 @@ it and runs a nested backward through it. For an FSDP module each recompute runs
 hooks again and its gradient reduce-scatter inside that nested backward. Observed with torch
 2.13 (CPU/gloo, 2 ranks): with two forwards before one backward, the sharded blocks' gradients
 equal those of the first forward alone (the second forward's contribution is lost; the
-embedding and head, sharded with the root, are right), so training silently follows the wrong
-gradient; with one forward per backward, or `use_reentrant=False`, or the checkpoint inside the
+embedding and head, sharded with the root, are right), and the blocks are left unsharded after
+the backward, so the next forward reuses their parameters from before the optimizer step (the
+harness also records FSDP044's `stale_unsharded_params` there); a block applied twice in one
+forward loses part of its gradient the same way. Nothing raises; with one forward per backward, or `use_reentrant=False`, or the checkpoint inside the
 sharded block, the gradients match an unsharded run exactly. The harness's probe sees the cause:
 a reentrant checkpoint ran an FSDP2 module twice before the backward that recomputes it.
 
