@@ -608,3 +608,18 @@ def test_wrong_mesh_needs_a_placement_its_dims_names_contradict(event, wrong):
         assert evidence[0].summary.startswith("fully_shard at line 40 put 3 parameters of FSDPModel on the 2-D mesh")
         assert f"(wrong: {wrong})" in evidence[0].summary
         assert matches(evidence[0], RuntimeSignature("wrong_mesh", min_ranks=2))
+
+
+# reentrant_checkpoint_of_sharded (FSDP036) -------------------------------------------------------
+
+
+def test_reentrant_checkpoint_of_sharded_needs_two_runs_before_the_recompute():
+    assert "reentrant_checkpoint_of_sharded" in EVIDENCE_KINDS
+    event = {"kind": "reentrant_checkpoint", "line": 38, "module": "FSDPBlock (layers.0)", "forwards": 2}
+    [evidence] = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert evidence.kind == "reentrant_checkpoint_of_sharded" and evidence.lines == (38,)
+    assert evidence.ranks == (0, 1)
+    assert "ran the sharded FSDPBlock (layers.0) 2 times before one backward recomputed it" in evidence.summary
+    assert matches(evidence, RuntimeSignature("reentrant_checkpoint_of_sharded"))
+    once = dict(event, forwards=1)
+    assert observe(synthetic_record({0: [START, once, EXIT], 1: [START, once, EXIT]})) == []

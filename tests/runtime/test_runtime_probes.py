@@ -1062,3 +1062,53 @@ def test_mesh_probe_sees_placements_that_contradict_the_mesh_dims_names(run_scri
         assert fine.completed() and "wrong_mesh" not in kinds(fine)
     [(_, layout)] = [item for item in sliced.of_kind(events.SHARD_MESH) if item[0] == 0]
     assert layout["ndim"] == 1 and layout["dim_names"] == ["tp"] and layout["placements"] == ["Shard(dim=0)"]
+
+
+# FSDP036: a reentrant checkpoint around an already-sharded block, run twice before one backward.
+REENTRANT_TWICE = """
+from torch.utils.checkpoint import checkpoint
+
+model = shard(make_model())
+x = torch.randn(4, 8, requires_grad=True)
+for _ in range(2):
+    a = checkpoint(model[0], x, use_reentrant=True)  # twice
+    b = checkpoint(model[0], x * 2, use_reentrant=True)
+    (a + b).sum().backward()
+"""
+# The same two runs, non-reentrant; one run per backward; and the checkpoint inside the sharded module.
+REENTRANT_NEAR_MISSES = """
+from torch.utils.checkpoint import checkpoint
+
+model = shard(make_model())
+x = torch.randn(4, 8, requires_grad=True)
+(checkpoint(model[0], x, use_reentrant=False) + checkpoint(model[0], x * 2, use_reentrant=False)).sum().backward()
+for _ in range(2):
+    checkpoint(model[0], x, use_reentrant=True).sum().backward()
+inner = nn.Linear(8, 8)
+wrapper = nn.Module()
+wrapper.inner = inner
+wrapper.forward = lambda t: checkpoint(inner, t, use_reentrant=True)
+fully_shard(wrapper)
+(wrapper(x) + wrapper(x * 2)).sum().backward()
+with torch.no_grad():
+    checkpoint(model[0], x, use_reentrant=True)
+    checkpoint(model[0], x, use_reentrant=True)
+checkpoint(model[0], x, use_reentrant=True).sum().backward()
+"""
+
+
+def test_reentrant_checkpoint_probe_needs_two_runs_of_a_sharded_module_before_its_backward(run_scripts):
+    twice, near = run_scripts(REENTRANT_TWICE, REENTRANT_NEAR_MISSES)
+    found = observe(twice)
+    kinds = {e.kind for e in found}
+    assert "reentrant_checkpoint_of_sharded" in kinds
+    [evidence] = [e for e in found if e.kind == "reentrant_checkpoint_of_sharded"]
+    assert evidence.ranks == (0, 1)
+    assert evidence.lines == (line_of(script_source(REENTRANT_TWICE), "# twice"),)
+    assert "ran the sharded FSDPLinear" in evidence.summary
+    assert "2 times before one backward recomputed it" in evidence.summary
+    assert matches(evidence, RuntimeSignature("reentrant_checkpoint_of_sharded"))
+    assert len(list(twice.of_kind(events.REENTRANT_CHECKPOINT))) == 2  # once per rank, not once per step
+    assert near.completed()
+    assert not list(near.of_kind(events.REENTRANT_CHECKPOINT))
+    assert all(e.kind != "reentrant_checkpoint_of_sharded" for e in observe(near))

@@ -63,6 +63,11 @@ INPLACE_VIEW_OUTPUT = "inplace_view_output"
 # line, module, params, ndim, dim_names, shape, placements (per mesh dim): the mesh a fully_shard call laid
 # its group's parameters out on (FSDP040), one event per distinct layout
 SHARD_MESH = "shard_mesh"
+
+
+# line (the first of the pending checkpointed forwards), module, forwards: a backward recomputed an FSDP2 module
+# that a reentrant activation checkpoint had run forward that many times since its last recompute (FSDP036)
+REENTRANT_CHECKPOINT = "reentrant_checkpoint"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

@@ -990,3 +990,29 @@ def detect_wrong_mesh(run: RunRecord) -> list[Evidence]:
         ),
         lambda event: (event.get("line"),),
     )
+
+
+# reentrant_checkpoint_of_sharded (FSDP036) -------------------------------------------------------
+
+
+@evidence_kind(
+    "reentrant_checkpoint_of_sharded",
+    "a reentrant activation checkpoint ran an FSDP2 module several times before the backward that recomputes it",
+)
+def detect_reentrant_checkpoint_of_sharded(run: RunRecord) -> list[Evidence]:
+    """A reentrant ``checkpoint`` (``use_reentrant=True``, its default, or ``CheckpointImpl.REENTRANT``)
+    was given a module already sharded with ``fully_shard`` and ran it two or more times before the
+    backward that recomputes it: each recompute runs FSDP's hooks in a nested backward, and torch 2.13
+    keeps the gradients of only some of them (FSDP036). One forward per backward: no evidence."""
+    return _grouped_evidence(
+        run,
+        "reentrant_checkpoint_of_sharded",
+        events.REENTRANT_CHECKPOINT,
+        lambda event: event["forwards"] > 1,
+        lambda event: (
+            f"the reentrant checkpoint{_at(event.get('line'))} ran the sharded {event['module']} "
+            f"{event['forwards']} times before one backward recomputed it: FSDP's hooks ran in a nested "
+            "backward per recompute"
+        ),
+        lambda event: (event.get("line"),),
+    )

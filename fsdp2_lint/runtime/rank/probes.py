@@ -45,6 +45,7 @@ from fsdp2_lint.runtime.rank.pass_counts import PassCountProbe
 from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
 from fsdp2_lint.runtime.rank.reduce_scatter_probe import ReduceScatterProbe
+from fsdp2_lint.runtime.rank.reentrant_checkpoint_probe import ReentrantCheckpointProbe
 from fsdp2_lint.runtime.rank.stale_unshard_probe import StaleUnshardProbe
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
 from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
@@ -231,6 +232,7 @@ class Probes(ProbeCore):
         GroupDtypeProbe(self).install()
         ViewOutputProbe(self).install()
         self.shard_observers = (*self.shard_observers, MeshProbe(self))  # FSDP040: the mesh each group got
+        ReentrantCheckpointProbe(self).install()
 
     # fully_shard --------------------------------------------------------------------------------
 

@@ -64,7 +64,9 @@ class ReduceScatterProbe:
         self.per_group[id(group)] = self.per_group.get(id(group), 0) + 1
 
     def _on_backward(self) -> None:
-        self.backwards += 1
+        # A backward run from inside another (a reentrant checkpoint's recompute) is no micro-batch.
+        if torch._C._current_graph_task_id() == -1:
+            self.backwards += 1
 
     def _on_step(self, optimizer: Any, *unused: Any) -> None:
         if self.per_group and self.steps < STEPS_RECORDED:
