@@ -49,6 +49,9 @@ PASS = "pass"
 # line (the optimizer step), backwards, groups, reduce_scatters, most_per_group: FSDP2 gradient
 # reduce-scatters since the previous optimizer step (FSDP033)
 REDUCE_SCATTERS = "reduce_scatters"
+# line, op, names, params, module, sharded (groups still sharded), in_forward (groups in their forward):
+# DTensor refused an operator mixing plain tensors with the local shard of FSDP2 parameters (FSDP019)
+SHARDED_OPERAND = "sharded_operand"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

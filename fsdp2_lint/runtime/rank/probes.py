@@ -43,6 +43,7 @@ from fsdp2_lint.runtime.rank.pass_counts import PassCountProbe
 from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
 from fsdp2_lint.runtime.rank.reduce_scatter_probe import ReduceScatterProbe
+from fsdp2_lint.runtime.rank.sharded_operand_probe import ShardedOperandProbe
 from fsdp2_lint.runtime.rank.stale_unshard_probe import StaleUnshardProbe
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
 from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
@@ -225,6 +226,7 @@ class Probes(ProbeCore):
         self._wrap_save()
         self._wrap_collectives()
         StaleUnshardProbe(self).install()
+        ShardedOperandProbe(self).install()
 
     # fully_shard --------------------------------------------------------------------------------
 
