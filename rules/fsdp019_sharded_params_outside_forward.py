@@ -313,8 +313,8 @@ def _direct_uses(trace: Trace, events: list[Event] | None = None) -> Iterator[tu
     for event in trace.events if events is None else events:
         if event.kind is EventKind.INVOKE:
             for module in refs(event.receiver or Const(None)):
-                if not module.path and PARAMETER_FREE.match(module.root.qname or ""):
-                    continue
+                if not _known_module(module):
+                    continue  # an attribute the analysis cannot see into, or a function stored on a module
                 shard = _sharded_outside(trace, event, module)
                 if shard and not trace.is_fsdp_module(module, event):
                     yield event, module, shard
@@ -325,6 +325,17 @@ def _direct_uses(trace: Trace, events: list[Event] | None = None) -> Iterator[tu
                 if shard and isinstance(event.result, Ref) and _computed_with(trace, event):
                     yield event, module, shard
                     break
+
+
+def _known_module(ref: Ref) -> bool:
+    """Is ``ref`` a module object the analysis built (a torch.nn layer with parameters, or an object of a
+    project class), not an attribute read from one (a stored function, a bound method)?"""
+    if ref.path:
+        return False
+    qname = ref.root.qname or ""
+    if qname.startswith("torch.nn."):
+        return not PARAMETER_FREE.match(qname)
+    return ref.root.cls is not None
 
 
 def _sharded_outside(trace: Trace, event: Event, module: Ref) -> object:

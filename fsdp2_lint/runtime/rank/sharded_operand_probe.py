@@ -64,13 +64,16 @@ class ShardedOperandProbe:
     def _shards(self) -> dict[int, tuple[str, Any]]:
         """The storage of each live FSDP parameter's local shard -> (qualified name, its group)."""
         shards: dict[int, tuple[str, Any]] = {}
+        # before the first forward FSDP has not named its parameters yet
+        named = {id(param): name for name, param in self.probes.model_parameters().items()}
         for module in (ref() for ref in self.probes.sharded):
             state = module._get_fsdp_state() if hasattr(module, "_get_fsdp_state") else None
             for group in getattr(state, "_fsdp_param_groups", ()):
                 for fsdp_param in group.fsdp_params:
                     key = _storage(fsdp_param.sharded_param)
                     if key:
-                        shards[key] = (fsdp_param._param_fqn or "?", group)
+                        name = fsdp_param._param_fqn or named.get(id(fsdp_param.sharded_param), "?")
+                        shards[key] = (name, group)
         return shards
 
 
@@ -83,16 +86,15 @@ def _innermost(tb: TracebackType | None, count: int) -> list[Any]:
 
 
 def _operands(names: dict[str, Any]) -> list[torch.Tensor]:
-    """The DTensors a frame holds: in its variables, one level inside a list or tuple, and as the
-    direct parameters of a module it holds."""
+    """The DTensors a frame holds: in its variables, one level inside a list or tuple, and, in a
+    module's method, the module's own direct parameters (``self.weight`` in ``Linear.forward``)."""
     found = []
     for value in names.values():
         items = value if isinstance(value, (list, tuple)) else (value,)
-        for item in items:
-            if isinstance(item, DTensor):
-                found.append(item)
-            elif isinstance(item, torch.nn.Module):
-                found.extend(p for p in item._parameters.values() if isinstance(p, DTensor))
+        found.extend(item for item in items if isinstance(item, DTensor))
+    module = names.get("self")
+    if isinstance(module, torch.nn.Module):
+        found.extend(p for p in module._parameters.values() if isinstance(p, DTensor))
     return found
 
 
