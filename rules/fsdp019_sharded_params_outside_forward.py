@@ -217,7 +217,7 @@ hidden = model(x)
 loss = F.cross_entropy(F.linear(hidden, model.lm_head.weight), y)  # expect: FSDP019
 """,
     )
-    requires = (("fully_shard",), ("weight", "bias", "def "))
+    requires = (("fully_shard",),)
     signature = RuntimeSignature(
         evidence="sharded_param_outside_forward",
         note="the error's operands include a parameter whose fully_shard group was sharded and not in its forward",

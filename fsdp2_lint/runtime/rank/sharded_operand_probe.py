@@ -12,6 +12,7 @@ all-gathered it for this use. It only reads; no collective is issued.
 
 from __future__ import annotations
 
+import os
 import re
 from types import TracebackType
 from typing import Any
@@ -35,7 +36,7 @@ class ShardedOperandProbe:
 
     def _on_exception(self, error: BaseException) -> None:
         match = MIXED.match(str(error)) if isinstance(error, RuntimeError) else None
-        if match is None:
+        if match is None or _updates_state(match.group(1), error.__traceback__):
             return
         shards = self._shards()
         found: dict[str, Any] = {}
@@ -75,6 +76,16 @@ class ShardedOperandProbe:
                         name = fsdp_param._param_fqn or named.get(id(fsdp_param.sharded_param), "?")
                         shards[key] = (name, group)
         return shards
+
+
+def _updates_state(op: str, tb: TracebackType | None) -> bool:
+    """An in-place op (``aten.lerp_``, ``aten.add_``) or one inside ``torch.optim``: a state update
+    (an optimizer step over plain-tensor state, an EMA copy: FSDP021, FSDP020), not a computation
+    with the parameters outside a forward."""
+    if op.split(".")[1:2] and op.split(".")[1].endswith("_"):
+        return True
+    frames = _innermost(tb, 1_000)
+    return any(f"{os.sep}torch{os.sep}optim{os.sep}" in frame.f_code.co_filename for frame in frames)
 
 
 def _innermost(tb: TracebackType | None, count: int) -> list[Any]:
