@@ -623,3 +623,31 @@ def test_reentrant_checkpoint_of_sharded_needs_two_runs_before_the_recompute():
     assert matches(evidence, RuntimeSignature("reentrant_checkpoint_of_sharded"))
     once = dict(event, forwards=1)
     assert observe(synthetic_record({0: [START, once, EXIT], 1: [START, once, EXIT]})) == []
+
+
+# sharded_param_outside_forward (FSDP019) ----------------------------------------------------------
+
+
+def sharded_operand(sharded: int = 1, in_forward: int = 0, params: int = 1) -> dict:
+    return {"kind": "sharded_operand", "line": 31, "op": "aten.embedding.default", "names": ["emb.weight"][:params],
+            "params": params, "module": "FSDPModel", "sharded": sharded, "in_forward": in_forward}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "event, found",
+    [
+        (sharded_operand(), True),  # bad_module_level: an unregistered generate read the root's embedding
+        (sharded_operand(sharded=0), False),  # the group was unsharded (the root's forward had gathered it)
+        (sharded_operand(in_forward=1), False),  # inside the group's own forward: not a use outside the hooks
+        (sharded_operand(params=0), False),  # a DTensor of the code's own, no FSDP parameter among the operands
+    ],
+)
+def test_sharded_param_outside_forward_needs_a_sharded_fsdp_parameter_among_the_operands(event, found):
+    evidence = observe(synthetic_record({0: [START, event, EXIT], 1: [START, event, EXIT]}))
+    assert [e.kind for e in evidence] == (["sharded_param_outside_forward"] if found else [])
+    if found:
+        assert evidence[0].ranks == (0, 1) and evidence[0].lines == (31,)
+        assert (
+            "aten.embedding.default at line 31 got emb.weight of FSDPModel as a sharded DTensor" in evidence[0].summary
+        )
+        assert matches(evidence[0], RuntimeSignature("sharded_param_outside_forward"))

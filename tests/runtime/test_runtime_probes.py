@@ -1112,3 +1112,33 @@ def test_reentrant_checkpoint_probe_needs_two_runs_of_a_sharded_module_before_it
     assert near.completed()
     assert not list(near.of_kind(events.REENTRANT_CHECKPOINT))
     assert all(e.kind != "reentrant_checkpoint_of_sharded" for e in observe(near))
+
+
+# A sharded layer's weight given to a loss helper outside its forward: DTensor refuses the mix.
+WEIGHT_OUTSIDE_FORWARD = """
+import torch.nn.functional as F
+def project(h, weight):
+    return F.linear(h, weight)
+model = shard(make_model())
+x = torch.randn(4, 8)
+project(x, model[0].weight)
+"""
+# The same error from a DTensor of the script's own (no FSDP parameter among the operands).
+OWN_DTENSOR_MIXED = """
+from torch.distributed.tensor import Shard, distribute_tensor, init_device_mesh
+model = shard(make_model())
+own = distribute_tensor(torch.randn(8, 8), init_device_mesh("cpu", (2,)), [Shard(0)])
+torch.randn(4, 8) @ own
+"""
+
+
+def test_sharded_operand_probe_needs_an_fsdp_parameter_among_the_operands(run_scripts):
+    weight, own = run_scripts(WEIGHT_OUTSIDE_FORWARD, OWN_DTENSOR_MIXED)
+    [found] = [e for e in observe(weight) if e.kind == "sharded_param_outside_forward"]
+    assert found.ranks == (0, 1)
+    assert found.lines == (line_of(script_source(WEIGHT_OUTSIDE_FORWARD), "return F.linear(h, weight)"),)
+    assert "got 0.weight of FSDPLinear as a sharded DTensor" in found.summary
+    assert matches(found, RuntimeSignature("sharded_param_outside_forward"))
+    assert "mixed torch.Tensor and DTensor" in list(own.of_kind(events.EXCEPTION))[0][1]["message"]
+    assert not list(own.of_kind(events.SHARDED_OPERAND))
+    assert [e.kind for e in observe(own)] == ["exception"]

@@ -68,6 +68,11 @@ SHARD_MESH = "shard_mesh"
 # line (the first of the pending checkpointed forwards), module, forwards: a backward recomputed an FSDP2 module
 # that a reentrant activation checkpoint had run forward that many times since its last recompute (FSDP036)
 REENTRANT_CHECKPOINT = "reentrant_checkpoint"
+
+
+# line, op, names, params, module, sharded (groups still sharded), in_forward (groups in their forward):
+# DTensor refused an operator mixing plain tensors with the local shard of FSDP2 parameters (FSDP019)
+SHARDED_OPERAND = "sharded_operand"
 EXCEPTION = "exception"  # types (MRO names), message, line, traceback
 EXIT = "exit"  # code: the script returned (or called sys.exit) on this rank
 HARNESS_ERROR = "harness_error"  # the rank could not run the script at all (message)

@@ -1016,3 +1016,30 @@ def detect_reentrant_checkpoint_of_sharded(run: RunRecord) -> list[Evidence]:
         ),
         lambda event: (event.get("line"),),
     )
+
+
+# sharded_param_outside_forward (FSDP019) ----------------------------------------------------------
+
+
+@evidence_kind(
+    "sharded_param_outside_forward",
+    "a parameter FSDP2 held sharded (no forward hook had all-gathered it) was an operand beside plain tensors",
+)
+def detect_sharded_param_outside_forward(run: RunRecord) -> list[Evidence]:
+    """DTensor refused an operator that mixed plain tensors with the local shard of an FSDP2
+    parameter whose group was sharded and not in its forward: code outside every hooked forward (a
+    custom method such as ``generate``, a loss reading ``lm_head.weight``) computed with the sharded
+    parameter (FSDP019). A DTensor of the code's own, or a group its forward had all-gathered, is
+    no evidence."""
+    return _grouped_evidence(
+        run,
+        "sharded_param_outside_forward",
+        events.SHARDED_OPERAND,
+        lambda event: event["params"] > 0 and event["sharded"] > 0 and not event.get("in_forward"),
+        lambda event: (
+            f"{event['op']}{_at(event.get('line'))} got {', '.join(event['names'])} of {event['module']} "
+            f"as a sharded DTensor beside plain tensors: its fully_shard group was sharded, outside any "
+            f"forward hook"
+        ),
+        lambda event: (event.get("line"),),
+    )

@@ -114,6 +114,8 @@ class ProbeCore:
         self.locator = CodeLocator(scope)
         self.sharded: list[weakref.ref[torch.nn.Module]] = []
         self.replaced = ReplacedParameters()
+        # called with the exception the script ended with, before it is recorded (guarded by each probe)
+        self.exception_observers: list[Callable[[BaseException], Any]] = []
 
     def guarded(self, probe: str, body: Callable[..., Any]) -> Callable[..., Any]:
         """``body``, returning None (and recording a ``probe_error``) where it fails."""

@@ -46,6 +46,7 @@ from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
 from fsdp2_lint.runtime.rank.reduce_scatter_probe import ReduceScatterProbe
 from fsdp2_lint.runtime.rank.reentrant_checkpoint_probe import ReentrantCheckpointProbe
+from fsdp2_lint.runtime.rank.sharded_operand_probe import ShardedOperandProbe
 from fsdp2_lint.runtime.rank.stale_unshard_probe import StaleUnshardProbe
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
 from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
@@ -233,6 +234,7 @@ class Probes(ProbeCore):
         ViewOutputProbe(self).install()
         self.shard_observers = (*self.shard_observers, MeshProbe(self))  # FSDP040: the mesh each group got
         ReentrantCheckpointProbe(self).install()
+        ShardedOperandProbe(self).install()
 
     # fully_shard --------------------------------------------------------------------------------
 

@@ -64,7 +64,8 @@ def run_script(
         backend=device.backend,
         torch=torch.__version__,
     )
-    Probes(log, scope, run_dir, rank).install()
+    probes = Probes(log, scope, run_dir, rank)
+    probes.install()
     locator = CodeLocator(scope)
     record_thread_exceptions(log, locator)
     if trace_lines:
@@ -85,6 +86,8 @@ def run_script(
         log.write(events.EXIT, code=code)
         return code
     except BaseException as error:
+        for observe in probes.exception_observers:
+            observe(error)
         log.write(events.EXCEPTION, **describe_exception(error, locator))
         traceback.print_exception(type(error), error, _from_script(error.__traceback__, scope))
         return 1
