@@ -22,7 +22,7 @@ from pathlib import Path
 import pathspec
 
 from fsdp2_lint.diagnostics import PARSE_ERROR
-from fsdp2_lint.rule import Rule, all_rules
+from fsdp2_lint.rule import RuleHead, rule_heads
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
 from fsdp2_lint.torch_version import TorchVersion, default_torch_version
 
@@ -54,7 +54,7 @@ class Settings:
     """The effective settings for the files under one configuration root."""
 
     root: Path
-    rules: tuple[type[Rule], ...]
+    rules: tuple[RuleHead, ...]  # loaded when a file is analysed
     exclude: pathspec.PathSpec = field(default_factory=lambda: _spec([]))
     per_file_ignores: tuple[tuple[pathspec.PathSpec, frozenset[str]], ...] = ()
     source: Path | None = None  # the pyproject.toml it came from
@@ -64,7 +64,7 @@ class Settings:
     import_roots: tuple[Path, ...] = ()  # where the project's imports resolve from (empty: found automatically)
     torch_version: TorchVersion = field(default_factory=default_torch_version)  # the torch linted for
 
-    def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
+    def rules_for(self, path: Path) -> tuple[RuleHead, ...]:
         """The rules selected for the file, less those whose failure does not happen on the torch linted for."""
         ignored = self.ignored_codes(path)
         return tuple(
@@ -120,7 +120,7 @@ def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
     codes = resolve_selection(from_file, cli, where=str(config) if config else "configuration")
     return Settings(
         root=root,
-        rules=tuple(rule for rule in all_rules() if rule.code in codes),
+        rules=tuple(rule for rule in rule_heads() if rule.code in codes),
         exclude=_spec(lists["exclude"] + lists["extend-exclude"]),
         per_file_ignores=_per_file_ignores(config, table.get("per-file-ignores", {})),
         source=config,
@@ -134,7 +134,7 @@ def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
 
 def resolve_selection(from_file: Selection, cli: Selection, where: str) -> frozenset[str]:
     """The rule codes enabled by the file's selectors overridden by the command line's."""
-    everything = [PARSE_ERROR] + [rule.code for rule in all_rules()]
+    everything = [PARSE_ERROR] + [rule.code for rule in rule_heads()]
     for origin, selection in ((where, from_file), ("command line", cli)):
         for selector in (selection.select or ()) + selection.ignore + selection.extend_select:
             if not _matching(selector, everything):
@@ -216,7 +216,7 @@ def _string_list(config: Path | None, table: dict, key: str) -> list[str]:
 def _per_file_ignores(config: Path | None, value: object) -> tuple[tuple[pathspec.PathSpec, frozenset[str]], ...]:
     if not isinstance(value, dict):
         raise ConfigError(f"{config}: `per-file-ignores` must be a table of pattern = [codes]")
-    everything = [PARSE_ERROR] + [rule.code for rule in all_rules()]
+    everything = [PARSE_ERROR] + [rule.code for rule in rule_heads()]
     entries = []
     for pattern, selectors in value.items():
         if not isinstance(selectors, list) or not all(isinstance(item, str) for item in selectors):

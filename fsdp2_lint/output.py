@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -29,7 +28,6 @@ from rich.text import Text
 from fsdp2_lint import __version__
 from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Applicability, Diagnostic, Severity
 from fsdp2_lint.rule import Rule, all_rules
-from fsdp2_lint.rule_docs import rule_markdown
 
 FORMATS = ("text", "concise", "json", "json-lines", "github", "gitlab", "junit", "sarif")
 # How each CI format spells a severity: GitHub's workflow commands and SARIF have no "info" (a
@@ -294,6 +292,8 @@ def stable_fingerprints(diagnostics: Sequence[Diagnostic], root: Path) -> list[s
 def write_junit(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
     """JUnit XML: one test suite per file, one test case per diagnostic, failed unless its severity
     is ``info`` (a passed case whose ``system-out`` says what it found)."""
+    import xml.etree.ElementTree as ET  # the report formats' libraries load with their format
+
     failing = sum(d.severity.fails for d in diagnostics)
     suites = ET.Element("testsuites", name="fsdp2-lint", tests=str(max(1, len(diagnostics))),
                         failures=str(failing), errors="0")  # fmt: skip
@@ -342,6 +342,8 @@ def write_sarif(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
 
 
 def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
+    from fsdp2_lint.rule_docs import rule_markdown
+
     return {
         "id": rule.code,
         "name": rule.name,

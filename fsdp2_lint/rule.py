@@ -178,15 +178,18 @@ class RuleHead:
         return rule
 
 
-@cache
 def rule_heads() -> tuple[RuleHead, ...]:
     """Every rule's head, ordered by code, as ``all_rules()`` orders the rules."""
-    from fsdp2_lint.rules._index import HEADS
+    from fsdp2_lint.rules import _index
 
-    return HEADS
+    return _index.HEADS
 
 
-def loaded(rule: RuleHead | type[Rule]) -> type[Rule]:
+# A rule as a run carries it: its head (from the configuration) or its class (tests, the harness).
+RuleLike = RuleHead | type[Rule]
+
+
+def loaded(rule: RuleLike) -> type[Rule]:
     """The rule class of a head, or the class itself."""
     return rule.load() if isinstance(rule, RuleHead) else rule
 
