@@ -2,7 +2,7 @@
 most commits), against `ruff check --no-cache --select E9` on the same file and against the
 interpreter's own start (`python -c pass`, the same Python).
 
-    python bench/startup.py [--runs 20] [--ruff PATH] [--file PATH]
+    python bench/startup.py [--runs 20] [--ruff PATH] [--file PATH] [--baseline OTHER_FSDP2_LINT]
 
 Every command runs in turn, round after round, so that a busy machine slows them alike; each is a
 whole process, as a hook starts it. Prints the median and the fastest wall time of each, and their
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -62,6 +63,7 @@ def main() -> int:
     default_ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     parser.add_argument("--ruff", default=default_ruff, help="ruff executable (default: from PATH or beside python)")
     parser.add_argument("--file", type=Path, help="the file to check (default: a generated module no rule fires on)")
+    parser.add_argument("--baseline", help="another fsdp2-lint executable to time alike (an older install)")
     args = parser.parse_args()
     linter = shutil.which("fsdp2-lint", path=str(Path(sys.executable).parent)) or shutil.which("fsdp2-lint")
     if linter is None:
@@ -78,27 +80,43 @@ def main() -> int:
             if os.path.exists(args.ruff)
             else None,
         }
+        if args.baseline:
+            commands["baseline fsdp2-lint check"] = [args.baseline, "check", str(file)]
         commands = {name: command for name, command in commands.items() if command is not None}
         if "ruff check --select E9" not in commands:
             print(f"ruff: not found at {args.ruff} (pass --ruff)")
-        for command in commands.values():  # once untimed: the file system cache, .pyc files
-            subprocess.run(command, cwd=work, capture_output=True, check=False)
+        # Compiled modules as an installed package has them: written once (by the untimed run, which
+        # also warms the file system cache) to a folder of this run, whatever PYTHONDONTWRITEBYTECODE says.
+        environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        environment["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+        for command in commands.values():
+            subprocess.run(command, cwd=work, capture_output=True, check=False, env=environment)
         times: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}  # user + system: steadier on a busy machine
         for _ in range(args.runs):
             for name, command in commands.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.perf_counter()
-                subprocess.run(command, cwd=work, capture_output=True, check=False)
+                subprocess.run(command, cwd=work, capture_output=True, check=False, env=environment)
                 times[name].append(time.perf_counter() - start)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         modules = _imported(file, work)
     print(f"{args.runs} rounds, {file.name} ({file.stat().st_size if file.exists() else len(CLEAN)} bytes)")
-    print(f"{'command':<26} {'median ms':>10} {'fastest ms':>11}")
+    print(f"{'command':<26} {'median ms':>10} {'fastest ms':>11} {'median CPU ms':>14}")
     for name, seconds in times.items():
-        print(f"{name:<26} {statistics.median(seconds) * 1000:>10.1f} {min(seconds) * 1000:>11.1f}")
+        line = f"{name:<26} {statistics.median(seconds) * 1000:>10.1f} {min(seconds) * 1000:>11.1f}"
+        print(f"{line} {statistics.median(cpu[name]) * 1000:>14.1f}")
     median = {name: statistics.median(seconds) for name, seconds in times.items()}
     ours = median["fsdp2-lint check"]
     print(f"fsdp2-lint check less python's own start: {(ours - median['python -c pass']) * 1000:.1f} ms")
     if "ruff check --select E9" in median:
-        print(f"fsdp2-lint check / ruff check (median wall): {ours / median['ruff check --select E9']:.1f}x")
+        ruff_cpu = statistics.median(cpu["ruff check --select E9"])
+        ratio_cpu = statistics.median(cpu["fsdp2-lint check"]) / ruff_cpu if ruff_cpu else float("inf")
+        print(
+            f"fsdp2-lint check / ruff check: {ours / median['ruff check --select E9']:.1f}x wall, {ratio_cpu:.1f}x CPU"
+        )
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     print(f"target {TARGET_MS} ms wall: {ours * 1000:.1f} ms, {'met' if ours * 1000 <= TARGET_MS else 'missed'}")
     heavy = [name for name in ("libcst", "rich.markdown", "fsdp2_lint.analysis.interpreter") if _has(modules, name)]
     rules = [name for name in modules if name.startswith("fsdp2_lint.rules.fsdp")]

@@ -5,12 +5,16 @@ other. Each run is a fresh interpreter, its modules read when it exits; bench/st
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from samples import BAD, write
+
+from fsdp2_lint.output import Fixing, _print_summary, console, write_report
 
 # Records the modules loaded when the command exits (it always ends with sys.exit).
 RUN = (
@@ -22,8 +26,7 @@ RUN = (
 # Not needed before a file passes the prefilter.
 HEAVY = (
     "libcst",
-    "rich.markdown",
-    "rich.table",
+    "rich",  # a clean run into a pipe writes its line unstyled, as rich would
     "fsdp2_lint.analysis.facts",
     "fsdp2_lint.analysis.interpreter",
     "fsdp2_lint.analysis.model",
@@ -103,3 +106,40 @@ def test_the_commands_that_need_them_import_them(tmp_path):
     status, stdout, modules = run(tmp_path, "confirm", "--help")
     assert status == 0 and "fixtures" in stdout
     assert loaded(modules, "fsdp2_lint.runtime.harness")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+# (environment, a terminal?, styled by rich?)
+STREAMS = [
+    ({}, False, False),
+    ({}, True, True),
+    ({"FORCE_COLOR": "1"}, False, True),
+    ({"FORCE_COLOR": ""}, True, False),
+    ({"TTY_COMPATIBLE": "1"}, False, True),
+    ({"TTY_COMPATIBLE": "0", "FORCE_COLOR": "1"}, True, False),
+    ({"NO_COLOR": "1"}, True, True),  # bold, no colour
+]
+
+
+@pytest.mark.parametrize("environment, terminal, styled", STREAMS)
+@pytest.mark.parametrize("fixing", [Fixing(), Fixing(applied=2)])
+def test_a_clean_report_is_what_rich_writes(monkeypatch, environment, terminal, styled, fixing):
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    stream_type = _Terminal if terminal else io.StringIO
+    by_rich = stream_type()
+    _print_summary([], console(by_rich), fixing)
+    assert ("\x1b[" in by_rich.getvalue()) == styled
+    for output_format in ("text", "concise"):
+        written = stream_type()
+        write_report([], output_format, written, fixing=fixing)
+        assert written.getvalue() == by_rich.getvalue()
+        quiet = stream_type()
+        write_report([], output_format, quiet, summary=False, fixing=fixing)
+        assert quiet.getvalue() == ""
