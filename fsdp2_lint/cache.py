@@ -36,11 +36,8 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import stat
-import subprocess
 import sys
-import tempfile
 import types
 import typing
 from collections.abc import Sequence
@@ -161,6 +158,8 @@ def _read_secret(path: Path) -> bytes | None:
 
 def _make_secret(path: Path) -> bytes:
     """A new secret, unless a concurrent run made one first (then that one)."""
+    import secrets  # what only writing needs is imported by what writes: a run that stores nothing skips it
+
     candidate = _write_temporary(path.parent, secrets.token_hex(32).encode())
     try:
         os.link(candidate, path)
@@ -186,6 +185,8 @@ def _create(path: Path, data: bytes) -> None:
 
 
 def _write_temporary(folder: Path, data: bytes) -> str:
+    import tempfile
+
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")  # mode 0600: the secret stays private
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -209,6 +210,8 @@ def _write_atomically(path: Path, data: bytes) -> None:
 def _tracked_by_git(directory: Path) -> str | None:
     """Why the cache may have come with the checked-out tree, or None: git tracks files in it (or
     cannot say whether it does)."""
+    import subprocess
+
     directory = Path(os.path.abspath(directory))  # `..` and `.` removed, links kept: git sees a tracked link
     if not os.path.lexists(directory) or not _in_git_work_tree(directory.parent):
         return None  # nothing to trust yet, or no git to ask
@@ -236,10 +239,14 @@ def _in_git_work_tree(folder: Path) -> bool:
 
 
 def _not_a_repository(error: BaseException) -> bool:
+    import subprocess
+
     return isinstance(error, subprocess.CalledProcessError) and b"not a git repository" in error.stderr
 
 
 def _git_error(error: BaseException) -> str:
+    import subprocess
+
     if isinstance(error, subprocess.CalledProcessError):
         lines = error.stderr.decode(errors="replace").strip().splitlines()
         return lines[0] if lines else f"git exited with status {error.returncode}"

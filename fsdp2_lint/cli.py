@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
@@ -11,8 +12,6 @@ from pathlib import Path
 from typing import TextIO
 
 import click
-from rich.markdown import Markdown
-from rich.table import Table
 
 from fsdp2_lint import __version__
 from fsdp2_lint.cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, Cache
@@ -39,9 +38,25 @@ from fsdp2_lint.pipeline import (
     unlintable,
 )
 from fsdp2_lint.rule import all_rules
-from fsdp2_lint.rule_docs import rule_json, rule_markdown, rules_table
-from fsdp2_lint.runtime.harness.command import confirm
 from fsdp2_lint.torch_version import TorchVersion
+
+# What `check` does not use is imported by the command that does: rich's markdown and tables, the
+# rule documentation, the runtime harness (`confirm`). A check whose files the prefilter rejects
+# imports no parser either (tests/cli/test_startup.py).
+LAZY_COMMANDS = {"confirm": "fsdp2_lint.runtime.harness.command:confirm"}
+
+
+class _Commands(click.Group):
+    """A group whose ``LAZY_COMMANDS`` are imported when one is run or listed (``--help``)."""
+
+    def list_commands(self, context: click.Context) -> list[str]:
+        return sorted({*super().list_commands(context), *LAZY_COMMANDS})
+
+    def get_command(self, context: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS and name not in self.commands:
+            module, _, attribute = LAZY_COMMANDS[name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return super().get_command(context, name)
 
 
 def _torch_version(context: click.Context, parameter: click.Parameter, value: str | None) -> TorchVersion | None:
@@ -56,7 +71,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="fsdp2-lint")
 def main() -> None:
     """Catch PyTorch FSDP2 (fully_shard) contract violations before they cost a training run."""
@@ -339,6 +354,10 @@ def _displayed(path: Path) -> str:
 @click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def list_rules(output_format: str) -> None:
     """List every rule (`markdown` prints README's rule table)."""
+    from rich.table import Table
+
+    from fsdp2_lint.rule_docs import rule_json, rules_table
+
     rules = all_rules()
     if output_format == "json":
         data = [rule_json(rule) for rule in rules]
@@ -357,6 +376,10 @@ def list_rules(output_format: str) -> None:
 @click.argument("code")
 def explain_rule(code: str) -> None:
     """Explain rule CODE: what it flags, why it breaks, examples and the fix."""
+    from rich.markdown import Markdown
+
+    from fsdp2_lint.rule_docs import rule_markdown
+
     rules = {rule.code: rule for rule in all_rules()}
     rule = rules.get(code.strip().upper())
     if rule is None:
@@ -378,6 +401,3 @@ def language_server() -> None:
     from fsdp2_lint.lsp.server import serve
 
     serve()
-
-
-main.add_command(confirm)  # `fsdp2-lint confirm`: imports torch only when it runs

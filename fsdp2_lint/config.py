@@ -18,13 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING, TypeAlias
 
 from fsdp2_lint.diagnostics import PARSE_ERROR
-from fsdp2_lint.rule import Rule, all_rules
+from fsdp2_lint.rule import RuleHead, rule_heads
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
 from fsdp2_lint.torch_version import TorchVersion, default_torch_version
+
+if TYPE_CHECKING:
+    import pathspec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,6 +36,9 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 SECTION = "fsdp2-lint"
 LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "import-roots")
 KNOWN_KEYS = frozenset(LIST_KEYS + ("per-file-ignores", "max-file-size", "follow-imports", "torch-version"))
+
+
+Spec: TypeAlias = "pathspec.PathSpec | _NoPatterns"  # gitignore-style patterns
 
 
 class ConfigError(Exception):
@@ -54,22 +59,33 @@ class Settings:
     """The effective settings for the files under one configuration root."""
 
     root: Path
-    rules: tuple[type[Rule], ...]
-    exclude: pathspec.PathSpec = field(default_factory=lambda: _spec([]))
-    per_file_ignores: tuple[tuple[pathspec.PathSpec, frozenset[str]], ...] = ()
+    rules: tuple[RuleHead, ...]  # loaded when a file is analysed
+    exclude: Spec = field(default_factory=lambda: _spec([]))
+    per_file_ignores: tuple[tuple[Spec, frozenset[str]], ...] = ()
     source: Path | None = None  # the pyproject.toml it came from
     parse_errors_reported: bool = True
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are FSDP000, not analysed (0: no limit)
     follow_imports: bool = True  # follow calls into the project's other modules
     import_roots: tuple[Path, ...] = ()  # where the project's imports resolve from (empty: found automatically)
-    torch_version: TorchVersion = field(default_factory=default_torch_version)  # the torch linted for
+    # The torch linted for; None: the installed one, read (from its package metadata) only when a
+    # selected rule's failure happens on some versions only.
+    torch_version: TorchVersion | None = None
 
-    def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
+    def rules_for(self, path: Path) -> tuple[RuleHead, ...]:
         """The rules selected for the file, less those whose failure does not happen on the torch linted for."""
         ignored = self.ignored_codes(path)
         return tuple(
-            rule for rule in self.rules if rule.code not in ignored and self.torch_version in rule.torch_versions
+            rule
+            for rule in self.rules
+            if rule.code not in ignored
+            and (rule.torch_versions.unbounded or self.linted_torch() in rule.torch_versions)
         )
+
+    def linted_torch(self) -> TorchVersion:
+        """The torch linted for: the configured one, else the installed one, else the newest supported."""
+        if self.torch_version is None:
+            self.torch_version = default_torch_version()
+        return self.torch_version
 
     def reports_parse_errors(self, path: Path) -> bool:
         return self.parse_errors_reported and PARSE_ERROR not in self.ignored_codes(path)
@@ -120,7 +136,7 @@ def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
     codes = resolve_selection(from_file, cli, where=str(config) if config else "configuration")
     return Settings(
         root=root,
-        rules=tuple(rule for rule in all_rules() if rule.code in codes),
+        rules=tuple(rule for rule in rule_heads() if rule.code in codes),
         exclude=_spec(lists["exclude"] + lists["extend-exclude"]),
         per_file_ignores=_per_file_ignores(config, table.get("per-file-ignores", {})),
         source=config,
@@ -134,7 +150,7 @@ def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
 
 def resolve_selection(from_file: Selection, cli: Selection, where: str) -> frozenset[str]:
     """The rule codes enabled by the file's selectors overridden by the command line's."""
-    everything = [PARSE_ERROR] + [rule.code for rule in all_rules()]
+    everything = [PARSE_ERROR] + [rule.code for rule in rule_heads()]
     for origin, selection in ((where, from_file), ("command line", cli)):
         for selector in (selection.select or ()) + selection.ignore + selection.extend_select:
             if not _matching(selector, everything):
@@ -188,9 +204,9 @@ def _max_file_size(config: Path | None, value: object) -> int:
     return value
 
 
-def _torch_version(config: Path | None, value: object) -> TorchVersion:
+def _torch_version(config: Path | None, value: object) -> TorchVersion | None:
     if value is None:
-        return default_torch_version()
+        return None  # the installed torch, when a rule asks
     if not isinstance(value, str):  # a TOML number would read 2.10 as 2.1
         raise ConfigError(f'{config}: `torch-version` must be a string such as "2.13"')
     try:
@@ -213,10 +229,10 @@ def _string_list(config: Path | None, table: dict, key: str) -> list[str]:
     return value
 
 
-def _per_file_ignores(config: Path | None, value: object) -> tuple[tuple[pathspec.PathSpec, frozenset[str]], ...]:
+def _per_file_ignores(config: Path | None, value: object) -> tuple[tuple[Spec, frozenset[str]], ...]:
     if not isinstance(value, dict):
         raise ConfigError(f"{config}: `per-file-ignores` must be a table of pattern = [codes]")
-    everything = [PARSE_ERROR] + [rule.code for rule in all_rules()]
+    everything = [PARSE_ERROR] + [rule.code for rule in rule_heads()]
     entries = []
     for pattern, selectors in value.items():
         if not isinstance(selectors, list) or not all(isinstance(item, str) for item in selectors):
@@ -228,7 +244,19 @@ def _per_file_ignores(config: Path | None, value: object) -> tuple[tuple[pathspe
     return tuple(entries)
 
 
-def _spec(patterns: list[str]) -> pathspec.PathSpec:
+class _NoPatterns:
+    """The spec of no pattern (what most configurations exclude): it matches nothing, and spares
+    the run pathspec's import."""
+
+    def match_file(self, file: str) -> bool:
+        return False
+
+
+def _spec(patterns: list[str]) -> Spec:
+    if not patterns:
+        return _NoPatterns()
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 

@@ -15,10 +15,12 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from fsdp2_lint.sources import file_kind, reason
+
+if TYPE_CHECKING:
+    import pathspec
 
 DEFAULT_EXCLUDES = frozenset(
     {
@@ -101,6 +103,8 @@ class _GitIgnores:
 
 
 def _load(path: Path) -> pathspec.PathSpec:
+    import pathspec  # imported by a walk that finds a .gitignore
+
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:

@@ -24,20 +24,22 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
-import libcst as cst
-
-from fsdp2_lint.analysis.facts import FileFacts, ModuleText, interpret
-from fsdp2_lint.analysis.project import Project
 from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, Related, file_error
-from fsdp2_lint.fixing.apply import apply_rewrites
-from fsdp2_lint.fixing.lines import fixed_bytes
-from fsdp2_lint.fixing.rewrite import Rewrite
-from fsdp2_lint.fixing.text_edits import text_edits
 from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.prefilter import applicable_rules
-from fsdp2_lint.rule import Finding, Rule, all_rules
+from fsdp2_lint.rule import Finding, Rule, RuleLike, loaded, rule_heads
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source, reason
+
+# The parser, the analysis and the fixing are imported where a file is parsed: a run whose files
+# the prefilter rejects imports none of them (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from fsdp2_lint.analysis.facts import FileFacts
+    from fsdp2_lint.analysis.project import Project
+    from fsdp2_lint.fixing.rewrite import Rewrite
 
 _NOQA = re.compile(
     r"#\s*(?:noqa(?P<noqa>\s*:\s*(?P<codes>[A-Za-z]+\d+(?:\s*,?\s*[A-Za-z]+\d+)*))?"
@@ -60,11 +62,12 @@ INTERNAL_HINT = "a bug in fsdp2-lint: please report it with the file; the other 
 YOUNG_COLLECTION_THRESHOLD = 10_000
 
 _RULE_INSTANCES: dict[type[Rule], Rule] = {}
+R = TypeVar("R", bound=RuleLike)
 
 
 def lint_file(
     path: Path,
-    rules: Sequence[type[Rule]] | None = None,
+    rules: Sequence[RuleLike] | None = None,
     display_path: str | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     project: Project | None = None,
@@ -93,7 +96,7 @@ class InProject:
 def lint_source(
     data: bytes,
     path: str,
-    rules: Sequence[type[Rule]] | None = None,
+    rules: Sequence[RuleLike] | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     where: InProject | None = None,
 ) -> list[Diagnostic]:
@@ -103,11 +106,11 @@ def lint_source(
     return _lint(data, path, rules, max_file_size, where).diagnostics
 
 
-def reaches_parser(data: bytes, rules: Sequence[type[Rule]] | None, max_file_size: int) -> bool:
+def reaches_parser(data: bytes, rules: Sequence[RuleLike] | None, max_file_size: int) -> bool:
     """Whether linting these bytes goes as far as the parser: a selected rule can fire on them
     and they are within ``max_file_size`` (0: no limit)."""
     return _oversized(data, "", max_file_size) is None and bool(
-        applicable_rules(all_rules() if rules is None else rules, data)
+        applicable_rules(rule_heads() if rules is None else rules, data)
     )
 
 
@@ -143,9 +146,11 @@ def _fewer_collections() -> Iterator[None]:
 
 @_fewer_collections()
 def _lint(
-    data: bytes, path: str, rules: Sequence[type[Rule]] | None, max_file_size: int, where: InProject | None = None
+    data: bytes, path: str, rules: Sequence[RuleLike] | None, max_file_size: int, where: InProject | None = None
 ) -> _Linted:
-    selected = all_rules() if rules is None else rules
+    import libcst as cst
+
+    selected = rule_heads() if rules is None else rules
     applicable = applicable_in(selected, data, where)
     if not applicable:
         return _Linted([])
@@ -171,7 +176,7 @@ def _lint(
         return _Linted([(file_error(path, message, hint=INTERNAL_HINT), None)], broken=True)
     findings: list[tuple[Diagnostic, Rewrite | None]] = []
     for rule in applicable:
-        findings.extend(_run_rule(rule, facts))
+        findings.extend(_run_rule(loaded(rule), facts))
     lines = {text.path: text.bare_lines for text in (facts.text, *facts.others)}
     kept = (pair for pair in findings if not _suppressed(pair[0], lines[pair[0].path]))
     order = lambda pair: (pair[0].path != path, pair[0].path, pair[0].line, pair[0].column, pair[0].code)  # noqa: E731
@@ -180,6 +185,8 @@ def _lint(
 
 def _facts(data: bytes, path: str, module: cst.Module, where: InProject | None, max_file_size: int) -> FileFacts:
     """The file's facts; in a project, its runs follow its imports into the project's modules."""
+    from fsdp2_lint.analysis.facts import FileFacts, ModuleText, interpret
+
     if where is None:
         return FileFacts(path, data, module, interpret(module, data).traces)
     analysis = interpret(module, data, where.project, where.file, _may_matter(where.project))
@@ -187,7 +194,7 @@ def _facts(data: bytes, path: str, module: cst.Module, where: InProject | None, 
     return FileFacts(path, data, module, analysis.traces, others)
 
 
-def applicable_in(rules: Sequence[type[Rule]], data: bytes, where: InProject | None) -> list[type[Rule]]:
+def applicable_in(rules: Sequence[R], data: bytes, where: InProject | None) -> list[R]:
     """The rules among ``rules`` that can report something in the file, judged on the code its
     analysis can read: its own, and in a project, that of every project module it imports (directly
     or not), each module's tokens found once per project."""
@@ -212,7 +219,7 @@ def _may_matter(project: Project) -> Callable[[bytes], bool]:
     return lambda data: (
         DEVICE_SELECTION_TOKEN in data
         or any(token in data for token in META_DEVICE_TOKENS)
-        or bool(applicable_rules(all_rules(), data, facts=project.token_facts))
+        or bool(applicable_rules(rule_heads(), data, facts=project.token_facts))
     )
 
 
@@ -272,6 +279,8 @@ def _related(facts: FileFacts, node: cst.CSTNode, message: str) -> Related:
 
 def _fix(rewrite: Rewrite, facts: FileFacts) -> Fix:
     """The rewrite as whole-line edits of the file (what applying it alone changes)."""
+    from fsdp2_lint.fixing.text_edits import text_edits
+
     return Fix(rewrite.description, rewrite.applicability, tuple(text_edits(facts, rewrite)))
 
 
@@ -292,7 +301,7 @@ MAX_FIX_ROUNDS = 10
 def fix_source(
     data: bytes,
     path: str,
-    rules: Sequence[type[Rule]] | None = None,
+    rules: Sequence[RuleLike] | None = None,
     unsafe: bool = False,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     where: InProject | None = None,
@@ -303,6 +312,9 @@ def fix_source(
     transformation. A round whose result does not parse or cannot be analysed is dropped: a faulty
     fix must never break the user's file. Only this file is edited: a fix is offered for a
     diagnostic in the file itself."""
+    from fsdp2_lint.fixing.apply import apply_rewrites
+    from fsdp2_lint.fixing.lines import fixed_bytes
+
     linted = _lint(data, path, rules, max_file_size, where)
     fixed: list[Diagnostic] = []
     for _ in range(MAX_FIX_ROUNDS):
@@ -345,6 +357,8 @@ def _span(facts: FileFacts, node: cst.CSTNode) -> tuple[tuple[int, int], tuple[i
 
 
 def _parses(data: bytes) -> bool:
+    import libcst as cst
+
     try:
         cst.parse_module(data)
     except (cst.ParserSyntaxError, UnicodeDecodeError, LookupError, SyntaxError):

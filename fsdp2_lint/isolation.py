@@ -14,23 +14,24 @@ nested deep enough to strain the parser): then in a worker of its own.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from fsdp2_lint.diagnostics import Diagnostic, file_error
 from fsdp2_lint.engine import INTERNAL_HINT, raise_recursion_limit, reaches_parser
 from fsdp2_lint.lifetime import die_with_parent
 from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.rule import Rule
+
+if TYPE_CHECKING:  # worker processes' machinery is imported by the run that starts one
+    import multiprocessing.context
+    from multiprocessing.connection import Connection
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -87,6 +88,8 @@ def run_isolated(
 ) -> list[Result | Crash]:
     """``work(item)`` for each item, in up to ``workers`` worker processes whose address space is
     capped at ``limit`` bytes (None: uncapped); in the order of ``items``."""
+    from multiprocessing.connection import wait
+
     results: list[Result | Crash | None] = [None] * len(items)
     upcoming = iter(range(len(items)))
     busy: dict[Connection, tuple[_Worker, int]] = {}
@@ -126,6 +129,8 @@ class _Worker:
     says it ran out of memory before it aborts)."""
 
     def __init__(self, work: Callable[[Item], Result], limit: int | None) -> None:
+        import tempfile
+
         context = _context()
         self.limit = limit
         self.connection, theirs = context.Pipe()
@@ -230,6 +235,8 @@ def _mapped_bytes() -> int:
 
 def _context() -> multiprocessing.context.BaseContext:
     """Fork where it is safe (Linux): workers start at once with everything already imported."""
+    import multiprocessing
+
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")

@@ -4,7 +4,6 @@ no process of a run outlives it however the run ends (a crash, SIGKILL, a cancel
 
 from __future__ import annotations
 
-import ctypes
 import os
 
 _PR_SET_PDEATHSIG = 1
@@ -26,6 +25,8 @@ def become_subreaper() -> bool:
 
 
 def _prctl(option: int, value: int) -> bool:
+    import ctypes  # in the processes that ask
+
     try:
         return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):  # not Linux

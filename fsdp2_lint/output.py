@@ -14,22 +14,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import quote
-
-from rich.cells import cell_len
-from rich.console import Console
-from rich.text import Text
 
 from fsdp2_lint import __version__
 from fsdp2_lint.diagnostics import PARSE_ERROR, PARSE_ERROR_NAME, Applicability, Diagnostic, Severity
 from fsdp2_lint.rule import Rule, all_rules
-from fsdp2_lint.rule_docs import rule_markdown
+
+if TYPE_CHECKING:  # rich is imported by what styles text: a clean run into a pipe writes its one line as is
+    from rich.console import Console
+    from rich.text import Text
 
 FORMATS = ("text", "concise", "json", "json-lines", "github", "gitlab", "junit", "sarif")
 # How each CI format spells a severity: GitHub's workflow commands and SARIF have no "info" (a
@@ -56,6 +54,8 @@ def printable(text: str) -> str:
 
 
 def console(stream: TextIO) -> Console:
+    from rich.console import Console
+
     return Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
 
 
@@ -81,6 +81,10 @@ def write_report(
     """Write ``diagnostics`` in ``output_format``; ``summary`` adds the closing count lines to
     ``text`` and ``concise`` (``--quiet`` turns it off), which mark applicable fixes with ``[*]``."""
     diagnostics = [replace(d, path=printable(d.path)) for d in diagnostics]  # no format can write a surrogate
+    if output_format in ("text", "concise") and not diagnostics and _unstyled(stream):
+        if summary:  # what rich writes here
+            stream.write(f"{_summary_words(diagnostics, fixing)[0]}\n")
+        return
     if output_format == "text":
         write_text(diagnostics, console(stream), summary, fixing)
     elif output_format == "concise":
@@ -102,6 +106,8 @@ def write_text(
 
 
 def _diagnostic_text(d: Diagnostic, fixing: Fixing = Fixing()) -> Text:
+    from rich.cells import cell_len
+
     text = _location_and_code(d, fixing)
     text.append(f" {d.message}\n")
     if d.source_line:
@@ -134,6 +140,8 @@ def write_concise(
 
 
 def _location_and_code(d: Diagnostic, fixing: Fixing = Fixing()) -> Text:
+    from rich.text import Text
+
     text = Text()
     text.append(f"{d.path}:{d.line}:{d.column}:", style="bold")
     text.append(" ")
@@ -151,15 +159,37 @@ def _print_summary(diagnostics: Sequence[Diagnostic], out: Console, fixing: Fixi
 
 
 def _summary(diagnostics: Sequence[Diagnostic], fixing: Fixing = Fixing()) -> Text:
+    from rich.text import Text
+
+    return Text(*_summary_words(diagnostics, fixing))
+
+
+def _summary_words(diagnostics: Sequence[Diagnostic], fixing: Fixing = Fixing()) -> tuple[str, str]:
+    """The summary line, and its style."""
     if fixing.applied:
         total = len(diagnostics) + fixing.applied
         counts = f"{fixing.applied} fixed, {len(diagnostics)} remaining"
-        return Text(f"Found {_count(total, 'problem')} ({counts}).", style="bold")
+        return f"Found {_count(total, 'problem')} ({counts}).", "bold"
     if not diagnostics:
-        return Text("All checks passed!", style="bold green")
+        return "All checks passed!", "bold green"
     counts = [(sum(d.severity is severity for d in diagnostics), severity.value) for severity in Severity]
     parts = [_count(count, word) for count, word in counts if count]
-    return Text(f"Found {_count(len(diagnostics), 'problem')} ({', '.join(parts)}).", style="bold")
+    return f"Found {_count(len(diagnostics), 'problem')} ({', '.join(parts)}).", "bold"
+
+
+def _unstyled(stream: TextIO) -> bool:
+    """Would rich write to ``stream`` without styles (rich's ``Console.is_terminal`` is false: not a
+    terminal, and neither TTY_COMPATIBLE=1 nor FORCE_COLOR says otherwise)?"""
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "0"
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None:
+        return force == ""
+    try:
+        return not stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream: rich takes it for no terminal
+        return True
 
 
 def _fixes_available(diagnostics: Sequence[Diagnostic], fixing: Fixing) -> str:
@@ -294,6 +324,8 @@ def stable_fingerprints(diagnostics: Sequence[Diagnostic], root: Path) -> list[s
 def write_junit(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
     """JUnit XML: one test suite per file, one test case per diagnostic, failed unless its severity
     is ``info`` (a passed case whose ``system-out`` says what it found)."""
+    import xml.etree.ElementTree as ET  # the report formats' libraries load with their format
+
     failing = sum(d.severity.fails for d in diagnostics)
     suites = ET.Element("testsuites", name="fsdp2-lint", tests=str(max(1, len(diagnostics))),
                         failures=str(failing), errors="0")  # fmt: skip
@@ -342,6 +374,8 @@ def write_sarif(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
 
 
 def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
+    from fsdp2_lint.rule_docs import rule_markdown
+
     return {
         "id": rule.code,
         "name": rule.name,

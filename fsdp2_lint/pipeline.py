@@ -41,7 +41,6 @@ from fsdp2_lint.engine import (
     read_error,
 )
 from fsdp2_lint.fixing.atomic_write import NotWritten, remove_stale_temporaries, write_fixed
-from fsdp2_lint.fixing.lines import unified_diff
 from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
 from fsdp2_lint.rule import Rule
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source
@@ -329,6 +328,8 @@ class FileFix:
         return self.result.source != self.original
 
     def diff(self) -> str:
+        from fsdp2_lint.fixing.lines import unified_diff  # imports the parser: only --diff needs it
+
         return unified_diff(self.display, self.original, self.result.source)
 
 

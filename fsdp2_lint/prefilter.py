@@ -43,14 +43,17 @@ _IDENTIFIER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 @dataclass(frozen=True)
 class Word:
     """A token present when some identifier-like word of the text contains ``core`` and
-    ``accepts`` takes the whole word. Non-ASCII letters end a word: the identifiers the
-    interpreter classifies are ASCII, so such a word is never one of them."""
+    ``accepts`` takes the whole word (a set of words, or a predicate). Non-ASCII letters end a
+    word: the identifiers the interpreter classifies are ASCII, so such a word is never one of them.
+    Rules give a set, or a function of a module that imports no parser: the rule index
+    (``fsdp2_lint.rules._index``) names it without importing the rule."""
 
     core: str
-    accepts: Callable[[str], bool]
+    accepts: frozenset[str] | Callable[[str], bool]
 
     def occurs_in(self, text: bytes) -> bool:
         core = self.core.encode()
+        accepts = self.accepts.__contains__ if isinstance(self.accepts, frozenset) else self.accepts
         start = text.find(core)
         while start != -1:
             left, right = start, start + len(core)
@@ -58,7 +61,7 @@ class Word:
                 left -= 1
             while right < len(text) and text[right] in _IDENTIFIER:
                 right += 1
-            if self.accepts(text[left:right].decode("ascii")):
+            if accepts(text[left:right].decode("ascii")):
                 return True
             start = text.find(core, right)
         return False

@@ -14,13 +14,14 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterator
+import types
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
 from fsdp2_lint.diagnostics import Applicability, Severity
-from fsdp2_lint.prefilter import Tokens, Word
+from fsdp2_lint.prefilter import Token, Tokens, Word
 from fsdp2_lint.torch_version import TorchVersions
 
 if TYPE_CHECKING:
@@ -134,6 +135,8 @@ def all_rules() -> tuple[type[Rule], ...]:
 
     found: list[type[Rule]] = []
     for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):  # the rule index
+            continue
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         classes = [
             obj
@@ -151,3 +154,109 @@ def all_rules() -> tuple[type[Rule], ...]:
     if duplicates:
         raise RuntimeError(f"duplicate rule codes: {sorted(duplicates)}")
     return tuple(sorted(found, key=lambda rule: rule.code))
+
+
+@dataclass(frozen=True)
+class RuleHead:
+    """What a run needs of a rule before it parses anything (the selection, the torch version
+    linted for, the prefilter), without importing the rule's module, which imports the analysis
+    and libcst: a run whose files the prefilter rejects imports neither. :meth:`load` gives the
+    rule class. ``fsdp2_lint.rules._index`` lists the rules' heads; ``tests/rules/test_rule_index.py``
+    checks it against the rules (``python tests/support/rule_index.py --update`` rewrites it)."""
+
+    code: str
+    name: str
+    severity: Severity
+    requires: tuple[tuple[Token, ...], ...]
+    torch_versions: TorchVersions
+    module: str  # in fsdp2_lint.rules
+    class_name: str
+
+    def load(self) -> type[Rule]:
+        rule = getattr(importlib.import_module(f"fsdp2_lint.rules.{self.module}"), self.class_name)
+        assert rule.code == self.code, f"the rule index is stale: {self.module}.{self.class_name} is {rule.code}"
+        return rule
+
+
+def rule_heads() -> tuple[RuleHead, ...]:
+    """Every rule's head, ordered by code, as ``all_rules()`` orders the rules."""
+    from fsdp2_lint.rules import _index
+
+    return _index.HEADS
+
+
+# A rule as a run carries it: its head (from the configuration) or its class (tests, the harness).
+RuleLike = RuleHead | type[Rule]
+
+
+def loaded(rule: RuleLike) -> type[Rule]:
+    """The rule class of a head, or the class itself."""
+    return rule.load() if isinstance(rule, RuleHead) else rule
+
+
+def head_of(rule: type[Rule]) -> RuleHead:
+    """The head of a rule class, as the index records it."""
+    return RuleHead(
+        rule.code,
+        rule.name,
+        rule.severity,
+        rule.requires,
+        TorchVersions(rule.torch_versions.since, rule.torch_versions.before),
+        rule.__module__.rpartition(".")[2],
+        rule.__qualname__,
+    )
+
+
+def index_source(rules: Sequence[type[Rule]]) -> str:
+    """The text of ``fsdp2_lint.rules._index`` for these rules."""
+    imports: set[str] = set()
+    entries = [_head_source(head_of(rule), imports) for rule in rules]
+    lines = [
+        '"""Every rule\'s head (see ``fsdp2_lint.rule.RuleHead``): generated from the rules by',
+        '``python tests/support/rule_index.py --update``; do not edit."""',
+        "",
+        *sorted(imports),
+        "from fsdp2_lint.diagnostics import Severity",
+        "from fsdp2_lint.prefilter import Word",
+        "from fsdp2_lint.rule import RuleHead",
+        "from fsdp2_lint.torch_version import TorchVersions",
+        "",
+        "HEADS = (",
+        *entries,
+        ")",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _head_source(head: RuleHead, imports: set[str]) -> str:
+    requires = "".join(
+        f"({''.join(f'{_token_source(token, head, imports)}, ' for token in group)}), " for group in head.requires
+    )
+    versions = head.torch_versions
+    bounds = ", ".join(repr(None if bound is None else str(bound)) for bound in (versions.since, versions.before))
+    return (
+        f"    RuleHead({head.code!r}, {head.name!r}, Severity.{head.severity.name}, ({requires}), "
+        f"TorchVersions({bounds}), {head.module!r}, {head.class_name!r}),"
+    )
+
+
+def _token_source(token: Token, head: RuleHead, imports: set[str]) -> str:
+    if isinstance(token, str):
+        return repr(token)
+    accepts = token.accepts
+    if isinstance(accepts, frozenset):
+        return f"Word({token.core!r}, frozenset({sorted(accepts)!r}))"
+    module = getattr(accepts, "__module__", "") or ""
+    if (
+        not isinstance(accepts, types.FunctionType)
+        or "<" in accepts.__qualname__
+        or "." in accepts.__qualname__
+        or module.startswith("fsdp2_lint.rules")
+    ):
+        raise ValueError(
+            f"{head.code}: a Word accepts a set of words or a function of a module other than the rule's "
+            f"(the index names it without importing the rule), not {accepts!r}"
+        )
+    alias = "_" + module.replace(".", "_")
+    imports.add(f"import {module} as {alias}")
+    return f"Word({token.core!r}, {alias}.{accepts.__qualname__})"

@@ -6,7 +6,6 @@ were checked against."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 from dataclasses import dataclass
 
@@ -81,6 +80,8 @@ def _text(version: TorchVersion | str | None) -> str | None:
 def installed_torch() -> str | None:
     """The full version of the torch installed where the linter runs (``2.13.0+cpu``), from its
     package metadata (torch is not imported); None when there is none."""
+    import importlib.metadata  # reading metadata costs a start-up its imports: only when asked
+
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:

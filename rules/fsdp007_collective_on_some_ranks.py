@@ -60,26 +60,20 @@ REPLICATED_NORMS = frozenset(
 COMPLEMENT = {GuardRanks.ZERO: GuardRanks.NONZERO, GuardRanks.NONZERO: GuardRanks.ZERO}
 
 
-def _names_a_rank(word: str) -> bool:
-    """Can the interpreter take this identifier for a rank, a rank-0 flag or test, or a rank-0
-    decorator (as `torch_api.decorated` knows them)?"""
-    return bool(apis.rank_kind_of_name(word) or apis.rank_kind_of_call(word)) or word in apis.RANK_ZERO_DECORATORS
-
-
 def _last_names(qnames: frozenset[str]) -> frozenset[str]:
     return frozenset(qname.rpartition(".")[2] for qname in qnames)
 
 
 DIST_WORDS = tuple(
-    Word(core, _last_names(DIST_COLLECTIVES).__contains__)
+    Word(core, _last_names(DIST_COLLECTIVES))
     for core in ("reduce", "gather", "scatter", "broadcast", "barrier", "all_to_all")
 )
-DCP_WORDS = tuple(Word(core, _last_names(DCP_COLLECTIVES).__contains__) for core in ("save", "load"))
+DCP_WORDS = tuple(Word(core, _last_names(DCP_COLLECTIVES)) for core in ("save", "load"))
 OTHER_COLLECTIVES = ("full_tensor", "redistribute", "unshard")
 # What a rank guard is built from: rank-named identifiers (`local_rank`, `is_main_process`,
 # `get_rank`, `trainer.is_global_zero`), rank-0 decorators, rank environment variables.
 RANK_TOKENS = tuple(
-    Word(core, _names_a_rank)
+    Word(core, apis.names_a_rank)
     for core in (
         "rank",
         "main",
@@ -91,7 +85,7 @@ RANK_TOKENS = tuple(
         "global_zero",
         "local_zero",
     )
-) + (Word("RANK", apis.RANK_ENV_VARS.__contains__), Word("SLURM_", apis.RANK_ENV_VARS.__contains__))
+) + (Word("RANK", apis.RANK_ENV_VARS), Word("SLURM_", apis.RANK_ENV_VARS))
 RANKS = {GuardRanks.ZERO: "rank 0", GuardRanks.NONZERO: "the ranks other than 0", GuardRanks.SUBSET: "some ranks"}
 
 
@@ -331,8 +325,8 @@ def save(state):
     # `checkpoint` with save/load or the state-dict helpers' options), a DTensor method, or
     # `unshard`. And a rank guard.
     requires = (
-        (Word("distributed", "distributed".__eq__), *OTHER_COLLECTIVES),
-        (*DIST_WORDS, Word("checkpoint", "checkpoint".__eq__), *OTHER_COLLECTIVES),
+        (Word("distributed", frozenset({"distributed"})), *OTHER_COLLECTIVES),
+        (*DIST_WORDS, Word("checkpoint", frozenset({"checkpoint"})), *OTHER_COLLECTIVES),
         (*DIST_WORDS, *DCP_WORDS, "full_state_dict", "broadcast_from_rank0", *OTHER_COLLECTIVES),
         RANK_TOKENS,
     )

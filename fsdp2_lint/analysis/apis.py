@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from fsdp2_lint.analysis.model import RankKind, UniformKind
+from fsdp2_lint.analysis.kinds import RankKind, UniformKind
 
 FSDP = "torch.distributed.fsdp"
 FULLY_SHARD = f"{FSDP}.fully_shard"
@@ -260,3 +260,9 @@ def uniform_kind_of_name(name: str) -> UniformKind | None:
     if _WORLD_SIZE_NAME.match(name):
         return UniformKind.SIZE
     return UniformKind.DIST if _DISTRIBUTED_NAME.match(name) else None
+
+
+def names_a_rank(word: str) -> bool:
+    """Can the interpreter take this identifier for a rank, a rank-0 flag or test, or a rank-0
+    decorator (as `torch_api.decorated` knows them)? FSDP007's prefilter asks it of a file's words."""
+    return bool(rank_kind_of_name(word) or rank_kind_of_call(word)) or word in RANK_ZERO_DECORATORS

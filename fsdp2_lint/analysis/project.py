@@ -35,11 +35,13 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from fsdp2_lint.prefilter import TokenFacts
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
+
+if TYPE_CHECKING:  # the parser is imported where a module is parsed: finding imports reads none
+    import libcst as cst
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 AUTO_ROOTS = ("src", "python")
@@ -380,6 +382,8 @@ class Project:
         return module
 
     def _parse(self, path: Path) -> ProjectModule | None:
+        import libcst as cst
+
         data = self.sources.get(path)
         if data is None or not self.parseable(data):
             return None

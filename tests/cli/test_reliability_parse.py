@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from samples import BAD
 
 from fsdp2_lint import engine
+from fsdp2_lint.analysis import facts
 from fsdp2_lint.cli import main
 from fsdp2_lint.engine import lint_source
 
@@ -177,7 +178,7 @@ def test_running_out_of_memory_in_analysis_says_so(project, monkeypatch):
     def exhausted(*args):
         raise MemoryError
 
-    monkeypatch.setattr(engine, "interpret", exhausted)
+    monkeypatch.setattr(facts, "interpret", exhausted)  # the engine imports it when it analyses
     assert check("--no-cache", "bad.py") == (1, [("bad.py", "FSDP000", "fsdp2-lint ran out of memory on this file")])
 
 

@@ -8,10 +8,12 @@ import importlib.metadata
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
 from fixture_marks import ROOT
+from fsdp2_lint.rules import _index
 from samples import BAD, write
 
 from fsdp2_lint.cli import main
@@ -52,8 +54,11 @@ def project(tmp_path, monkeypatch):
 
 @pytest.fixture
 def fixed_in_2_8(monkeypatch):
-    """FSDP001 as if its failure happened before torch 2.8 only."""
+    """FSDP001 as if its failure happened before torch 2.8 only (its class, and its head: what a run
+    selects rules by)."""
     monkeypatch.setattr(OPTIMIZER_BEFORE_SHARD, "torch_versions", BEFORE_2_8)
+    heads = tuple(replace(head, torch_versions=BEFORE_2_8) if head.code == "FSDP001" else head for head in _index.HEADS)
+    monkeypatch.setattr(_index, "HEADS", heads)
 
 
 def run(*args: str) -> tuple[int, str]:

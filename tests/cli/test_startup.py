@@ -1,0 +1,145 @@
+"""What a run imports: `check` of files the prefilter rejects (pre-commit's common case) imports no
+parser, no analysis, no rule module, no fixing, no runtime harness and none of rich's markdown or
+tables; a file that can violate a rule imports the parser and the rules that can fire on it, and no
+other. Each run is a fresh interpreter, its modules read when it exits; bench/startup.py times it."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from samples import BAD, write
+
+from fsdp2_lint.output import Fixing, _print_summary, console, write_report
+
+# Records the modules loaded when the command exits (it always ends with sys.exit).
+RUN = (
+    "import atexit, json, sys\n"
+    "atexit.register(lambda: open({out!r}, 'w').write(json.dumps(sorted(sys.modules))))\n"
+    "from fsdp2_lint.cli import main\n"
+    "main()\n"
+)
+# Not needed before a file passes the prefilter.
+HEAVY = (
+    "libcst",
+    "rich",  # a clean run into a pipe writes its line unstyled, as rich would
+    "fsdp2_lint.analysis.facts",
+    "fsdp2_lint.analysis.interpreter",
+    "fsdp2_lint.analysis.model",
+    "fsdp2_lint.fixing.apply",
+    "fsdp2_lint.fixing.lines",
+    "fsdp2_lint.rule_docs",
+    "fsdp2_lint.runtime",
+)
+CLEAN = '''\
+"""Data loading: no collective, no rank test, nothing sharded."""
+import os
+
+from helpers import batches
+
+
+def paths(root):
+    return sorted(os.path.join(root, name) for name in os.listdir(root))
+'''
+
+
+def run(cwd: Path, *args: str, stdin: str | None = None) -> tuple[int, str, list[str]]:
+    """Exit status, standard output and the modules loaded of `fsdp2-lint ARGS`."""
+    out = cwd / "modules.json"
+    code = RUN.format(out=str(out))
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120
+    )
+    return result.returncode, result.stdout, json.loads(out.read_text())
+
+
+def loaded(modules: list[str], name: str) -> bool:
+    return any(module == name or module.startswith(name + ".") for module in modules)
+
+
+def rule_modules(modules: list[str]) -> list[str]:
+    return [module for module in modules if module.startswith("fsdp2_lint.rules.fsdp")]
+
+
+def project(tmp_path: Path) -> Path:
+    write(tmp_path / "pyproject.toml", "[tool.fsdp2-lint]\nselect = ['FSDP']\n")
+    write(tmp_path / "helpers.py", "def batches(data):\n    yield from data\n")
+    write(tmp_path / "data.py", CLEAN)
+    write(tmp_path / "bad.py", BAD)
+    return tmp_path
+
+
+def test_a_file_the_prefilter_rejects_imports_nothing_heavy(tmp_path):
+    root = project(tmp_path)
+    for args in (("check", "data.py"), ("check", "--no-cache", "--no-follow-imports", "data.py")):
+        status, stdout, modules = run(root, *args)
+        assert (status, stdout) == (0, "All checks passed!\n")
+        assert [name for name in HEAVY if loaded(modules, name)] == [], args
+        assert rule_modules(modules) == [], args
+
+
+def test_standard_input_the_prefilter_rejects_imports_nothing_heavy(tmp_path):
+    status, stdout, modules = run(project(tmp_path), "check", "--stdin-filename", "data.py", stdin=CLEAN)
+    assert (status, stdout) == (0, "All checks passed!\n")
+    assert [name for name in HEAVY if loaded(modules, name)] == []
+
+
+def test_a_file_a_rule_can_fire_on_loads_the_parser_and_only_the_rules_that_can_fire(tmp_path):
+    status, stdout, modules = run(project(tmp_path), "check", "--no-cache", "bad.py")
+    assert status == 1 and "FSDP001" in stdout
+    assert loaded(modules, "libcst") and loaded(modules, "fsdp2_lint.analysis.interpreter")
+    assert "fsdp2_lint.rules.fsdp001_optimizer_before_shard" in rule_modules(modules)
+    # BAD has no collective or rank test, no `no_sync`: FSDP007 and FSDP005 cannot fire, and are not imported
+    assert "fsdp2_lint.rules.fsdp007_collective_on_some_ranks" not in modules
+    assert "fsdp2_lint.rules.fsdp005_no_sync" not in modules
+    assert not loaded(modules, "rich.markdown") and not loaded(modules, "fsdp2_lint.runtime")
+
+
+def test_the_commands_that_need_them_import_them(tmp_path):
+    status, stdout, modules = run(tmp_path, "rule", "FSDP001")
+    assert status == 0 and "optimizer" in stdout.lower()
+    assert loaded(modules, "rich.markdown")
+    status, stdout, modules = run(tmp_path, "confirm", "--help")
+    assert status == 0 and "fixtures" in stdout
+    assert loaded(modules, "fsdp2_lint.runtime.harness")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+# (environment, a terminal?, styled by rich?)
+STREAMS = [
+    ({}, False, False),
+    ({}, True, True),
+    ({"FORCE_COLOR": "1"}, False, True),
+    ({"FORCE_COLOR": ""}, True, False),
+    ({"TTY_COMPATIBLE": "1"}, False, True),
+    ({"TTY_COMPATIBLE": "0", "FORCE_COLOR": "1"}, True, False),
+    ({"NO_COLOR": "1"}, True, True),  # bold, no colour
+]
+
+
+@pytest.mark.parametrize("environment, terminal, styled", STREAMS)
+@pytest.mark.parametrize("fixing", [Fixing(), Fixing(applied=2)])
+def test_a_clean_report_is_what_rich_writes(monkeypatch, environment, terminal, styled, fixing):
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    stream_type = _Terminal if terminal else io.StringIO
+    by_rich = stream_type()
+    _print_summary([], console(by_rich), fixing)
+    assert ("\x1b[" in by_rich.getvalue()) == styled
+    for output_format in ("text", "concise"):
+        written = stream_type()
+        write_report([], output_format, written, fixing=fixing)
+        assert written.getvalue() == by_rich.getvalue()
+        quiet = stream_type()
+        write_report([], output_format, quiet, summary=False, fixing=fixing)
+        assert quiet.getvalue() == ""
