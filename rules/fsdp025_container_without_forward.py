@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
+import libcst as cst
+
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Ref, canonical, refs
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.analysis.model import Event, Ref, canonical, refs
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing.builders import code_of
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.torch_version import TorchVersions
 
 # torch's module containers that have no `forward` of their own.
@@ -49,6 +55,13 @@ for block in model.layers:
     fully_shard(block)
 fully_shard(model)
 ```
+
+## Fix safety
+`fully_shard(X, ...)` as a statement of its own becomes `for block in X: fully_shard(block, ...)`
+(`X.values()` for a `ModuleDict`), with the same arguments: each module inside gets its own group,
+as the idiom does, and the call that raised now shards what it names. Safe: the result of the
+call is not used, and the loop variable is a name the file does not use. A call whose result is
+assigned, or a container given by keyword, is not changed.
 
 ## Known problems
 A container is recognised only where the analysis knows the object: built in the flow, or stored
@@ -102,6 +115,11 @@ heads = nn.ModuleDict({"a": nn.Linear(4, 4), "b": nn.Linear(4, 4)})
 fully_shard(heads)  # expect: FSDP025
 """,
     )
+    fix_offer = FixOffer(
+        summary="`fully_shard(X, ...)` → `for block in X: fully_shard(block, ...)` (`X.values()` for a `ModuleDict`)",
+        applicabilities=(Applicability.SAFE,),
+        safety="the modules inside get a group each, with the call's arguments; its result was not used",
+    )
     requires = (("fully_shard",), ("ModuleList", "ModuleDict"))
     signature = RuntimeSignature(
         evidence="exception",
@@ -127,6 +145,7 @@ fully_shard(heads)  # expect: FSDP025
                         f"`{name}` is an `nn.{container}`, which has no `forward`, so `fully_shard`'s hooks "
                         f"would never run: `ValueError: fully_shard does not support containers that do not "
                         f"implement forward`",
+                        fix=_shard_each(facts, shard, container),
                     )
 
 
@@ -140,3 +159,26 @@ def _container(facts: FileFacts, module: object) -> str | None:
 
 def _kind(obj: Ref) -> str | None:
     return CONTAINERS.get(obj.root.qname or "") if not obj.path and obj.root.cls is None else None
+
+
+def _shard_each(facts: FileFacts, shard: Event, container: str) -> Rewrite | None:
+    """``fully_shard(X, **kw)`` alone on its line -> ``for block in X: fully_shard(block, **kw)``."""
+    call = shard.node
+    found = facts.statement_of(call)
+    if found is None or not isinstance(call, cst.Call) or not call.args or call.args[0].keyword is not None:
+        return None
+    line = found[0]
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        return None
+    if not (isinstance(line.body[0], cst.Expr) and line.body[0].value is call) or call.args[0].star:
+        return None
+    source = facts.text_of(call).source
+    name = next((n for n in ("block", "child", "submodule") if not re.search(rb"\b%s\b" % n.encode(), source)), None)
+    if name is None:
+        return None
+    items = code_of(call.args[0].value) + (".values()" if container == "ModuleDict" else "")
+    rest = "".join(", " + code_of(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in call.args[1:])
+    loop = cst.parse_statement(f"for {name} in {items}:\n    {code_of(call.func)}({name}{rest})\n")
+    loop = loop.with_changes(leading_lines=line.leading_lines)
+    body = loop.body.with_changes(header=line.trailing_whitespace)  # the line's comment stays on the `for` line
+    return Rewrite(f"shard each module of the {container}", {line: loop.with_changes(body=body)})

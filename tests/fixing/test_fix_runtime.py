@@ -36,7 +36,17 @@ def test_every_fully_fixed_bad_fixture_trains_cleanly(tmp_path):
             spec = RunSpec(script=script, run_dir=tmp_path / "runs" / path.parent.name / path.stem, timeout=120.0)
             fixed[spec] = Fixture(path.parent.name, script, SIGNATURES[path.parent.name])
     fixed_rules = {fixture.rule for fixture in fixed.values()}
-    assert {"FSDP001", "FSDP002", "FSDP003", "FSDP005", "FSDP011", "FSDP015", "FSDP029", "FSDP030"} <= fixed_rules
+    assert {
+        "FSDP001",
+        "FSDP002",
+        "FSDP003",
+        "FSDP005",
+        "FSDP011",
+        "FSDP015",
+        "FSDP025",
+        "FSDP029",
+        "FSDP030",
+    } <= fixed_rules
 
     with RankPool(2, "cpu", tmp_path / "pool", jobs=default_jobs(2, "cpu")) as pool:
         results = [judge(fixed[record.spec], record) for record in pool.run_all(list(fixed))]

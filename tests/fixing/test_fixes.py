@@ -123,6 +123,37 @@ def test_fsdp003_calls_the_module_keeping_the_comment_and_spacing():
     assert fixed_text(source) == source.replace("model.forward( batch", "model( batch")
 
 
+CONTAINERS = """\
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+blocks = nn.ModuleList(nn.Linear(4, 4) for _ in range(2))
+heads = nn.ModuleDict({"a": nn.Linear(4, 4)})
+"""
+
+
+def test_fsdp025_shards_each_module_of_the_container_with_the_calls_arguments():
+    source = CONTAINERS + "fully_shard(blocks, mesh=mesh)  # layers\n    \nfully_shard(heads)\n"
+    assert fixed_text(source) == CONTAINERS + (
+        "for block in blocks:  # layers\n    fully_shard(block, mesh=mesh)\n    \n"
+        "for block in heads.values():\n    fully_shard(block)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["sharded = fully_shard(blocks)", "fully_shard(module=blocks)", "fully_shard(blocks); step()"],
+)
+def test_fsdp025_offers_no_fix_where_the_call_is_more_than_a_statement_of_its_own(statement):
+    [diagnostic] = lint_source((CONTAINERS + statement + "\n").encode(), "train.py")
+    assert diagnostic.code == "FSDP025" and diagnostic.fix is None
+
+
+def test_fsdp025_names_the_loop_variable_after_no_name_the_file_uses():
+    source = CONTAINERS + "block = blocks[0]\nfully_shard(blocks)\n"
+    assert "for child in blocks:\n    fully_shard(child)\n" in fixed_text(source)
+
+
 def test_fsdp003_offers_no_fix_for_a_stored_bound_method():
     source = case("""\
         fully_shard(model)
