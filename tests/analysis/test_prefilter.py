@@ -127,7 +127,7 @@ def test_prefilter_is_exact_on_projects(tmp_path, monkeypatch):
     files = [path for project in fixture_projects() for path in project_files(project)]
     files += [path for project in generated for path in project]
     entries = [path for path in files if path.name == "train.py" and path.is_relative_to(tmp_path)]
-    assert len(entries) == len(project_cases.CASES)
+    assert entries and len(entries) == len(project_cases.CASES)
     assert all(not applicable_rules(all_rules(), path.read_bytes()) for path in entries)  # alone: skipped
     filtered = _project_findings(files)
 
