@@ -212,6 +212,14 @@ def test_a_word_token_needs_a_whole_identifier_the_predicate_accepts():
     assert not word.occurs_in(b"ranking = franks + rank_table + local_rank_of")
 
 
+def test_a_word_token_at_the_very_start_or_end_of_a_file_is_judged_as_a_whole_identifier():
+    word = Word("rank", lambda name: name == "rank")
+    assert word.occurs_in(b"rank = 0\nx")
+    assert word.occurs_in(b"x = rank")
+    assert not word.occurs_in(b"frank = 0\n")  # the identifier starts at the first byte
+    assert not word.occurs_in(b"x = ranks")
+
+
 @pytest.mark.parametrize(
     "source, code",
     [
