@@ -11,6 +11,8 @@ step="${2:-1}"
 here="bench/mutation"
 session="$here/$module.sqlite"
 rm -f "$session"
+# the unmutated module must pass its test selection, or every mutant would count as killed
+cosmic-ray baseline "$here/$module.toml"
 cosmic-ray init "$here/$module.toml" "$session"
 python "$here/sample.py" "$session" "$step"
 cosmic-ray exec "$here/$module.toml" "$session"
