@@ -218,6 +218,8 @@ def test_a_word_token_at_the_very_start_or_end_of_a_file_is_judged_as_a_whole_id
     assert word.occurs_in(b"x = rank")
     assert not word.occurs_in(b"frank = 0\n")  # the identifier starts at the first byte
     assert not word.occurs_in(b"x = ranks")
+    prefixed = Word("rank", lambda name: name == "my_rank")  # an identifier that starts 3 bytes before its core
+    assert prefixed.occurs_in(b"x = my_rank") and not prefixed.occurs_in(b"x = amy_rank")
 
 
 @pytest.mark.parametrize(
