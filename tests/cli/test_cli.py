@@ -247,7 +247,12 @@ def test_configuration_of_a_subproject_applies_to_its_files(project):
     "config, message",
     [
         ('[tool.fsdp2-lint]\nselct = ["FSDP001"]\n', "unknown key(s) in [tool.fsdp2-lint]: selct"),
-        ('[tool.fsdp2-lint]\nignore = ["FSDP123"]\n', "unknown rule code or prefix 'FSDP123'"),
+        ('[tool.fsdp2-lint]\nignore = ["FSDP123"]\n', "pyproject.toml: unknown rule code or prefix 'FSDP123'"),
+        (
+            '[tool.fsdp2-lint]\nper-file-ignores = { "a/*" = ["FSDP123"] }\n',
+            "pyproject.toml: per-file-ignores['a/*']: unknown rule code or prefix 'FSDP123'",
+        ),
+        ("[tool.fsdp2-lint]\nmax-file-size = -1\n", "max-file-size"),
         ('[tool.fsdp2-lint]\nignore = "FSDP001"\n', "`ignore` must be a list of strings"),
         ("[tool.fsdp2-lint\n", "cannot read configuration"),
     ],
@@ -259,6 +264,14 @@ def test_configuration_errors_exit_2_and_name_the_problem(project, config, messa
     assert code == 2
     assert message in output
     assert "Traceback" not in output
+
+
+@pytest.mark.parametrize("setting", ['select = ["ALL"]', "max-file-size = 0"])
+def test_settings_that_keep_everything_on_are_accepted(project, setting):
+    write(project / "pyproject.toml", "[tool.fsdp2-lint]\n" + setting + "\n")
+    write(project / "bad.py", BAD)
+    code, output = run("check", "--output-format", "json", "bad.py")
+    assert code == 1 and [d["code"] for d in json.loads(output)] == ["FSDP001"]
 
 
 def test_directory_walk_respects_gitignore_and_default_excludes(project):
