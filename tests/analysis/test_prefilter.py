@@ -160,6 +160,14 @@ def test_a_file_and_its_imports_are_judged_as_their_code_joined():
     assert compared > 150
 
 
+def test_tokens_only_an_imported_module_holds_count_with_or_without_a_token_memo():
+    caller = b"from helpers import setup\nmodel = setup()\n"
+    helper = b"from torch.distributed.fsdp import fully_shard\ndef setup():\n    return fully_shard(Net())\n"
+    assert applicable_rules(all_rules(), caller) == []
+    alone = applicable_rules(all_rules(), caller, [helper])
+    assert alone and alone == applicable_rules(all_rules(), caller, [helper], TokenFacts())
+
+
 def test_each_module_keeps_only_its_own_comments():
     file = textwrap.dedent(NEAR_MISSES["comment-only-tokens"]).encode()
     kept_whole = b'v = f"{d["k"]}#{x}"  # c\n'  # the scan cannot strip it
