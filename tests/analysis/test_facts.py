@@ -529,7 +529,7 @@ def test_objects_created_in_a_call_are_named_by_the_parameter_they_bind():
 def test_kinds_are_plain_enums_that_no_string_equals(kinds):
     """A kind compared with a string it used to be is never equal: a leftover comparison fails."""
     assert not issubclass(kinds, str)
-    assert all(kind != kind.value and kind.value not in {kind} for kind in kinds)
+    assert list(kinds) and all(kind != kind.value and kind.value not in {kind} for kind in kinds)
 
 
 def _method_events(source: str, name: str):

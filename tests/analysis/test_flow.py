@@ -437,3 +437,20 @@ def test_tests_of_one_fixed_condition_are_exclusive_and_nothing_else_is(source, 
     first, second = [event for trace in facts_of(source).traces for event in trace.shards][-2:]
     assert first.exclusive_with(second) is exclusive
     assert second.exclusive_with(first) is exclusive
+
+
+@pytest.mark.parametrize("bound_before", [False, True], ids=["new", "rebound"])
+def test_a_variable_given_different_values_in_the_two_arms_may_be_either_after_the_if(bound_before):
+    facts = facts_of(
+        f"""
+        def main(c, x):
+            {"m = Third()" if bound_before else "pass"}
+            if c:
+                m = fully_shard(Net())
+            else:
+                m = Other()
+            m.forward(x)
+        """
+    )
+    (after,) = calls_of(facts, "forward", "main")
+    assert made_by(facts, after) == {SHARDED, OTHER}

@@ -127,7 +127,7 @@ def test_prefilter_is_exact_on_projects(tmp_path, monkeypatch):
     files = [path for project in fixture_projects() for path in project_files(project)]
     files += [path for project in generated for path in project]
     entries = [path for path in files if path.name == "train.py" and path.is_relative_to(tmp_path)]
-    assert len(entries) == len(project_cases.CASES)
+    assert entries and len(entries) == len(project_cases.CASES)
     assert all(not applicable_rules(all_rules(), path.read_bytes()) for path in entries)  # alone: skipped
     filtered = _project_findings(files)
 
@@ -158,6 +158,14 @@ def test_a_file_and_its_imports_are_judged_as_their_code_joined():
         assert applicable_rules(all_rules(), first, imported, facts) == joined
         compared += bool(joined)
     assert compared > 150
+
+
+def test_tokens_only_an_imported_module_holds_count_with_or_without_a_token_memo():
+    caller = b"from helpers import setup\nmodel = setup()\n"
+    helper = b"from torch.distributed.fsdp import fully_shard\ndef setup():\n    return fully_shard(Net())\n"
+    assert applicable_rules(all_rules(), caller) == []
+    alone = applicable_rules(all_rules(), caller, [helper])
+    assert alone and alone == applicable_rules(all_rules(), caller, [helper], TokenFacts())
 
 
 def test_each_module_keeps_only_its_own_comments():
@@ -210,6 +218,16 @@ def test_a_word_token_needs_a_whole_identifier_the_predicate_accepts():
     assert word.occurs_in(b"x = ranking + local_rank")
     assert word.occurs_in(b'getattr(env, "rank")')
     assert not word.occurs_in(b"ranking = franks + rank_table + local_rank_of")
+
+
+def test_a_word_token_at_the_very_start_or_end_of_a_file_is_judged_as_a_whole_identifier():
+    word = Word("rank", lambda name: name == "rank")
+    assert word.occurs_in(b"rank = 0\nx")
+    assert word.occurs_in(b"x = rank")
+    assert not word.occurs_in(b"frank = 0\n")  # the identifier starts at the first byte
+    assert not word.occurs_in(b"x = ranks")
+    prefixed = Word("rank", lambda name: name == "my_rank")  # an identifier that starts 3 bytes before its core
+    assert prefixed.occurs_in(b"x = my_rank") and not prefixed.occurs_in(b"x = amy_rank")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from samples import BAD, GOOD, write
+from samples import BAD, BAD_WITH_FIX, GOOD, write
 
 from fsdp2_lint.cli import main
 
@@ -135,6 +135,34 @@ def test_unparsable_and_unreadable_files_are_fsdp000_and_others_still_linted(pro
 
 
 @pytest.mark.parametrize(
+    "args, configuration",
+    [(("--ignore", "FSDP000"), ""), ((), 'per-file-ignores = { "broken.py" = ["FSDP000"] }\n')],
+    ids=["ignore", "per-file-ignores"],
+)
+def test_fsdp000_left_out_by_the_settings_is_not_reported_among_other_files(project, args, configuration):
+    write(project / "broken.py", "from torch.distributed.fsdp import fully_shard\ndef f(:\n")
+    write(project / "bad.py", BAD)
+    write(project / "good.py", GOOD)
+    write(project / "pyproject.toml", "[tool.fsdp2-lint]\n" + configuration)
+    code, output = run("check", "--output-format", "json", *args, "broken.py", "bad.py", "good.py")
+    assert code == 1
+    assert [(d["path"], d["code"]) for d in json.loads(output)] == [("bad.py", "FSDP001")]
+
+
+def test_per_file_ignores_patterns_matching_one_file_add_up(project):
+    write(project / "tests" / "bad_test.py", BAD_WITH_FIX)  # FSDP001 and FSDP003
+    write(project / "tests" / "other.py", BAD_WITH_FIX)
+    write(
+        project / "pyproject.toml",
+        '[tool.fsdp2-lint]\nper-file-ignores = { "tests/*" = ["FSDP001"], "*_test.py" = ["FSDP003"] }\n',
+    )
+    code, output = run("check", "--output-format", "json", ".")
+    assert sorted((d["path"], d["code"]) for d in json.loads(output)) == [
+        ("tests/other.py", "FSDP003")  # only the first pattern matches it
+    ]
+
+
+@pytest.mark.parametrize(
     "source, message, line, column",
     [
         ("x = (1,\n", "'(' was never closed", 1, 5),
@@ -160,6 +188,8 @@ def test_syntax_errors_carry_pythons_message_and_position(project, source, messa
         ("  # noqa: FSDP001", True),
         ("  # noqa", True),
         ("  # NOQA:FSDP001,FSDP004", True),
+        ("  # noqa: fsdp001", True),  # codes are read in any case, as the keyword is
+        ("  # fsdp2-lint: disable=fsdp001", True),
         ("  # fsdp2-lint: disable=FSDP001", True),
         ("  # noqa: E501", False),
         ("  # noqa: FSDP004", False),
@@ -217,7 +247,12 @@ def test_configuration_of_a_subproject_applies_to_its_files(project):
     "config, message",
     [
         ('[tool.fsdp2-lint]\nselct = ["FSDP001"]\n', "unknown key(s) in [tool.fsdp2-lint]: selct"),
-        ('[tool.fsdp2-lint]\nignore = ["FSDP123"]\n', "unknown rule code or prefix 'FSDP123'"),
+        ('[tool.fsdp2-lint]\nignore = ["FSDP123"]\n', "pyproject.toml: unknown rule code or prefix 'FSDP123'"),
+        (
+            '[tool.fsdp2-lint]\nper-file-ignores = { "a/*" = ["FSDP123"] }\n',
+            "pyproject.toml: per-file-ignores['a/*']: unknown rule code or prefix 'FSDP123'",
+        ),
+        ("[tool.fsdp2-lint]\nmax-file-size = -1\n", "max-file-size"),
         ('[tool.fsdp2-lint]\nignore = "FSDP001"\n', "`ignore` must be a list of strings"),
         ("[tool.fsdp2-lint\n", "cannot read configuration"),
     ],
@@ -229,6 +264,14 @@ def test_configuration_errors_exit_2_and_name_the_problem(project, config, messa
     assert code == 2
     assert message in output
     assert "Traceback" not in output
+
+
+@pytest.mark.parametrize("setting", ['select = ["ALL"]', "max-file-size = 0"])
+def test_settings_that_keep_everything_on_are_accepted(project, setting):
+    write(project / "pyproject.toml", "[tool.fsdp2-lint]\n" + setting + "\n")
+    write(project / "bad.py", BAD)
+    code, output = run("check", "--output-format", "json", "bad.py")
+    assert code == 1 and [d["code"] for d in json.loads(output)] == ["FSDP001"]
 
 
 def test_directory_walk_respects_gitignore_and_default_excludes(project):

@@ -11,6 +11,7 @@ import libcst
 import pytest
 from click.testing import CliRunner
 from fixture_marks import FIXTURES
+from samples import BAD, BAD_WITH_FIX, write
 
 from fsdp2_lint import pipeline
 from fsdp2_lint.cli import main
@@ -67,6 +68,21 @@ def test_small_inputs_are_analysed_in_process(tmp_path, pools):
     many = [LintTask(path, path.name, all_rules()) for path in sorted(FIXTURES.glob("FSDP*/bad_*.py"))]
     assert len(many) >= PARALLEL_THRESHOLD
     assert lint_files(many, jobs=2) == lint_files(many, jobs=1) and pools == [2]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_each_file_gets_its_own_findings_in_the_order_given_whatever_their_sizes(tmp_path, jobs):
+    """Work is scheduled largest file first; the results come back in the order the files were given."""
+    files = []
+    for index in range(PARALLEL_THRESHOLD):
+        padding = "# padding\n" * (50 * (index % 5))  # sizes that neither rise nor fall with the index
+        body = BAD if index % 2 else BAD_WITH_FIX
+        files.append(write(tmp_path / f"f{index:02}.py", padding + body))
+    tasks = [LintTask(path, path.name, all_rules()) for path in files]
+    results = lint_files(tasks, jobs=jobs)
+    assert [{d.path for d in found} for found in results] == [{path.name} for path in files]
+    expected = [["FSDP001"] if index % 2 else ["FSDP001", "FSDP003"] for index in range(len(files))]
+    assert [[d.code for d in found] for found in results] == expected
 
 
 def _live_modules() -> int:

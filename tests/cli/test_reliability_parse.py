@@ -20,6 +20,7 @@ from fsdp2_lint import engine
 from fsdp2_lint.analysis import facts
 from fsdp2_lint.cli import main
 from fsdp2_lint.engine import lint_source
+from fsdp2_lint.rule import all_rules
 
 FSDP001 = (
     "optimizer built from parameters of `model` captured before `fully_shard` (line 7): its step() updates "
@@ -198,3 +199,19 @@ def test_syntax_newer_than_the_running_python_lints_at_the_right_lines(code):
     source = "\n".join(lines) + "\n"
     found = [(d.code, d.line) for d in lint_source(source.encode(), "new.py") if d.code == "FSDP001"]
     assert found == [("FSDP001", lines.index("optimizer = torch.optim.AdamW(model.parameters())") + 1)]
+
+
+def test_a_noqa_comment_never_hides_that_a_file_was_not_checked(monkeypatch):
+    """FSDP000 says a file (or a rule on it) went unchecked: a `# noqa` on its line must not hide that."""
+    broken = b"from torch.distributed.fsdp import fully_shard  # noqa\ndef f(:  # noqa\n"
+    assert [(d.code, d.line) for d in lint_source(broken, "broken.py")] == [("FSDP000", 2)]
+
+    def planted_fault(self, facts):
+        raise RuntimeError("planted rule fault")
+
+    [optimizer_rule] = [rule for rule in all_rules() if rule.code == "FSDP001"]
+    monkeypatch.setattr(optimizer_rule, "check", planted_fault)
+    found = lint_source(("import torch  # noqa\n" + BAD.partition("\n")[2]).encode(), "bad.py", [optimizer_rule])
+    assert [(d.code, d.line, d.message) for d in found] == [
+        ("FSDP000", 1, "internal error in rule FSDP001: RuntimeError: planted rule fault")
+    ]

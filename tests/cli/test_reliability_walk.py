@@ -174,3 +174,16 @@ def test_a_configuration_file_that_cannot_be_read_is_a_configuration_error_namin
     assert done.returncode == 2
     assert f"Error: pyproject.toml: cannot read configuration: {reason}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_excluded_directory_is_not_walked_so_what_it_holds_cannot_fail_the_run(project):
+    """`exclude` prunes a directory: a folder inside it that cannot be read is never reported."""
+    write(project / "bad.py")
+    write(project / "generated" / "bad.py")
+    write(project / "generated" / "locked" / "bad.py")
+    (project / "pyproject.toml").write_text('[tool.fsdp2-lint]\nexclude = ["generated/"]\n')
+    (project / "generated" / "locked").chmod(0o000)
+    assert lint(".") == (1, [("bad.py", "FSDP001")])
+    (project / "generated" / "locked").chmod(0o755)
+    (project / "generated").chmod(0o000)
+    assert lint(".") == (1, [("bad.py", "FSDP001")])

@@ -55,7 +55,7 @@ def test_edits_rebuild_only_the_changed_statements_and_match_the_whole_fix(sourc
             patch.setattr(cst.Module, "code", property(whole_module_code))
             edits = text_edits(facts, fix)
         assert applied(source, edits) == apply_rewrites(facts.module, [fix]).code
-        assert all(edit.end_line - edit.line <= 4 for edit in edits)  # a few lines each, not the file
+        assert edits and all(edit.end_line - edit.line <= 4 for edit in edits)  # a few lines each, not the file
 
 
 def test_a_change_to_the_files_header_falls_back_to_comparing_whole_files():

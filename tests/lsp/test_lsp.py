@@ -30,7 +30,7 @@ from samples import BAD_WITH_FIX as BAD
 from samples import write
 
 from fsdp2_lint.cli import main
-from fsdp2_lint.lsp import features
+from fsdp2_lint.lsp import features, server
 
 # `fsdp2-lint lsp` with torch unimportable: the editor install (`fsdp2-lint[lsp]`) has no torch
 BLOCKED = "import sys; sys.modules[{!r}] = None; from fsdp2_lint.cli import main; main()"
@@ -197,6 +197,45 @@ async def test_code_actions_fix_and_noqa_applied_by_the_client_clear_the_diagnos
     assert await request_actions(client, uri, optimizer, only=[types.CodeActionKind.Refactor]) is None
     change_document(client, uri, apply_edit(fixed, noqa.edit, uri), 3)
     await published(client, uri, lambda found: found == [])
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_an_unsafe_fix_is_offered_but_never_as_the_preferred_action(client: LanguageClient, tmp_path):
+    uri = open_document(client, tmp_path / "train.py", BAD)
+    optimizer, forward = await published(client, uri)
+    [unsafe] = [
+        action for action in await request_actions(client, uri, optimizer) if action.edit and "Fix" in action.title
+    ]
+    assert unsafe.title.endswith("(unsafe)") and not unsafe.is_preferred  # an editor applies a preferred one unasked
+    [safe] = [action for action in await request_actions(client, uri, forward) if action.title.startswith("Fix")]
+    assert safe.is_preferred
+
+
+@ASYNC
+@editors(VSCODE)
+async def test_edits_in_quick_succession_are_linted_once_typing_pauses(client: LanguageClient, tmp_path):
+    uri = open_document(client, tmp_path / "train.py", BAD)
+    await published(client, uri)
+    publications: list[list[str]] = []
+
+    class Recording(dict):
+        def __setitem__(self, key, value):
+            if key == uri:
+                publications.append(codes(value))
+            super().__setitem__(key, value)
+
+    seen = client.diagnostics
+    client.diagnostics = Recording(seen)
+    try:
+        for version in range(2, 7):  # keystrokes well inside the debounce delay
+            change_document(client, uri, GOOD if version == 6 else BAD, version)
+        await published(client, uri, lambda found: found == [])
+        await asyncio.sleep(server.DEBOUNCE_SECONDS * 5)  # room for any late publication to arrive
+    finally:
+        seen.update(client.diagnostics)
+        client.diagnostics = seen
+    assert publications == [[]]  # one publication, of the last text
 
 
 async def request_actions(client: LanguageClient, uri: str, diagnostic: types.Diagnostic, only=None):
@@ -476,7 +515,8 @@ async def test_fix_all_applies_every_safe_fix_as_the_cli_does_when_asked_by_name
     optimizer, *_ = await published(client, uri)
     everything = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
     quick_fixes = await request_actions(client, uri, optimizer, only=None)
-    assert all(action.kind == types.CodeActionKind.QuickFix for action in quick_fixes)  # not on every cursor move
+    # quick fixes only, not a fix-all on every cursor move
+    assert quick_fixes and all(action.kind == types.CodeActionKind.QuickFix for action in quick_fixes)
 
     for only in ([types.CodeActionKind.SourceFixAll], [types.CodeActionKind.Source]):
         context = types.CodeActionContext(diagnostics=[], only=only)

@@ -15,7 +15,7 @@ from fsdp2_lint.rule import RuntimeSignature, all_rules
 from fsdp2_lint.runtime.evidence.record import RunSpec
 from fsdp2_lint.runtime.evidence.registry import EVIDENCE_KINDS, observe
 from fsdp2_lint.runtime.harness.fixtures import Fixture, fixtures_root
-from fsdp2_lint.runtime.harness.report import RunSettings, print_table
+from fsdp2_lint.runtime.harness.report import RunSettings, as_json, print_table
 from fsdp2_lint.runtime.harness.verdict import FixtureResult, Verdict
 from fsdp2_lint.runtime.launch.torchrun import TorchrunLauncher
 
@@ -25,6 +25,17 @@ CLI = [sys.executable, "-m", "fsdp2_lint.cli"]
 def confirm(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     command = [sys.executable, "-c", "from fsdp2_lint.cli import main; main()", "confirm", *args]
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+# What each rule's fixtures show here, kept in the test rather than read from the rules' own signatures:
+# a wrong `min_gpus` or `min_ranks` on a rule must not turn its fixtures into silent skips.
+NEEDS_GPUS = {"FSDP011"}  # its failure only shows with a GPU per rank: not runnable on CPU
+NEEDS_TWO_RANKS = {"FSDP002", "FSDP004", "FSDP007", "FSDP010", "FSDP012", "FSDP015", "FSDP016"}
+
+
+def test_the_tables_name_rules_that_exist():
+    codes = {rule.code for rule in all_rules()}
+    assert NEEDS_GPUS <= codes and NEEDS_TWO_RANKS <= codes
 
 
 def test_every_bad_fixture_is_confirmed_and_every_good_one_is_clean_on_cpu():
@@ -39,11 +50,11 @@ def test_every_bad_fixture_is_confirmed_and_every_good_one_is_clean_on_cpu():
     assert {(r["rule"], r["fixture"]) for r in report["results"]} == on_disk
 
     def expected(r: dict) -> str:
-        signature = rules[r["rule"]].signature
-        if signature.min_gpus > 0:
+        if r["rule"] in NEEDS_GPUS:
             return "not runnable here"
         return "clean" if r["kind"] == "good" else "confirmed"
 
+    # a fixture that should run here and was skipped fails this as much as one that failed
     failures = [
         f"{r['rule']}/{r['fixture']}: {r['verdict']} ({[e['summary'] for e in r['evidence']]} {r['note']})"
         for r in report["results"]
@@ -57,33 +68,30 @@ def test_every_bad_fixture_is_confirmed_and_every_good_one_is_clean_on_cpu():
             assert r["evidence"] == []
     assert {rule.signature.evidence for rule in all_rules()} <= set(EVIDENCE_KINDS)
     assert [f"{r['rule']}/{r['fixture']}: {r['note']}" for r in report["results"] if "probe errors" in r["note"]] == []
+    skipped = [r for r in report["results"] if r["rule"] in NEEDS_GPUS]
+    assert skipped and {(r["outcome"], r["passed"]) for r in skipped} == {("skipped", False)}
+    assert report["outcomes"] == {"passed": len(report["results"]) - len(skipped), "skipped": len(skipped), "failed": 0}
     assert report["ok"] is True
     assert result.returncode == 0
 
 
 def test_on_one_rank_only_failures_that_need_a_second_rank_go_unshown_and_each_such_claim_is_needed():
     report = json.loads(confirm("--device", "cpu", "--nproc", "1", "--output-format", "json").stdout)
-    rules = {rule.code: rule.signature for rule in all_rules()}
 
-    def allowed(r: dict) -> set[str]:
-        signature = rules[r["rule"]]
-        if signature.min_gpus > 0:
-            return {"not runnable here"}
-        if r["kind"] == "good":
-            return {"clean"}
-        return {"confirmed", "not runnable here"} if signature.min_ranks > 1 else {"confirmed"}
+    def expected(r: dict) -> str:
+        if r["rule"] in NEEDS_GPUS or (r["kind"] == "bad" and r["rule"] in NEEDS_TWO_RANKS):
+            return "not runnable here"
+        return "clean" if r["kind"] == "good" else "confirmed"
 
+    # every rule that needs two ranks has a fixture that shows nothing on one, and no other rule's does
     failures = [
         f"{r['rule']}/{r['fixture']}: {r['verdict']} {r['note']}"
         for r in report["results"]
-        if r["verdict"] not in allowed(r)
+        if r["verdict"] != expected(r) and not (r["rule"] in NEEDS_TWO_RANKS and r["verdict"] == "confirmed")
     ]
     assert failures == []
     unshown = {r["rule"] for r in report["results"] if r["kind"] == "bad" and r["verdict"] == "not runnable here"}
-    # a rule claims a second rank only where one of its fixtures shows nothing on one
-    assert unshown - {code for code, signature in rules.items() if signature.min_gpus} == {
-        code for code, signature in rules.items() if signature.min_ranks > 1
-    }
+    assert unshown - NEEDS_GPUS == NEEDS_TWO_RANKS
     assert report["ok"] is True
 
 
@@ -103,7 +111,24 @@ def test_text_table_shows_device_rows_verdicts_and_summary():
     assert "AttributeError matching /no_sync/" in text
     assert "good_flag" in text and "clean" in text and "trains cleanly" in text
     assert "note: FSDP006 has no fixtures" in text
-    assert "2 fixtures: 1 NOT confirmed, 1 clean — FAILED" in text
+    assert "2 fixtures: 1 NOT confirmed, 1 clean — FAILED (1 passed, 1 failed)" in text
+
+
+def test_a_fixture_not_runnable_here_is_counted_as_skipped_neither_passed_nor_failed():
+    signature = RuntimeSignature("exception", ("RuntimeError",), min_gpus=2)
+    gpu_only = Fixture("FSDP011", Path("/f/FSDP011/bad_no_set_device.py"), signature)
+    good = Fixture("FSDP011", Path("/f/FSDP011/good_set_device.py"), signature)
+    results = [FixtureResult(gpu_only, Verdict.NOT_RUNNABLE, note="needs 2 GPUs; running on CPU"),
+               FixtureResult(good, Verdict.CLEAN)]  # fmt: skip
+    settings = RunSettings("cpu", "gloo", 2, "pool", 1, 30.0, "2.13.0+cpu")
+    console = Console(record=True, width=200)
+    print_table(console, settings, results, [], 1.0)
+    assert "2 fixtures: 1 clean, 1 not runnable here — OK (1 passed, 1 skipped)" in console.export_text()
+    document = json.loads(as_json(settings, results, [], 1.0))
+    assert document["outcomes"] == {"passed": 1, "skipped": 1, "failed": 0} and document["ok"] is True
+    assert [(r["outcome"], r["passed"]) for r in document["results"]] == [("skipped", False), ("passed", True)]
+    assert (Verdict.NOT_RUNNABLE.passed, Verdict.NOT_RUNNABLE.failed) == (False, False)
+    assert (Verdict.NOT_REPRODUCIBLE.passed, Verdict.NOT_REPRODUCIBLE.failed) == (False, False)
 
 
 def test_without_torch_confirm_says_how_to_install_it_and_exits_2():

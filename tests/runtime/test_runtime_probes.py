@@ -51,8 +51,10 @@ def test_step_probe_sees_an_optimizer_that_updates_nothing(run_scripts):
     for record in (good, zero_lr):
         assert record.completed()
         assert observe(record) == []
-    assert all(event["changed"] == 4 for _, event in good.of_kind(events.STEP))
-    assert all(event["changed"] == 0 and event["optimizer_dtensor"] == 4 for _, event in zero_lr.of_kind(events.STEP))
+    good_steps = [event for _, event in good.of_kind(events.STEP)]
+    assert good_steps and all(event["changed"] == 4 for event in good_steps)
+    zero_lr_steps = [event for _, event in zero_lr.of_kind(events.STEP)]
+    assert zero_lr_steps and all(event["changed"] == 0 and event["optimizer_dtensor"] == 4 for event in zero_lr_steps)
 
 
 # A plain model trained in the same loop as the sharded one (a single-process reference).
@@ -191,7 +193,8 @@ def test_step_probe_sees_parameters_that_never_train(run_scripts):
     assert all(step["sync_off_count"] == 0 for step in steps)
 
     assert frozen_layer.completed() and observe(frozen_layer) == []
-    assert all(event["changed"] == 2 for _, event in frozen_layer.of_kind(events.STEP))
+    frozen_steps = [event for _, event in frozen_layer.of_kind(events.STEP)]
+    assert frozen_steps and all(event["changed"] == 2 for event in frozen_steps)
 
 
 META_INIT_NO_INIT = """

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fsdp2_lint.runtime.evidence.registry import Evidence
-from fsdp2_lint.runtime.harness.verdict import FixtureResult, Verdict
+from fsdp2_lint.runtime.harness.verdict import OUTCOMES, FixtureResult, Verdict
 
 VERDICT_STYLES = {
     Verdict.CONFIRMED: "green",
@@ -53,14 +53,23 @@ class RunSettings:
 
 
 def passed(results: Sequence[FixtureResult]) -> bool:
-    return all(result.verdict.passed for result in results)
+    """Whether the run succeeds: no fixture failed (skipped ones do not fail it, nor count as passes)."""
+    return not any(result.verdict.failed for result in results)
+
+
+def outcome_counts(results: Sequence[FixtureResult]) -> dict[str, int]:
+    counts = Counter(result.verdict.outcome for result in results)
+    return {outcome: counts[outcome] for outcome in OUTCOMES}
 
 
 def summary_line(results: Sequence[FixtureResult]) -> str:
     counts = Counter(result.verdict for result in results)
     parts = [f"{counts[verdict]} {verdict.value}" for verdict in Verdict if counts[verdict]]
     status = "OK" if passed(results) else "FAILED"
-    return f"{len(results)} fixtures: {', '.join(parts) or 'none run'} — {status}"
+    outcomes = ", ".join(f"{count} {outcome}" for outcome, count in outcome_counts(results).items() if count)
+    return f"{len(results)} fixtures: {', '.join(parts) or 'none run'} — {status}" + (
+        f" ({outcomes})" if outcomes else ""
+    )
 
 
 def _observed(result: FixtureResult) -> str:
@@ -94,7 +103,7 @@ def print_table(
         )
     console.print(table)
     for result in results:
-        if not result.verdict.passed and result.log_tail:
+        if result.verdict.failed and result.log_tail:
             console.rule(f"{result.fixture.rule}/{result.fixture.name}: stderr (last lines)")
             console.print(result.log_tail, markup=False, highlight=False)
     for note in notes:
@@ -123,6 +132,7 @@ def as_json(settings: RunSettings, results: Sequence[FixtureResult], notes: Sequ
         "timeout": settings.timeout,
         "results": [_result_json(result) for result in results],
         "summary": {verdict.value: counts[verdict.value] for verdict in Verdict},
+        "outcomes": outcome_counts(results),
         "notes": list(notes),
         "ok": passed(results),
         "wall_seconds": round(wall, 2),
@@ -138,6 +148,7 @@ def _result_json(result: FixtureResult) -> dict[str, Any]:
         "kind": "bad" if result.fixture.bad else "good",
         "expected": result.expected,
         "verdict": result.verdict.value,
+        "outcome": result.verdict.outcome,
         "passed": result.verdict.passed,
         "seconds": round(result.seconds, 2),
         "evidence": [evidence_json(evidence, result.matching(evidence)) for evidence in result.evidence],

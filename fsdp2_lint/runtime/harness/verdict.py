@@ -22,8 +22,26 @@ class Verdict(enum.Enum):
     NOT_REPRODUCIBLE = "not reproducible on this torch"
 
     @property
+    def outcome(self) -> str:
+        """ "passed" (confirmed, clean), "failed" (NOT confirmed, unexpected failure) or "skipped" (not
+        run here: like a skipped test it does not fail the run, and it is never counted as a pass)."""
+        if self in (Verdict.CONFIRMED, Verdict.CLEAN):
+            return PASSED
+        if self in (Verdict.NOT_CONFIRMED, Verdict.UNEXPECTED):
+            return FAILED
+        return SKIPPED
+
+    @property
     def passed(self) -> bool:
-        return self in (Verdict.CONFIRMED, Verdict.CLEAN, Verdict.NOT_RUNNABLE, Verdict.NOT_REPRODUCIBLE)
+        return self.outcome == PASSED
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == FAILED
+
+
+PASSED, SKIPPED, FAILED = "passed", "skipped", "failed"
+OUTCOMES = (PASSED, SKIPPED, FAILED)
 
 
 @dataclass(frozen=True)
@@ -58,7 +76,7 @@ def judge(fixture: Fixture, run: RunRecord) -> FixtureResult:
     probe_errors = sorted({f"{event['probe']}: {event['message']}" for _, event in run.of_kind(events.PROBE_ERROR)})
     if probe_errors:  # the run may hold evidence a failing probe could not record
         note = "; ".join(filter(None, [note, "probe errors: " + "; ".join(probe_errors)]))
-    log_tail = "" if verdict.passed else _failing_log_tail(run)
+    log_tail = _failing_log_tail(run) if verdict.failed else ""
     return FixtureResult(fixture, verdict, observed, run.seconds, note, log_tail)
 
 
