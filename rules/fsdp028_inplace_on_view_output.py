@@ -188,7 +188,6 @@ model(batch).sum().backward()
         note="a sharded submodule's output that is a view is modified in place before backward (its version "
         "counter moved), so FSDP2's pre-backward all-gather hook on it is dropped; backward then raises "
         "`setStorage: ... out of bounds for storage of size 0`",
-        min_ranks=2,
     )
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:

@@ -126,7 +126,7 @@ fully_shard(model, mesh=mesh)  # expect: FSDP040
 """,
     )
     requires = (("fully_shard",), ("mesh",))
-    signature = RuntimeSignature(evidence="wrong_mesh", min_ranks=2)
+    signature = RuntimeSignature(evidence="wrong_mesh")
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         seen: set[int] = set()
