@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Ref, canonical, refs
+from fsdp2_lint.analysis.model import Ref, refs
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 from fsdp2_lint.torch_version import TorchVersions
 
@@ -121,7 +121,7 @@ fully_shard(heads)  # expect: FSDP025
                 container = _container(facts, module) if module is not None else None
                 if container is not None and id(shard.node) not in reported:
                     reported.add(id(shard.node))
-                    name = canonical(next(iter(refs(module)))).text
+                    name = facts.name_as_written(next(iter(refs(module))), shard.node)
                     yield Finding(
                         shard.node,
                         f"`{name}` is an `nn.{container}`, which has no `forward`, so `fully_shard`'s hooks "
