@@ -16,7 +16,8 @@ import json
 import os
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
@@ -55,7 +56,28 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+COLOR_CHOICES = ("auto", "always", "never")
+_color = "auto"  # --color: `auto` colours a terminal only (NO_COLOR and FORCE_COLOR honoured)
+
+
+@contextmanager
+def colored(when: str) -> Iterator[None]:
+    """Within the block, the consoles of :func:`console` colour ``always``, ``never``, or (``auto``)
+    when they write to a terminal: ``--color``, as Ruff's."""
+    global _color
+    previous, _color = _color, when
+    try:
+        yield
+    finally:
+        _color = previous
+
+
 def console(stream: TextIO) -> Console:
+    if _color == "always":
+        return Console(file=stream, highlight=False, soft_wrap=True, emoji=False, force_terminal=True,
+                       color_system="standard", no_color=False)  # fmt: skip
+    if _color == "never":
+        return Console(file=stream, highlight=False, soft_wrap=True, emoji=False, color_system=None)
     return Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
 
 
