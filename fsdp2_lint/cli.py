@@ -6,8 +6,9 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -123,6 +124,8 @@ def main() -> None:
               help="Apply the fixes, but do not report what is left (exit 0 unless --exit-non-zero-on-fix); implies --fix.")  # fmt: skip
 @click.option("--exit-non-zero-on-fix", is_flag=True,
               help="Exit with status 1 when --fix changed a file, even if nothing is left to report.")  # fmt: skip
+@click.option("-w", "--watch", is_flag=True,
+              help="Lint again whenever a file to lint is added, removed or changed (stop with Ctrl-C).")  # fmt: skip
 @click.option("--add-noqa", is_flag=True,
               help="Add `# noqa: CODE` to every line with a diagnostic (keeping the codes already there), and exit.")  # fmt: skip
 def check(
@@ -157,6 +160,7 @@ def check(
     show_fixes: bool,
     fix_only: bool,
     exit_non_zero_on_fix: bool,
+    watch: bool,
     add_noqa: bool,
 ) -> None:
     """Lint PATHS (files or directories; default: the current directory; `-`: standard input).
@@ -178,6 +182,10 @@ def check(
         raise click.UsageError("--with-importers checks files named on the command line, without --fix or --diff")
     if (add_noqa or show_files or show_settings) and (reads_stdin or fix or diff):
         raise click.UsageError("--add-noqa, --show-files and --show-settings work on files, without --fix or --diff")
+    if watch and (reads_stdin or fix or diff or add_noqa or show_files or show_settings):
+        raise click.UsageError("--watch lints files again as they change: without --fix, --diff or standard input")
+    if watch:
+        click.echo(f"[{time.strftime('%H:%M:%S')}] Starting linter in watch mode...", err=True)
     targets = list(paths) or [Path(".")]
     try:
         if show_files or show_settings:
@@ -203,6 +211,8 @@ def check(
             if changed and exit_non_zero_on_fix and not diff:
                 status = 1
             sys.exit(0 if exit_zero else status)
+        cache = None
+        watched = _watched(targets, resolver, force_exclude) if watch else set()  # before the lint: no change missed
         try:
             if reads_stdin:
                 diagnostics = _check_stdin(Path(stdin_filename or "-"), resolver, force_exclude)
@@ -212,11 +222,43 @@ def check(
         except ConfigError as error:
             raise click.UsageError(str(error)) from None
         fixing = Fixing(unsafe=unsafe_fixes)
-        if statistics:
-            write_statistics(diagnostics, output_format, out, summary=not quiet, fixing=fixing)
-        else:
-            write_report(diagnostics, output_format, out, summary=not quiet, fixing=fixing)
+        while True:
+            if statistics:
+                write_statistics(diagnostics, output_format, out, summary=not quiet, fixing=fixing)
+            else:
+                write_report(diagnostics, output_format, out, summary=not quiet, fixing=fixing)
+            if not watch:
+                break
+            out.flush()
+            watched = _wait_for_a_change(watched, targets, resolver, force_exclude)
+            click.echo(f"[{time.strftime('%H:%M:%S')}] File change detected...", err=True)
+            diagnostics = _check_paths(targets, resolver, force_exclude, jobs, cache, with_importers, quiet=True)
     sys.exit(1 if any(d.severity.fails for d in diagnostics) and not exit_zero else 0)
+
+
+_WATCH_POLL_SECONDS = 0.5
+
+
+def _watched(targets: list[Path], resolver: SettingsResolver, force_exclude: bool) -> set[tuple[str, int, int]]:
+    """``--watch``: each file to lint, with its modification time and size."""
+    state = set()
+    for file in discover(targets, lambda p, is_dir: resolver.for_path(p, is_dir).is_excluded(p, is_dir)):
+        if isinstance(file, Path) and not (force_exclude and _excluded(file, resolver)):
+            with suppress(OSError):
+                status = file.stat()
+                state.add((str(file), status.st_mtime_ns, status.st_size))
+    return state
+
+
+def _wait_for_a_change(
+    before: set[tuple[str, int, int]], targets: list[Path], resolver: SettingsResolver, force_exclude: bool
+) -> set[tuple[str, int, int]]:
+    """``--watch``: once a file to lint is added, removed or modified since ``before`` (polled), the new state."""
+    while True:
+        now = _watched(targets, resolver, force_exclude)
+        if now != before:
+            return now
+        time.sleep(_WATCH_POLL_SECONDS)
 
 
 def _show(targets: list[Path], resolver: SettingsResolver, force_exclude: bool, settings: bool) -> None:

@@ -6,6 +6,12 @@ nothing was linted or a named file is skipped; --show-files, --show-settings, --
 from __future__ import annotations
 
 import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -268,3 +274,40 @@ def test_rule_pages_show_each_example_without_the_tests_expect_marks():
         assert marked, rule.code  # the first example marks its diagnostic: the page keeps that line's code
         for line in marked:
             assert "\n" + line.split("# expect:")[0].rstrip() + "\n" in page, rule.code
+
+
+def test_watch_lints_again_when_a_file_changes(project):
+    path = write(project / "train.py", BAD)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "fsdp2_lint", "check", "--no-cache", "--watch", "--output-format", "concise", "."],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=project,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in watcher.stdout], daemon=True).start()
+    seen = []
+
+    def read_until(text: str) -> None:
+        while not any(text in line for line in seen):
+            seen.append(lines.get(timeout=60))  # queue.Empty: the watcher printed nothing new
+
+    try:
+        read_until("Found 1 problem")
+        assert "train.py:5:7: FSDP001" in "".join(seen)
+        write(path, GOOD)
+        later = time.time() + 5
+        os.utime(path, (later, later))  # a new mtime even on a coarse clock
+        read_until("All checks passed!")
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=30)
+    stderr = watcher.stderr.read()
+    assert "Starting linter in watch mode..." in stderr and "File change detected..." in stderr
+
+
+def test_watch_refuses_fix_and_standard_input(project):
+    write(project / "train.py", BAD)
+    assert run("--watch", "--fix", "train.py").exit_code == 2
+    assert run("--watch", "-").exit_code == 2
