@@ -140,7 +140,12 @@ class FileFacts:
                 text = self.code(node)
                 if text in names:
                     return text
-            pending[0:0] = child_nodes(node)
+            if isinstance(node, cst.Attribute):  # `.model` of `self.model` names nothing on its own
+                pending.insert(0, node.value)
+            elif isinstance(node, cst.Arg):  # nor does the keyword of `f(model=x)`
+                pending.insert(0, node.value)
+            else:
+                pending[0:0] = child_nodes(node)
         return owned
 
     def sharded_elsewhere(self, name: str, shard: object, reported: cst.CSTNode) -> tuple[str, tuple]:

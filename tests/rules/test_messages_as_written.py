@@ -49,3 +49,12 @@ def test_the_message_names_the_module_as_the_reported_code_does(statement, code,
     assert quoted in diagnostic.message
     other = "box.item" if "`model" in quoted else "`model`"
     assert other not in diagnostic.message
+
+
+def test_an_attribute_named_like_the_model_is_not_the_model():
+    """`alias.model.no_sync()` does not name `model` by its `.model`: the message keeps the name from
+    the outermost owner."""
+    source = textwrap.dedent(HEAD).replace("box.item = model", "box.model = model")
+    source += "alias = box\nwith alias.model.no_sync():\n    pass\n"
+    (diagnostic,) = [d for d in lint_source(source.encode(), "train.py") if d.code == "FSDP005"]
+    assert diagnostic.message.startswith("`box.model` is sharded")
