@@ -5,7 +5,7 @@ import torch once and fork each fixture run) against one `torchrun` per fixture,
     python bench/confirm_speed.py --rule FSDP001 --rule FSDP005   # a quick subset
 
 Needs torch (CPU is enough). Prints each launcher's wall time, fixtures per minute and verdicts,
-and the ratio issue 8 targets (torchrun / pool >= 4). Both runs use the same --jobs.
+and the ratio README's performance targets set (torchrun / pool >= 4). Both runs use the same --jobs.
 """
 
 from __future__ import annotations

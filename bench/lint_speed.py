@@ -9,7 +9,7 @@ Ruff and Fixit are found on PATH (or --ruff/--fixit); keep them out of the proje
     PATH="$PWD/bench-venv/bin:$PATH" python bench/lint_speed.py
 
 Prints wall time, files/s, lines/s and peak RSS per tool, the prefilter's skip ratio, and the
-ratios issue 8 targets. Each tool gets the same explicit list of files.
+ratios README's performance targets set (Performance, "Latest figures"). Each tool gets the same explicit list of files.
 """
 
 from __future__ import annotations

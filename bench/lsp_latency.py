@@ -5,7 +5,7 @@ script, measured with a real LSP client (pytest-lsp's, on pygls) against `fsdp2-
 
 Two editor styles: push (VS Code: the server publishes after a change, debounced) and pull
 (Neovim: the client asks with `textDocument/diagnostic` right after the change). Also prints the
-in-process `lint_source` time of the same file, the floor under both. Target (issue 8): 150 ms.
+in-process `lint_source` time of the same file, the floor under both. Target (README, Performance): 150 ms.
 """
 
 from __future__ import annotations

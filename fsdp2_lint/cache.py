@@ -130,6 +130,18 @@ class Cache:
         self._prepared = True
 
 
+def is_cache(directory: Path) -> bool:
+    """Does ``directory`` look like a cache this linter made (its ``CACHEDIR.TAG``, no link)?"""
+    return not directory.is_symlink() and (directory / "CACHEDIR.TAG").is_file() and directory.is_dir()
+
+
+def remove_cache(directory: Path) -> None:
+    """``fsdp2-lint clean``: delete a cache directory (see :func:`is_cache`); OSError when it cannot."""
+    import shutil
+
+    shutil.rmtree(directory)
+
+
 def _sign(secret: bytes, key: str, payload: bytes) -> bytes:
     return hmac.new(secret, key.encode() + b"\n" + payload, hashlib.sha256).hexdigest().encode()
 

@@ -11,11 +11,12 @@ does not happen on it does not run (see :mod:`fsdp2_lint.torch_version`).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
@@ -60,7 +61,11 @@ class Settings:
 
     root: Path
     rules: tuple[RuleHead, ...]  # loaded when a file is analysed
-    exclude: Spec = field(default_factory=lambda: _spec([]))
+    exclude: Spec = field(default_factory=lambda: _spec([]))  # exclude + extend-exclude, from root
+    exclude_patterns: tuple[str, ...] = ()  # the configured `exclude` (a command line's --exclude replaces it)
+    extend_exclude_patterns: tuple[str, ...] = ()  # the configured `extend-exclude`
+    # --exclude / --extend-exclude: the directory the command runs in, the patterns (relative to it), their spec
+    cli_exclude: tuple[Path, tuple[str, ...], Spec] | None = None
     per_file_ignores: tuple[tuple[Spec, frozenset[str]], ...] = ()
     source: Path | None = None  # the pyproject.toml it came from
     parse_errors_reported: bool = True
@@ -101,10 +106,56 @@ class Settings:
         return frozenset(ignored)
 
     def is_excluded(self, path: Path, is_dir: bool) -> bool:
-        relative = _relative(path, self.root)
-        if relative is None:
-            return False
-        return self.exclude.match_file(relative + "/" if is_dir else relative)
+        if _matches(self.exclude, self.root, path, is_dir):
+            return True
+        return self.cli_exclude is not None and _matches(self.cli_exclude[2], self.cli_exclude[0], path, is_dir)
+
+    def describe(self, path: Path) -> str:
+        """``--show-settings``: these settings as TOML-like ``key = value`` lines, those of ``path``
+        (per-file-ignores and the torch version applied) last."""
+
+        def strings(values: Sequence[object]) -> str:
+            return "[" + ", ".join(json.dumps(str(value)) for value in values) + "]"
+
+        ignores = ", ".join(
+            f"{json.dumps(spec.patterns[0].pattern)} = {strings(sorted(codes))}"
+            for spec, codes in self.per_file_ignores
+        )
+        lines = [
+            f"config = {json.dumps(str(self.source)) if self.source else 'none (defaults)'}",
+            f"root = {json.dumps(str(self.root))}",
+            f"rules = {strings([rule.code for rule in self.rules])}",
+            f"report-parse-errors = {str(self.parse_errors_reported).lower()}  # {PARSE_ERROR}",
+            f"exclude = {strings(self.exclude_patterns)}",
+            f"extend-exclude = {strings(self.extend_exclude_patterns)}",
+        ]
+        if self.cli_exclude is not None:
+            lines.append(f"command-line-exclude = {strings(self.cli_exclude[1])}  # relative to {self.cli_exclude[0]}")
+        lines += [
+            f"per-file-ignores = {{{' ' + ignores + ' ' if ignores else ''}}}",
+            f"max-file-size = {self.max_file_size}",
+            f"follow-imports = {str(self.follow_imports).lower()}",
+            f"import-roots = {strings(self.import_roots)}",
+            f'torch-version = "{self.torch_version}"',
+            f"rules-for-this-file = {strings([rule.code for rule in self.rules_for(path)])}",
+        ]
+        return "\n".join(lines)
+
+    def with_cli_exclude(
+        self, exclude: tuple[str, ...] | None, extend_exclude: tuple[str, ...], base: Path
+    ) -> Settings:
+        """The settings with the command line's ``--exclude`` (replacing the configured ``exclude``)
+        and ``--extend-exclude`` (adding to it), both relative to ``base``."""
+        if exclude is None and not extend_exclude:
+            return self
+        kept = self.exclude_patterns if exclude is None else ()
+        patterns = (exclude or ()) + extend_exclude
+        return replace(
+            self,
+            exclude=_spec(list(kept + self.extend_exclude_patterns)),
+            exclude_patterns=kept,
+            cli_exclude=(base.resolve(), patterns, _spec(list(patterns))),
+        )
 
 
 @cache
@@ -138,6 +189,8 @@ def load_settings(config: Path | None, cli: Selection, root: Path) -> Settings:
         root=root,
         rules=tuple(rule for rule in rule_heads() if rule.code in codes),
         exclude=_spec(lists["exclude"] + lists["extend-exclude"]),
+        exclude_patterns=tuple(lists["exclude"]),
+        extend_exclude_patterns=tuple(lists["extend-exclude"]),
         per_file_ignores=_per_file_ignores(config, table.get("per-file-ignores", {})),
         source=config,
         parse_errors_reported=PARSE_ERROR in codes,
@@ -258,6 +311,11 @@ def _spec(patterns: list[str]) -> Spec:
     import pathspec
 
     return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def _matches(spec: pathspec.PathSpec, root: Path, path: Path, is_dir: bool) -> bool:
+    relative = _relative(path, root)
+    return relative is not None and spec.match_file(relative + "/" if is_dir else relative)
 
 
 def _relative(path: Path, root: Path) -> str | None:

@@ -5,7 +5,9 @@ Nothing found on disk stops the walk: each directory is walked once however many
 lead to it (so a link cycle ends), links that lead nowhere and files that are not regular (FIFOs,
 devices, sockets: reading them blocks or never ends) are passed over, and a directory that cannot
 be read is reported as :class:`Unlintable`. A path named explicitly that cannot be linted (missing,
-not a regular file, unreadable) is reported the same way.
+not a regular file, unreadable) is reported the same way. A file named explicitly that is not Python
+(a binary file, a notebook, a file of a known other kind such as ``.md``) is :class:`Skipped`: the
+command line warns about it instead of passing it silently.
 """
 
 from __future__ import annotations
@@ -49,8 +51,23 @@ DEFAULT_EXCLUDES = frozenset(
     }
 )
 SUFFIXES = (".py", ".pyi")
+# Named explicitly, a file with one of these suffixes is skipped (with a warning), as Ruff skips the
+# kinds it knows are not Python; any other name (`train`, `run.py3`) is linted unless it is binary.
+NOT_PYTHON_SUFFIXES = frozenset(
+    ".md .rst .txt .json .jsonl .yaml .yml .toml .cfg .ini .csv .tsv .lock .sh .bash .zsh .bat .ps1 .c .cc .cpp"
+    " .cxx .h .hpp .cu .cuh .js .ts .html .css .xml .svg .sql .r .rs .go .java .log".split()
+)
+_BINARY_PROBE = 8192  # bytes read to tell a binary file (a NUL byte) from text, as git and grep do
 _READ_HINT = "check the path and its permissions"
 _SPECIAL_FILE_HINT = "name the Python file itself: fsdp2-lint reads regular files only"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file named explicitly that is not Python, and why: warned about, never linted."""
+
+    path: Path
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -128,7 +145,7 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def discover(paths: list[Path], excluded: Callable[[Path, bool], bool]) -> Iterator[Path | Unlintable]:
+def discover(paths: list[Path], excluded: Callable[[Path, bool], bool]) -> Iterator[Path | Unlintable | Skipped]:
     """Files to lint, in a stable order, and what cannot be linted. ``excluded(absolute_path,
     is_dir)`` applies the configuration's exclude patterns."""
     walked: set[tuple[int, int]] = set()  # (device, inode) of every directory walked
@@ -142,9 +159,28 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool]) -> Itera
             real = given.resolve()
             yield from _walk(given, real, _GitIgnores.above(real), excluded, walked)
         elif stat.S_ISREG(mode):
-            yield given
+            why = not_python(given)
+            yield given if why is None else Skipped(given, why)
         else:
             yield Unlintable(given, f"cannot read file: {file_kind(mode)}, not a regular file", _SPECIAL_FILE_HINT)
+
+
+def not_python(path: Path) -> str | None:
+    """Why the regular file at ``path``, named explicitly, is not linted as Python (None: it is)."""
+    suffix = path.suffix.lower()
+    if suffix in SUFFIXES:
+        return None
+    if suffix == ".ipynb":
+        return "a Jupyter notebook: notebooks are not linted (export the code with `jupyter nbconvert --to script`)"
+    if suffix in NOT_PYTHON_SUFFIXES:
+        return f"not a Python file (`{suffix}`)"
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(descriptor, "rb") as stream:
+            head = stream.read(_BINARY_PROBE)
+    except OSError:  # unreadable now: linting it reports why (FSDP000)
+        return None
+    return "a binary file, not Python source" if b"\0" in head else None
 
 
 def _walk(

@@ -15,7 +15,8 @@ import hashlib
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -53,9 +54,30 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+COLOR_CHOICES = ("auto", "always", "never")
+_color = "auto"  # --color: `auto` colours a terminal only (NO_COLOR and FORCE_COLOR honoured)
+
+
+@contextmanager
+def colored(when: str) -> Iterator[None]:
+    """Within the block, the consoles of :func:`console` colour ``always``, ``never``, or (``auto``)
+    when they write to a terminal: ``--color``, as Ruff's."""
+    global _color
+    previous, _color = _color, when
+    try:
+        yield
+    finally:
+        _color = previous
+
+
 def console(stream: TextIO) -> Console:
     from rich.console import Console
 
+    if _color == "always":
+        return Console(file=stream, highlight=False, soft_wrap=True, emoji=False, force_terminal=True,
+                       color_system="standard", no_color=False)  # fmt: skip
+    if _color == "never":
+        return Console(file=stream, highlight=False, soft_wrap=True, emoji=False, color_system=None)
     return Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
 
 
@@ -179,7 +201,9 @@ def _summary_words(diagnostics: Sequence[Diagnostic], fixing: Fixing = Fixing())
 
 def _unstyled(stream: TextIO) -> bool:
     """Would rich write to ``stream`` without styles (rich's ``Console.is_terminal`` is false: not a
-    terminal, and neither TTY_COMPATIBLE=1 nor FORCE_COLOR says otherwise)?"""
+    terminal, and neither TTY_COMPATIBLE=1 nor FORCE_COLOR says otherwise)? ``--color`` decides first."""
+    if _color != "auto":
+        return _color == "never"
     compatible = os.environ.get("TTY_COMPATIBLE", "")
     if compatible in ("0", "1"):
         return compatible == "0"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -52,7 +52,8 @@ _WARNED: set[Path] = set()  # each layout problem once per process: `--fix` read
 
 class SettingsResolver:
     """Settings per file: from the nearest configuration, or from the one given explicitly;
-    ``max_file_size`` and ``torch_version`` (the command line's) override the configured ones."""
+    ``max_file_size``, ``torch_version`` and ``exclude`` (the command line's) override the configured
+    ones; ``extend_exclude`` adds to them."""
 
     def __init__(
         self,
@@ -62,8 +63,12 @@ class SettingsResolver:
         max_file_size: int | None = None,
         no_follow_imports: bool = False,
         torch_version: TorchVersion | None = None,
+        exclude: tuple[str, ...] | None = None,
+        extend_exclude: tuple[str, ...] = (),
     ) -> None:
         self.cli = cli
+        self.exclude = exclude  # --exclude: replaces the configured `exclude`
+        self.extend_exclude = extend_exclude  # --extend-exclude: adds to it
         self.config = config
         self.isolated = isolated
         self.max_file_size = max_file_size
@@ -91,6 +96,7 @@ class SettingsResolver:
                 settings = replace(settings, follow_imports=False)
             if self.torch_version is not None:
                 settings = replace(settings, torch_version=self.torch_version)
+            settings = settings.with_cli_exclude(self.exclude, self.extend_exclude, Path.cwd())
             self._by_config[config] = settings
         return self._by_config[config]
 
@@ -366,6 +372,34 @@ def _fix_guarded(task: LintTask, data: bytes, unsafe: bool) -> FixResult:
     if isinstance(result, Crash):
         result = FixResult(data, (), (crash_diagnostic(task.display, result),))
     return replace(result, remaining=tuple(_reported(task.report_parse_errors, result.remaining)))
+
+
+def add_noqa_to_file(path: Path, codes_by_line: Mapping[int, Set[str]]) -> tuple[int, str | None]:
+    """``check --add-noqa`` on one file: the noqa comments added and written back atomically, as
+    ``--fix`` writes. Returns how many lines were changed, and why the file was left as it is (a
+    result that would not parse, a file that cannot be written) if it was."""
+    import libcst as cst  # the parser and the fixing layer: only --add-noqa needs them
+
+    from fsdp2_lint.fixing.noqa import add_noqa
+
+    try:
+        original = read_source(path)
+    except OSError as error:
+        return 0, f"cannot read file: {error.strerror or error}"
+    edited, count = add_noqa(original, codes_by_line)
+    if not count:
+        return 0, None
+    try:
+        cst.parse_module(edited)
+    except Exception:  # noqa: BLE001 - any parser failure means the same: do not write it
+        return 0, "a noqa comment would break the file's syntax (a line inside a string?); it was left as it is"
+    try:
+        write_fixed(path, original, edited)
+    except NotWritten as refusal:
+        return 0, str(refusal)
+    except OSError as error:
+        return 0, f"cannot write the file: {error.strerror or error}"
+    return count, None
 
 
 def remove_killed_runs_temporaries(paths: Iterable[Path]) -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.rule import Rule
 
@@ -13,6 +15,8 @@ _SAFETY = {
         "Safe or unsafe, fix by fix: `--fix` applies the safe ones, `--unsafe-fixes` the others too."
     ),
 }
+# The tests' mark of an expected diagnostic in a rule's example, which a user's page does not show.
+_EXPECT_MARK = re.compile(r"[ \t]*#\s*expect:\s*FSDP\d{3}(?:\s*,\s*FSDP\d{3})*[ \t]*$", re.MULTILINE)
 _NO_FIX = "No fix is offered: the right change is a choice this rule leaves to you."
 
 
@@ -52,7 +56,7 @@ def rule_markdown(rule: type[Rule]) -> str:
     safe it is, the torch versions its failure happens on, and the runtime evidence."""
     parts = [f"# {rule.code} {rule.name} ({rule.severity.value})", rule.summary, rule.docs.strip()]
     if rule.invalid:
-        parts.append("## Example\n```python\n" + rule.invalid[0].strip() + "\n```")
+        parts.append("## Example\n```python\n" + example(rule.invalid[0]) + "\n```")
     if rule.valid:
         parts.append("## Use instead\n```python\n" + rule.valid[0].strip() + "\n```")
     parts.append(f"## Fix\n{rule.hint}")
@@ -69,6 +73,11 @@ def rule_markdown(rule: type[Rule]) -> str:
         evidence += f"; this evidence shows on {shows} only{' (' + shows.why + ')' if shows.why else ''}"
     parts.append(f"## Runtime evidence (`fsdp2-lint confirm`)\n{evidence}.")
     return "\n\n".join(parts) + "\n"
+
+
+def example(code: str) -> str:
+    """A rule's example as its documentation shows it: without the tests' ``# expect: CODE`` marks."""
+    return _EXPECT_MARK.sub("", code.strip())
 
 
 def torch_versions(rule: type[Rule]) -> str:

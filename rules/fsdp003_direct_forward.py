@@ -113,7 +113,7 @@ def _receiver_text(facts: FileFacts, call: Event, module: Ref) -> str:
     node = call.node
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         return facts.code(node.func.value)
-    return canonical(module).text
+    return facts.name_as_written(module, node)
 
 
 def _call_module_instead(node: cst.Call) -> Rewrite | None:

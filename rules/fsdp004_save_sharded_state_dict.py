@@ -6,7 +6,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, RankDep, Ref, StateDict, canonical, report_node, walk_contents
+from fsdp2_lint.analysis.model import Event, RankDep, Ref, StateDict, report_node, walk_contents
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -142,7 +142,7 @@ def _sharded_owner(facts: FileFacts, trace: Trace, state: StateDict, reported: c
         return "an optimizer over sharded parameters", ()
     shard = isinstance(state.owner, Ref) and trace.sharded_overlap(state.owner, _at(trace, state.at))
     if shard:
-        name = canonical(state.owner).text
+        name = facts.name_as_written(state.owner, reported)
         at, related = facts.sharded_elsewhere(name, shard, reported)
         return f"`{name}`, which is sharded{at}", related
     return None

@@ -5,7 +5,6 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import canonical
 from fsdp2_lint.analysis.switches import fsdp2_no_sync_uses
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing.builders import code_of
@@ -124,7 +123,7 @@ if fsdp_version(model) > 0:  # FSDP1 or FSDP2
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
             for use, module, shard in fsdp2_no_sync_uses(facts, trace):
-                name = canonical(module).text
+                name = facts.name_as_written(module, use.node)
                 at, related = facts.sharded_elsewhere(name, shard, use.node)
                 yield Finding(
                     use.node,

@@ -82,8 +82,9 @@ fully_shard(model)
                 for module in _loaded_modules(load):
                     shard = _sharded_later_without_broadcast(trace, load, module)
                     if shard is not None:
-                        name, frames = canonical(module).text, load.frames()
+                        frames = load.frames()
                         reported = frames[min(guard.depth, len(frames) - 1)]  # the statement the guard holds
+                        name = facts.name_as_written(module, reported)
                         yield Finding(
                             reported,
                             f"`{name}` is loaded on rank 0 only and sharded at {facts.where(shard.node, reported)} "

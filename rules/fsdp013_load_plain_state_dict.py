@@ -11,7 +11,6 @@ from fsdp2_lint.analysis.model import (
     Ref,
     StateDict,
     Value,
-    canonical,
     may_be_wrapper,
     refs,
     report_node,
@@ -161,7 +160,7 @@ class Trainer:
                     if trace.sharded_overlap(module, load):
                         source = trace.obtained(plain, load)
                         reported = report_node(load, source) if source is not None else load.node
-                        yield Finding(reported, _message(canonical(module).text, load))
+                        yield Finding(reported, _message(facts.name_as_written(module, reported), load))
                         break
 
 

@@ -190,7 +190,7 @@ def _copies_of_sharded(facts: FileFacts, trace: Trace) -> Iterator[Finding]:
         if found is None:
             continue
         module, shard = found
-        name = canonical(module).text
+        name = facts.name_as_written(module, copy.node)
         at, related = facts.sharded_elsewhere(name, shard, copy.node)
         copier = (copy.qname or "").rsplit(".", 1)[-1]
         how = "" if copier == "deepcopy" else f" (`{copier}` deepcopies the module it is given)"

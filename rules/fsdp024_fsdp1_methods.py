@@ -219,7 +219,7 @@ def _fsdp2_module(facts: FileFacts, trace: Trace, access: Event, name: str) -> t
     for module in refs(access.receiver):
         shard = trace.is_fsdp_module(module, access)
         if shard and not facts.defines(module, name):
-            return canonical(module).text, shard
+            return facts.name_as_written(module, access.node), shard
     return None
 
 

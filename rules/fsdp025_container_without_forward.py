@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, Ref, canonical, refs
+from fsdp2_lint.analysis.model import Event, Ref, refs
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing.builders import code_of
 from fsdp2_lint.fixing.rewrite import Rewrite
@@ -139,7 +139,7 @@ fully_shard(heads)  # expect: FSDP025
                 container = _container(facts, module) if module is not None else None
                 if container is not None and id(shard.node) not in reported:
                     reported.add(id(shard.node))
-                    name = canonical(next(iter(refs(module)))).text
+                    name = facts.name_as_written(next(iter(refs(module))), shard.node)
                     yield Finding(
                         shard.node,
                         f"`{name}` is an `nn.{container}`, which has no `forward`, so `fully_shard`'s hooks "

@@ -150,9 +150,9 @@ average_gradients(model)  # expect: FSDP045
                     if found is None:
                         continue
                     shard, module = found
-                    name = canonical(module).text
                     cause = trace.obtained(module, event)
                     reported = report_node(event, cause) if cause is not None else event.node
+                    name = facts.name_as_written(module, reported)
                     at, related = facts.sharded_elsewhere(name, shard, reported)
                     yield Finding(
                         reported,

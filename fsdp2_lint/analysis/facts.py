@@ -126,6 +126,28 @@ class FileFacts:
         line = text.layout.position(node).start.line
         return f"line {line}" if text is self.text_of(reported) else f"`{text.path}:{line}`"
 
+    def name_as_written(self, module: Ref, reported: cst.CSTNode) -> str:
+        """The module as the code at ``reported`` names it, for a message: the first expression
+        there (in source order, outermost first) whose text is a name the module goes by, its own
+        (``model``) or from its outermost owner (``box.item`` once ``box.item = model``); else the
+        latter. A message then quotes ``model.no_sync()`` as ``model``, the way the user wrote it."""
+        owned = canonical(module).text
+        names = {module.text, owned}
+        pending = [reported]
+        while pending:
+            node = pending.pop(0)
+            if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+                text = self.code(node)
+                if text in names:
+                    return text
+            if isinstance(node, cst.Attribute):  # `.model` of `self.model` names nothing on its own
+                pending.insert(0, node.value)
+            elif isinstance(node, cst.Arg):  # nor does the keyword of `f(model=x)`
+                pending.insert(0, node.value)
+            else:
+                pending[0:0] = child_nodes(node)
+        return owned
+
     def sharded_elsewhere(self, name: str, shard: object, reported: cst.CSTNode) -> tuple[str, tuple]:
         """For a finding at ``reported`` that holds because module ``name`` is sharded by ``shard``
         (the ``fully_shard`` event, or True when it is not known): " at `trainer/parallel.py:41`"

