@@ -9,7 +9,10 @@ from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts, sharded_note
 from fsdp2_lint.analysis.model import Const, Event, EventKind, Ref, Value, canonical, may_be_same, may_contain, refs
 from fsdp2_lint.analysis.trace import Trace
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing import builders
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 
 # Names of `nn.Module` / `FSDPModule` methods: a class that overrides one is not adding a forward.
 MODULE_API = frozenset(
@@ -108,6 +111,14 @@ Use instead:
 fully_shard(model)
 register_fsdp_forward_method(model, "generate")
 ```
+
+## Fix safety
+For a method called on a module that a `fully_shard` statement of the same file shards itself,
+`register_fsdp_forward_method(X, "method")` is inserted right after that statement (the import is
+added): FSDP then all-gathers the parameters around each call of the method and reshards after it,
+as around `forward`. Safe: the call computed with shards it cannot use, and registering changes
+nothing else. No fix for a sharded weight used outside the model, nor for a method of a submodule
+that is not sharded itself (it has no FSDP state to register with).
 
 ## Known problems
 The class must be visible: a method is recognised where the file defines the class of the object
@@ -217,6 +228,11 @@ hidden = model(x)
 loss = F.cross_entropy(F.linear(hidden, model.lm_head.weight), y)  # expect: FSDP019
 """,
     )
+    fix_offer = FixOffer(
+        summary='insert `register_fsdp_forward_method(X, "method")` after the `fully_shard(X)` that shards X',
+        applicabilities=(Applicability.SAFE,),
+        safety="FSDP then all-gathers around the method as around forward; nothing else changes",
+    )
     requires = (("fully_shard",),)
     signature = RuntimeSignature(
         evidence="sharded_param_outside_forward",
@@ -245,6 +261,7 @@ loss = F.cross_entropy(F.linear(hidden, model.lm_head.weight), y)  # expect: FSD
                     f"`register_fsdp_forward_method`: FSDP never all-gathers for it, and it computes with "
                     f"sharded parameters ({facts.code(use.node)}){sharded_note(name, at)}",
                     related=related,
+                    fix=_register_after_shard(facts, trace, call, method),
                 )
             for use, module, shard in _direct_uses(trace):
                 if any(id(frame) in judged for frame in use.stack) or id(use.node) in reported:
@@ -424,3 +441,25 @@ def _holds(value: Value | None, derived: list[Value]) -> bool:
             if any(may_be_same(canonical(ref), canonical(other)) and ref.path == other.path for other in refs(known)):
                 return True
     return False
+
+
+def _register_after_shard(facts: FileFacts, trace: Trace, call: Event, method: str) -> Rewrite | None:
+    """``register_fsdp_forward_method(X, "m")`` right after the ``fully_shard(X)`` statement that
+    made X (the call's receiver itself) an FSDP module, in this file: FSDP then all-gathers around
+    ``X.m(...)`` as around ``forward``."""
+    shards = [trace.is_fsdp_module(module, call) for module in refs(call.receiver or Const(None))]
+    shard = shards[0] if len(shards) == 1 and isinstance(shards[0], Event) else None
+    if shard is None or facts.text_of(shard.node) is not facts.text or not isinstance(shard.node, cst.Call):
+        return None
+    if not shard.node.args or shard.node.args[0].keyword not in (None,) or shard.node.args[0].star:
+        return None
+    register, needed = builders.reference(facts.module, apis.REGISTER_FORWARD_METHOD)
+    code = f'{builders.code_of(register)}({builders.code_of(shard.node.args[0].value)}, "{method}")\n'
+    insertion = builders.insert_after(facts, shard.node, code)
+    if insertion is None:
+        return None
+    return Rewrite(
+        f"register `{method}` with register_fsdp_forward_method after the fully_shard",
+        insertion,
+        imports=(needed,) if needed is not None else (),
+    )

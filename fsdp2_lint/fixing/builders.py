@@ -55,6 +55,15 @@ def insert_before(facts: FileFacts, node: cst.CSTNode, code: str) -> Replacement
     return {statement: cst.FlattenSentinel([*inserted, statement.with_changes(leading_lines=())])}
 
 
+def insert_after(facts: FileFacts, node: cst.CSTNode, code: str) -> Replacements | None:
+    """Insert the statements in ``code`` right after the statement that contains ``node``."""
+    found = facts.statement_of(node)
+    if found is None:
+        return None
+    statement, _ = found
+    return {statement: cst.FlattenSentinel([statement, *cst.parse_module(code).body])}
+
+
 @dataclass(frozen=True)
 class Move:
     """A statement moved down its block: the ``replacements`` that do it, and the statements it now

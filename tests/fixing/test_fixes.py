@@ -154,6 +154,43 @@ def test_fsdp025_names_the_loop_variable_after_no_name_the_file_uses():
     assert "for child in blocks:\n    fully_shard(child)\n" in fixed_text(source)
 
 
+GENERATOR = """\
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(8, 4)
+        self.head = nn.Linear(4, 8)
+
+    def forward(self, x):
+        return self.head(self.emb(x))
+
+    def generate(self, x):
+        return self.head(self.emb(x)).argmax(-1)
+
+
+model = Net()
+"""
+
+
+def test_fsdp019_registers_the_method_right_after_the_models_fully_shard():
+    source = GENERATOR + "fully_shard(model, mesh=mesh)\nstep(model)\nmodel.generate(tok)\n"
+    fixed = fixed_text(source)
+    assert "from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method\n" in fixed
+    assert 'fully_shard(model, mesh=mesh)\nregister_fsdp_forward_method(model, "generate")\nstep(model)\n' in fixed
+
+
+def test_fsdp019_offers_no_registration_for_a_module_that_is_not_sharded_itself():
+    outer = "class Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.net = Net()\n\n\n"
+    source = GENERATOR.replace("model = Net()", outer + "model = Outer()")
+    source += "fully_shard(model)\nmodel.net.generate(tok)\n"
+    [diagnostic] = [d for d in lint_source(source.encode(), "train.py") if d.code == "FSDP019"]
+    assert diagnostic.fix is None
+
+
 def test_fsdp003_offers_no_fix_for_a_stored_bound_method():
     source = case("""\
         fully_shard(model)

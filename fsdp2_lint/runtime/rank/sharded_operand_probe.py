@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 import torch
+from torch.distributed.fsdp import FSDPModule
 from torch.distributed.tensor import DTensor
 
 from fsdp2_lint.runtime.evidence import events
@@ -36,7 +37,8 @@ class ShardedOperandProbe:
 
     def _on_exception(self, error: BaseException) -> None:
         match = MIXED.match(str(error)) if isinstance(error, RuntimeError) else None
-        if match is None or _updates_state(match.group(1), error.__traceback__):
+        tb = error.__traceback__
+        if match is None or _updates_state(match.group(1), tb) or _forward_called_directly(tb):
             return
         shards = self._shards()
         found: dict[str, Any] = {}
@@ -86,6 +88,18 @@ def _updates_state(op: str, tb: TracebackType | None) -> bool:
         return True
     frames = _innermost(tb, 1_000)
     return any(f"{os.sep}torch{os.sep}optim{os.sep}" in frame.f_code.co_filename for frame in frames)
+
+
+def _forward_called_directly(tb: TracebackType | None) -> bool:
+    """Does the traceback go through ``X.forward(...)`` of an FSDP module called by name rather than
+    through ``X(...)``, which runs FSDP's hooks? That is FSDP003's misuse, shown by its exception."""
+    frames = _innermost(tb, 1_000)[::-1]  # outermost first
+    return any(
+        frame.f_code.co_name == "forward"
+        and isinstance(frame.f_locals.get("self"), FSDPModule)
+        and caller.f_code.co_name != "_call_impl"
+        for caller, frame in zip(frames, frames[1:], strict=False)
+    )
 
 
 def _innermost(tb: TracebackType | None, count: int) -> list[Any]:
