@@ -2,32 +2,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import UNKNOWN_KEYWORDS, Event, ObjKind, Ref, const, container_items, options
 from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
-
-# What a mesh dimension's name says it is for: split on "_" / "-", one word of a set is enough.
-REPLICATE_WORDS = frozenset({"replicate", "replica", "replicas", "ddp", "rep"})
-SHARD_WORDS = frozenset({"shard", "sharded", "fsdp", "zero"})
-# Words that name a data-parallel dim (of either kind, or unspecified: `dp`).
-DATA_WORDS = REPLICATE_WORDS | SHARD_WORDS | {"dp", "data"}
-# Words that name a dim of another parallelism, which fully_shard must not shard or replicate over.
-MODEL_WORDS = frozenset("tp sp cp ep pp etp tensor sequence seq context expert experts pipeline ulysses ring".split())
-
-
-def role(name: str) -> str:
-    """``replicate``, ``shard``, ``model`` (another parallelism) or ``""`` (says nothing: ``dp``)."""
-    words = set(name.lower().replace("-", "_").split("_"))
-    if words & MODEL_WORDS and not words & DATA_WORDS:
-        return "model"
-    if words & REPLICATE_WORDS and not words & SHARD_WORDS:
-        return "replicate"
-    if words & SHARD_WORDS and not words & REPLICATE_WORDS:
-        return "shard"
-    return ""
 
 
 class WrongMesh(Rule):
@@ -150,7 +131,7 @@ def _problem(shard: Event) -> str | None:
         names = _whole_mesh_names(option)
         if names is None or len(names) != 2:
             continue
-        roles = [role(name) for name in names]
+        roles = [apis.mesh_dim_role(name) for name in names]
         shown = f"({names[0]!r}, {names[1]!r})"
         if "model" in roles:
             other = names[roles.index("model")]

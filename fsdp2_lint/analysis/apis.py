@@ -266,3 +266,27 @@ def names_a_rank(word: str) -> bool:
     """Can the interpreter take this identifier for a rank, a rank-0 flag or test, or a rank-0
     decorator (as `torch_api.decorated` knows them)? FSDP007's prefilter asks it of a file's words."""
     return bool(rank_kind_of_name(word) or rank_kind_of_call(word)) or word in RANK_ZERO_DECORATORS
+
+
+# What a device-mesh dimension's name says it is for: split on "_" / "-", one word of a set is
+# enough. FSDP040's check reads names in the code; its runtime evidence reads them from the mesh.
+MESH_REPLICATE_WORDS = frozenset({"replicate", "replica", "replicas", "ddp", "rep"})
+MESH_SHARD_WORDS = frozenset({"shard", "sharded", "fsdp", "zero"})
+# Words that name a data-parallel dim (of either kind, or unspecified: `dp`).
+MESH_DATA_WORDS = MESH_REPLICATE_WORDS | MESH_SHARD_WORDS | {"dp", "data"}
+# Words that name a dim of another parallelism, which fully_shard must not shard or replicate over.
+MESH_MODEL_WORDS = frozenset(
+    "tp sp cp ep pp etp tensor sequence seq context expert experts pipeline ulysses ring".split()
+)
+
+
+def mesh_dim_role(name: str) -> str:
+    """``replicate``, ``shard``, ``model`` (another parallelism) or ``""`` (says nothing: ``dp``)."""
+    words = set(name.lower().replace("-", "_").split("_"))
+    if words & MESH_MODEL_WORDS and not words & MESH_DATA_WORDS:
+        return "model"
+    if words & MESH_REPLICATE_WORDS and not words & MESH_SHARD_WORDS:
+        return "replicate"
+    if words & MESH_SHARD_WORDS and not words & MESH_REPLICATE_WORDS:
+        return "shard"
+    return ""

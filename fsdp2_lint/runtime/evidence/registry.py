@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fsdp2_lint.analysis.apis import mesh_dim_role
 from fsdp2_lint.rule import RuntimeSignature
 from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.record import Event, RunRecord
@@ -930,23 +931,6 @@ def detect_inplace_on_view_output(run: RunRecord) -> list[Evidence]:
 
 # wrong_mesh (FSDP040) ----------------------------------------------------------------------------
 
-# What a mesh dimension's name says it is for (the words of rules/fsdp040_wrong_mesh.py).
-_MESH_REPLICATE = frozenset({"replicate", "replica", "replicas", "ddp", "rep"})
-_MESH_SHARD = frozenset({"shard", "sharded", "fsdp", "zero"})
-_MESH_DATA = _MESH_REPLICATE | _MESH_SHARD | {"dp", "data"}
-_MESH_MODEL = frozenset("tp sp cp ep pp etp tensor sequence seq context expert experts pipeline ulysses ring".split())
-
-
-def _mesh_role(name: str) -> str:
-    words = set(name.lower().replace("-", "_").split("_"))
-    if words & _MESH_MODEL and not words & _MESH_DATA:
-        return "model"
-    if words & _MESH_REPLICATE and not words & _MESH_SHARD:
-        return "replicate"
-    if words & _MESH_SHARD and not words & _MESH_REPLICATE:
-        return "shard"
-    return ""
-
 
 def _misplaced_dims(event: Event) -> list[str]:
     """The dims of a named multi-dimensional mesh whose placement contradicts their names: a
@@ -957,7 +941,7 @@ def _misplaced_dims(event: Event) -> list[str]:
         return []
     wrong = []
     for name, placement in zip(names, event["placements"], strict=False):
-        kind = _mesh_role(name)
+        kind = mesh_dim_role(name)
         replicated = placement.startswith("Replicate")
         if kind == "model" or (kind == "shard" and replicated) or (kind == "replicate" and not replicated):
             wrong.append(f"{'replicated' if replicated else 'sharded'} over {name!r}")
