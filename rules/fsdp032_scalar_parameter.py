@@ -15,6 +15,7 @@ from fsdp2_lint.analysis.model import (
     canonical,
     container_items,
     is_exact,
+    is_loop_element,
     options,
     refs,
 )
@@ -58,9 +59,9 @@ Use instead: `self.temperature = nn.Parameter(torch.tensor([1.0]))`. A checkpoin
 0-d shape then needs a reshape when it is loaded.
 
 ## Known problems
-The module must be one the analysis names exactly: a 0-d layer scale in each block of an
-`nn.ModuleList` built by a comprehension (`ModuleList(Block(d) for _ in range(n))`), sharded by a
-loop over the blocks, is not reported. A shape computed by arithmetic
+The module must be one the analysis names exactly, or every block of a container that a loop over
+it shards (`ModuleList(Block(d) for _ in range(n))`, then `for block in model.layers:
+fully_shard(block)`: one block of the comprehension stands for all). A shape computed by arithmetic
 (`nn.Parameter(torch.ones([]) * math.log(1 / 0.07))`) is not read.
 """
     valid = (
@@ -113,7 +114,7 @@ fully_shard(head)  # expect: FSDP032
                     taken.add(id(scalar))
                     yield Finding(
                         shard.node,
-                        f"`{scalar.owner.text}.{scalar.name}` is a scalar (0-d) parameter (created at "
+                        f"`{scalar.owner.text.replace('[*]', '[i]')}.{scalar.name}` is a scalar (0-d) parameter (created at "
                         f"{facts.where(scalar.created.node, shard.node)}), which `fully_shard` cannot shard: "
                         "`ValueError: fully_shard doesn't support scalar parameters`",
                         related=((scalar.created.node, f"`{scalar.name}` created 0-d here"),),
@@ -176,4 +177,11 @@ def _takes(shard: Event, scalar: _Scalar) -> bool:
 
 
 def _holds(target: Ref, module: Ref) -> bool:
-    return target.root is module.root and is_exact(module) and module.path[: len(target.path)] == target.path
+    """Is ``target`` the module or an ancestor of it, certainly? Where the target is the element of
+    a loop over a container (`for block in model.layers: fully_shard(block)`), the loop reaches every
+    element, so the module may be any of them: one element of a comprehension stands for all."""
+    if target.root is not module.root or len(module.path) < len(target.path):
+        return False
+    prefix = zip(target.path, module.path[: len(target.path)], strict=True)
+    below = Ref(module.root, module.path[len(target.path) :])
+    return is_exact(below) and all(mine == theirs or is_loop_element(mine) for mine, theirs in prefix)

@@ -184,7 +184,9 @@ def test_fsdp019_registers_the_method_right_after_the_models_fully_shard():
 
 
 def test_fsdp019_offers_no_registration_for_a_module_that_is_not_sharded_itself():
-    outer = "class Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.net = Net()\n\n\n"
+    outer = (
+        "class Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.net = Net()\n\n\n"
+    )
     source = GENERATOR.replace("model = Net()", outer + "model = Outer()")
     source += "fully_shard(model)\nmodel.net.generate(tok)\n"
     [diagnostic] = [d for d in lint_source(source.encode(), "train.py") if d.code == "FSDP019"]

@@ -240,7 +240,9 @@ class Expressions:
             element = self._comprehension_element(node, node.for_in, lazy)
         finally:
             self.frame.env, self.ctx = outer, outer_ctx
-        if lazy:  # a generator of parameters or of gradient-derived tensors is still one
+        if lazy and not _builds_objects(
+            element
+        ):  # a generator of parameters or of gradient-derived tensors is still one
             return element if isinstance(element, (Params, Derived)) else UNKNOWN
         container = Obj.container([(None, element)], node)
         return Ref(container)
@@ -443,3 +445,13 @@ def _compare_constants(left: Value, operator: cst.BaseCompOp, right: Value) -> V
     if compare is None or not (_is_literal(a) and _is_literal(b)):
         return UNKNOWN
     return Const(compare(a, b))
+
+
+def _builds_objects(element: Value) -> bool:
+    """Does a generator yield objects built for each item (`Block(d) for _ in range(n)`)? Given to
+    `nn.ModuleList(...)` it holds them like the list comprehension it stands for."""
+    found = list(options(element))
+    return bool(found) and all(
+        isinstance(option, Ref) and not option.path and option.root.kind is ObjKind.NEW and option.root.node is not None
+        for option in found
+    )

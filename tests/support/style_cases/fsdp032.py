@@ -1,6 +1,66 @@
 """Style cases for FSDP032: code written in styles the fixtures do not use."""
 
 CASES = {
+    "fsdp032-layer-scale-in-generator-built-blocks": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Block(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.lin = nn.Linear(d, d)
+                self.gamma = nn.Parameter(torch.tensor(1.0))
+            def forward(self, x):
+                return x + self.gamma * self.lin(x)
+        class Model(nn.Module):
+            def __init__(self, d=8, n=2):
+                super().__init__()
+                self.layers = nn.ModuleList(Block(d) for _ in range(n))
+        model = Model()
+        for block in model.layers:
+            fully_shard(block)  # expect: FSDP032
+        fully_shard(model)
+    """,
+    "fsdp032-layer-scale-in-list-comprehension-blocks": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Block(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.lin = nn.Linear(d, d)
+                self.gamma = nn.Parameter(torch.zeros(()))
+            def forward(self, x):
+                return x + self.gamma * self.lin(x)
+        class Model(nn.Module):
+            def __init__(self, d=8, n=2):
+                super().__init__()
+                self.layers = nn.ModuleList([Block(d) for _ in range(n)])
+        model = Model()
+        for i, block in enumerate(model.layers):
+            fully_shard(block, reshard_after_forward=i < n - 1)  # expect: FSDP032
+        fully_shard(model)
+    """,
+    "fsdp032-near-miss-one-element-scale-in-comprehension-blocks": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Block(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.lin = nn.Linear(d, d)
+                self.gamma = nn.Parameter(torch.ones(1))
+            def forward(self, x):
+                return x + self.gamma * self.lin(x)
+        class Model(nn.Module):
+            def __init__(self, d=8, n=2):
+                super().__init__()
+                self.layers = nn.ModuleList(Block(d) for _ in range(n))
+        model = Model()
+        for block in model.layers:
+            fully_shard(block)
+        fully_shard(model)
+    """,
     "fsdp032-spellings-of-a-scalar": """
         import torch
         from torch import nn
