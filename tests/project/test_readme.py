@@ -90,7 +90,7 @@ def test_output_formats_table_lists_every_format():
 
 
 def github_workflow() -> dict:
-    (workflow,) = blocks("yaml", section("GitHub Actions"))
+    workflow, _action_workflow = blocks("yaml", section("GitHub Actions"))  # the action's: test_action.py
     return yaml.safe_load(workflow)
 
 
