@@ -125,7 +125,14 @@ class Rule:
 
     @classmethod
     def url(cls) -> str:
-        return f"https://github.com/fsdp2-lint/fsdp2-lint/blob/main/rules/{cls.__module__.rsplit('.', 1)[-1]}.py"
+        """The rule's documentation page (SARIF's ``helpUri``, the LSP's ``codeDescription``)."""
+        return f"{RULE_PAGES_URL}/{cls.code}.md"
+
+
+# Each rule's documentation page, RULE_PAGES/<CODE>.md in the repository: rule_docs.rule_markdown's
+# text, written by tests/support/rule_pages.py and kept current by tests/project/test_rule_pages.py.
+RULE_PAGES = "docs/rules"
+RULE_PAGES_URL = f"https://github.com/fsdp2-lint/fsdp2-lint/blob/main/{RULE_PAGES}"
 
 
 @cache

@@ -127,7 +127,7 @@ def test_sarif_is_valid_2_1_0_with_every_rule_and_repository_relative_results(pr
     rules = run["tool"]["driver"]["rules"]
     assert [rule["id"] for rule in rules] == ["FSDP000"] + [rule.code for rule in all_rules()]
     optimizer_rule = rules[1]
-    assert optimizer_rule["name"] == "optimizer-before-shard" and optimizer_rule["helpUri"].endswith(".py")
+    assert optimizer_rule["name"] == "optimizer-before-shard" and optimizer_rule["helpUri"].endswith("/docs/rules/FSDP001.md")
     assert optimizer_rule["shortDescription"]["text"].startswith("optimizer built from parameters")
     assert optimizer_rule["fullDescription"]["text"] and optimizer_rule["help"]["markdown"].startswith("# FSDP001")
     assert "## Fix safety\nUnsafe: only `--fix --unsafe-fixes` applies it." in optimizer_rule["help"]["markdown"]

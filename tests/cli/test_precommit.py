@@ -66,8 +66,8 @@ def readme_try_repo(repository: Path) -> list[str]:
     """README's `pre-commit try-repo` command, for the hooks of ``repository``."""
     section = (ROOT / "README.md").read_text().split("\n## pre-commit\n", 1)[1].split("\n## ", 1)[0]
     (command,) = re.findall(r"^pre-commit try-repo .+$", section, re.M)
-    words = command.split()
-    assert words[2] == "https://github.com/fsdp2-lint/fsdp2-lint"
+    words = command.split("#", 1)[0].split()
+    assert words[2] == "/path/to/fsdp2-lint"  # a clone of this repository: no release to name yet
     return [sys.executable, "-m", "pre_commit", *words[1:2], str(repository), *words[3:]]
 
 
@@ -105,18 +105,29 @@ def test_hook_fails_on_the_bad_file_with_its_diagnostic_and_passes_on_good_ones(
 FIXABLE = GOOD + "out = model.forward(x)  # direct call: skips FSDP's hooks\n"
 
 
+def readme_fix_hook_config(repository: Path) -> str:
+    """README's fix-hook configuration (under Fixes), for a clone at ``repository`` and its HEAD."""
+    section = (ROOT / "README.md").read_text().split("\n## Fixes\n", 1)[1].split("\n## ", 1)[0]
+    (snippet,) = re.findall(r"```yaml\n(repos:\n.+?)```", section, re.S)
+    assert "/path/to/fsdp2-lint " in snippet and "rev: COMMIT " in snippet
+    commit = git(repository, "rev-parse", "HEAD").strip()
+    return snippet.replace("/path/to/fsdp2-lint ", f"{repository} ").replace("rev: COMMIT ", f"rev: {commit} ")
+
+
 def test_fix_hook_rewrites_the_file_and_fails_then_passes(tmp_path):
-    """`pre-commit try-repo` as a user tries the fix hook: the first run applies the safe fix and
-    fails (pre-commit fails a hook that modifies files), the second finds nothing left and passes."""
+    """README's fix-hook configuration as a user adopts it before a release (a clone's path and one
+    of its commits), run by `pre-commit run`: the first run applies the safe fix and fails
+    (pre-commit fails a hook that modifies files), the second finds nothing left and passes."""
     hooks_repo = committed_copy_of_this_checkout(tmp_path / "fsdp2-lint")
     project = tmp_path / "project"
     project.mkdir()
     (project / "train.py").write_text(FIXABLE)
     (project / "good.py").write_text(GOOD)
+    (project / ".pre-commit-config.yaml").write_text(readme_fix_hook_config(hooks_repo))
     git(project, "init", "--quiet")
     git(project, "add", "--all")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PRE_COMMIT_COLOR": "never"}
-    command = [sys.executable, "-m", "pre_commit", "try-repo", str(hooks_repo), "fsdp2-lint-fix", "--all-files"]
+    command = [sys.executable, "-m", "pre_commit", "run", "--all-files"]
 
     fixed = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
     assert fixed.returncode == 1, fixed.stdout + fixed.stderr

@@ -153,7 +153,7 @@ async def test_push_on_open_change_and_save_matches_the_cli_with_project_config(
     assert [(d.code, d.message, *span(d)) for d in found] == expected
     assert codes(found) == ["FSDP001", "FSDP003"]
     assert found[0].source == "fsdp2-lint" and found[0].severity == types.DiagnosticSeverity.Error
-    assert found[0].code_description.href.endswith("rules/fsdp001_optimizer_before_shard.py")
+    assert found[0].code_description.href.endswith("/docs/rules/FSDP001.md")
     assert client.server_capabilities.diagnostic_provider is None  # VS Code 1.65 cannot pull
 
     change_document(client, uri, BAD.replace("model.parameters())", "model.parameters())  # noqa: FSDP001"), 2)
@@ -409,7 +409,7 @@ async def test_severity_follows_the_rule(client: LanguageClient, tmp_path):
     error, warning = await published(client, open_document(client, tmp_path / "train.py", root_only))
     assert (error.code, error.severity) == ("FSDP001", types.DiagnosticSeverity.Error)
     assert (warning.code, warning.severity) == ("FSDP034", types.DiagnosticSeverity.Warning)
-    assert warning.code_description.href.endswith("rules/fsdp034_only_root_sharded.py")
+    assert warning.code_description.href.endswith("/docs/rules/FSDP034.md")
 
 
 @ASYNC

@@ -1,11 +1,19 @@
-"""The wheel: rules/ and fixtures/ ship inside the fsdp2_lint namespace, and the core needs no torch."""
+"""The wheel: rules/ and fixtures/ ship inside the fsdp2_lint namespace, the core needs no torch, and
+README's way to build and install one from a clone works."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
+import sysconfig
+import venv
 import zipfile
 from pathlib import Path
+
+from samples import BAD
 
 from fsdp2_lint.rule import all_rules
 
@@ -50,3 +58,54 @@ def test_wheel_ships_rules_and_fixtures_under_fsdp2_lint_only(tmp_path):
     ]
     core = [line for line in requirements if "extra ==" not in line]
     assert core and not any("torch" in line for line in core)
+
+
+def test_readme_wheel_commands_build_a_wheel_that_installs_and_lints_in_a_fresh_environment(tmp_path):
+    """README's Install section: `pip wheel ... && pip install dist/...whl`, run verbatim in a copy
+    of the checkout; offline, so the build uses this environment's setuptools (no isolation) and
+    the fresh environment finds the dependencies in this one's site-packages (no index)."""
+    section = (ROOT / "README.md").read_text().split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    (command,) = re.findall(r"^pip wheel .+$", section, re.M)
+    build, install = command.split(" && ")
+    clone = tmp_path / "clone"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    offline = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    here = {
+        **offline,
+        "PIP_NO_BUILD_ISOLATION": "0",
+        "PATH": sysconfig.get_path("scripts") + os.pathsep + os.environ["PATH"],
+    }
+    built = subprocess.run(build, shell=True, cwd=clone, env=here, capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+
+    fresh = tmp_path / "env"
+    venv.create(fresh, with_pip=True)
+    (site,) = fresh.glob("lib/python*/site-packages")
+    (site / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")  # libcst, click, rich, pathspec
+    there = {**offline, "PATH": str(fresh / "bin") + os.pathsep + os.environ["PATH"]}
+    installed = subprocess.run(install, shell=True, cwd=clone, env=there, capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    (tmp_path / "train.py").write_text(BAD)
+    shutil.rmtree(clone)  # the installed wheel, not the clone, is what runs
+    linted = subprocess.run(
+        [str(fresh / "bin" / "fsdp2-lint"), "check", "--no-cache", "--output-format", "concise", "train.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert linted.returncode == 1 and "train.py:5:7: FSDP001 " in linted.stdout, linted.stdout + linted.stderr
+    assert (
+        str(fresh)
+        in subprocess.run(
+            [str(fresh / "bin" / "python"), "-c", "import fsdp2_lint; print(fsdp2_lint.__file__)"],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )

@@ -66,7 +66,8 @@ def test_pre_commit_snippets_are_valid_configurations_of_hooks_this_repository_d
         path = tmp_path / f"config{number}.yaml"
         path.write_text(snippet)
         (repo,) = load_config(str(path))["repos"]  # pre-commit's own schema check
-        assert (repo["repo"], repo["rev"]) == (HOMEPAGE, f"v{__version__}")
+        # a clone and one of its commits: what works before a release (test_precommit.py runs it)
+        assert (repo["repo"], repo["rev"]) == ("/path/to/fsdp2-lint", "COMMIT")
         assert {hook["id"] for hook in repo["hooks"]} <= defined
     (hook_snippet,) = [snippet for snippet in snippets if snippet in section("pre-commit")]
     assert "      - id: fsdp2-lint\n" in hook_snippet
@@ -80,7 +81,7 @@ def test_vs_code_settings_run_the_language_server_for_python():
         "glspc.server.languageId": ["python"],
     }
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert "pip install 'fsdp2-lint[lsp]'" in section("Editors (LSP)") and extras["lsp"] == ["pygls>=2,<3"]
+    assert "pip install -e '.[lsp]'" in section("Editors (LSP)") and extras["lsp"] == ["pygls>=2,<3"]
 
 
 def test_output_formats_table_lists_every_format():
@@ -89,7 +90,7 @@ def test_output_formats_table_lists_every_format():
 
 
 def github_workflow() -> dict:
-    (workflow,) = blocks("yaml", section("GitHub Actions"))
+    workflow, _action_workflow = blocks("yaml", section("GitHub Actions"))  # the action's: test_action.py
     return yaml.safe_load(workflow)
 
 
@@ -101,7 +102,7 @@ def test_github_workflow_lint_job_uploads_the_sarif_its_command_writes_and_fails
     steps = lint["steps"]
     upload = next(step for step in steps if step.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
     commands = [step["run"] for step in steps if "run" in step]
-    assert commands[0] == "pip install fsdp2-lint"
+    assert commands[0] == f"pip install git+{HOMEPAGE}@main"  # no release on PyPI yet
 
     # the workflow's own commands, run in a checkout holding a bad script
     (tmp_path / ".git").mkdir()
@@ -123,7 +124,9 @@ def test_github_workflow_gpu_job_runs_confirm_on_cuda():
     job = github_workflow()["jobs"]["confirm"]
     install, run = [step["run"] for step in job["steps"] if "run" in step]
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert install == "pip install 'fsdp2-lint[runtime]'" and any(r.startswith("torch") for r in extras["runtime"])
+    assert install == f"pip install 'fsdp2-lint[runtime] @ git+{HOMEPAGE}@main'" and any(
+        r.startswith("torch") for r in extras["runtime"]
+    )
     program, command, *arguments = run.split()
     assert (program, command) == ("fsdp2-lint", "confirm")
     options = confirm.make_context("confirm", arguments).params  # parsed as the CLI parses them
@@ -165,3 +168,19 @@ def test_every_option_of_every_command_is_documented():
 def test_readme_names_no_internal_issue_numbers():
     """A user cannot resolve the project's issue numbers ("targets (issue 8)"); README says what they mean."""
     assert re.findall(r"\bissues? \d+", README, re.IGNORECASE) == []
+
+
+def test_install_from_a_clone_names_extras_that_exist_and_published_forms_are_marked_as_after_a_release():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    editable, wheel = blocks("bash", section("Install"))
+    installs = [line.split("#")[0].split() for line in editable.splitlines()]
+    assert [words[:3] for words in installs] == [["pip", "install", "-e"]] * 3
+    named = [re.fullmatch(r"'?\.(?:\[(\w+)\])?'?", words[3]).group(1) for words in installs]
+    assert named[0] is None and set(named[1:]) == {"lsp", "runtime"} <= set(extras)
+    assert f"dist/fsdp2_lint-{__version__}-py3-none-any.whl" in wheel  # tests/project/test_packaging.py runs it
+    # the forms that need a published package or tag: each says it is for after a release
+    published = list(re.finditer(r"pip install (?:fsdp2-lint\b|'fsdp2-lint\[\w+\]')|rev: v\d", README))
+    assert len(published) >= 5
+    for match in published:
+        before = README[max(0, match.start() - 300) : match.start()].lower()
+        assert "after a release" in before, README[match.start() - 80 : match.end()]
