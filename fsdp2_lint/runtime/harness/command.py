@@ -193,9 +193,12 @@ def _run_fixtures(
     output_format: str,
 ) -> int:
     from fsdp2_lint.runtime.harness.confirm_fixtures import confirm_fixtures
+    from fsdp2_lint.runtime.harness.progress import FixtureProgress
     from fsdp2_lint.runtime.harness.report import as_json, passed, print_table, report_console
 
-    report = confirm_fixtures(rules, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs, launcher, root)
+    report = confirm_fixtures(
+        rules, device, nproc, timeout or FIXTURE_TIMEOUT_SECONDS, jobs, launcher, root, progress=FixtureProgress()
+    )
     if output_format == "json":
         click.echo(as_json(report.settings, report.results, report.notes, report.wall_seconds))
     else:

@@ -28,6 +28,7 @@ from fsdp2_lint.runtime.evidence.events import EXCEPTION
 from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec
 from fsdp2_lint.runtime.evidence.registry import Evidence, matches, observe
 from fsdp2_lint.runtime.evidence.scope import split_line
+from fsdp2_lint.runtime.harness.progress import ScriptHeartbeat
 from fsdp2_lint.runtime.harness.project import Entry
 from fsdp2_lint.runtime.harness.report import evidence_json, report_console
 from fsdp2_lint.runtime.harness.verdict import too_few_ranks
@@ -201,7 +202,8 @@ def run_script_check(
         import_root=entry.import_root if entry else None,
         project=entry.project if entry else None,
     )
-    with make_launcher("torchrun", nproc, device_request, run_root) as launcher:
+    name = entry.module if entry and entry.module else os.path.relpath(script)
+    with make_launcher("torchrun", nproc, device_request, run_root) as launcher, ScriptHeartbeat(name):
         (run,) = launcher.run_all([spec])
     errors = run.harness_errors()
     if errors:

@@ -18,6 +18,7 @@ from rich.text import Text
 from fsdp2_lint.runtime.evidence.registry import Evidence
 from fsdp2_lint.runtime.harness.verdict import OUTCOMES, FixtureResult, Verdict
 
+WIDE_TABLE_COLUMNS = 120  # the six-column table from this width, else a three-column one
 VERDICT_STYLES = {
     Verdict.CONFIRMED: "green",
     Verdict.CLEAN: "green",
@@ -80,10 +81,7 @@ def _observed(result: FixtureResult) -> str:
     return "\n".join(lines) or "none"
 
 
-def print_table(
-    console: Console, settings: RunSettings, results: Sequence[FixtureResult], notes: Sequence[str], wall: float
-) -> None:
-    console.print(f"[bold]fsdp2-lint confirm[/bold]: {settings.describe()}")
+def _table(results: Sequence[FixtureResult]) -> Table:
     table = Table(show_lines=True)
     table.add_column("Rule", no_wrap=True)
     table.add_column("Fixture", no_wrap=True)
@@ -101,6 +99,35 @@ def print_table(
             f"[{style}]{result.verdict.value}[/{style}]",
             f"{result.seconds:.1f}",
         )
+    return table
+
+
+def _narrow_table(results: Sequence[FixtureResult]) -> Table:
+    """Below ``WIDE_TABLE_COLUMNS`` (a CI log at 80, a terminal split): three columns, the rule over
+    the fixture, the verdict over the seconds, and what was expected over what was observed."""
+    table = Table(show_lines=True)
+    table.add_column("Fixture", overflow="fold", max_width=28)
+    table.add_column("Verdict", overflow="fold", max_width=16)
+    table.add_column("Expected / observed", overflow="fold")
+    for result in results:
+        style = VERDICT_STYLES[result.verdict]
+        details = Text("expected: ", style="bold")
+        details.append(result.expected)
+        details.append("\nobserved: ", style="bold")
+        details.append(_observed(result))
+        table.add_row(
+            f"{result.fixture.rule}\n{result.fixture.name}",
+            Text.assemble((result.verdict.value, style), f"\n{result.seconds:.1f}s"),
+            details,
+        )
+    return table
+
+
+def print_table(
+    console: Console, settings: RunSettings, results: Sequence[FixtureResult], notes: Sequence[str], wall: float
+) -> None:
+    console.print(f"[bold]fsdp2-lint confirm[/bold]: {settings.describe()}")
+    table = _table(results) if console.width >= WIDE_TABLE_COLUMNS else _narrow_table(results)
     console.print(table)
     for result in results:
         if result.verdict.failed and result.log_tail:
