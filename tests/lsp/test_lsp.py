@@ -351,7 +351,7 @@ async def test_unparsable_document_gives_one_fsdp000_and_the_server_goes_on(clie
     (parse_error,) = await published(client, broken)
     assert parse_error.code == "FSDP000" and parse_error.message.startswith("syntax error")
     assert parse_error.range.start.line == 1
-    assert list(await request_actions(client, broken, parse_error)) == []  # `# noqa` cannot silence FSDP000
+    assert list(await request_actions(client, broken, parse_error)) == []  # a noqa comment cannot silence FSDP000
     beyond = types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=broken), position=types.Position(line=99, character=99)
     )
