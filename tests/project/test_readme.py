@@ -18,6 +18,7 @@ from samples import BAD
 from sarif_kit.validate import validation_errors
 
 from fsdp2_lint import __version__
+from fsdp2_lint.cache import DEFAULT_CACHE_DIR
 from fsdp2_lint.cli import main
 from fsdp2_lint.output import FORMATS, HOMEPAGE
 from fsdp2_lint.rule import all_rules
@@ -103,6 +104,10 @@ def test_github_workflow_lint_job_uploads_the_sarif_its_command_writes_and_fails
     upload = next(step for step in steps if step.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
     commands = [step["run"] for step in steps if "run" in step]
     assert commands[0] == f"pip install git+{HOMEPAGE}@main"  # no release on PyPI yet
+    # CI keeps the results cache `check` writes, restored before the first check
+    cache = next(step for step in steps if step.get("uses", "").startswith("actions/cache@"))
+    assert cache["with"]["path"] == DEFAULT_CACHE_DIR
+    assert steps.index(cache) < next(i for i, step in enumerate(steps) if "check" in step.get("run", ""))
 
     # the workflow's own commands, run in a checkout holding a bad script
     (tmp_path / ".git").mkdir()
