@@ -88,9 +88,11 @@ from `optim_state_dict_to_load`); `IndexError: list index out of range` from
 A method or attribute a model class gets from a base class outside the project is not seen (the
 analysis does not read third-party packages): its use is still reported.
 
-Arms that only other configuration rules out are taken: an FSDP1 call in a helper reached only
-when one setting holds, from a caller that runs only when another (that excludes it) does, on a
-model an FSDP2 arm shards, is reported (composer's legacy monolith-loading helper).
+An arm that only a caller in another module rules out is taken: a method is analysed as its own
+entry point, so an FSDP1 call under a setting its one caller excludes (composer's legacy
+monolith-loading helper, whose caller loads only sharded checkpoints) is reported. Tests of one
+setting in the same analysis, also through a helper's parameter or a property that implies it,
+are related.
 """
     valid = (
         """

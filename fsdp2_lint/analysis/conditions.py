@@ -11,8 +11,9 @@ that constant: ``x == 1`` and ``x == 2`` cannot both hold. ``not``, ``and`` and 
 by whoever splits the test (an ``and`` tells nothing of its false arm, an ``or`` nothing of its
 true arm). When in doubt, a test is no atom, and nothing is exclusive.
 
-This module is syntax only: :func:`parts` reads a test; the interpreter decides whether the name's
-binding is fixed and builds the :class:`Condition`.
+This module is syntax only: :func:`parts` reads a test, :func:`implied_tests` what a property's
+truth implies; the interpreter decides whether the name's binding is fixed and builds the
+:class:`Condition`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
+
+from fsdp2_lint.analysis.syntax import child_nodes
 
 
 class _Truth:
@@ -148,3 +151,61 @@ def _is_bool_call(node: cst.Call) -> bool:
         and node.args[0].keyword is None
         and not node.args[0].star
     )
+
+
+def constant_of(key: object) -> object:
+    """The Python value of a constant's key (:func:`constant_key`)."""
+    assert isinstance(key, tuple)
+    return key[1]
+
+
+def implied_tests(function: cst.FunctionDef) -> tuple[cst.BaseExpression, ...]:
+    """The tests that hold whenever ``function`` returns something true: the operands of the
+    ``and`` it returns (``return a and b``), also through a local name built once (``ok = a and
+    b``) and only narrowed after that (``ok = ok and c``). Nothing when it returns in more than
+    one place, or binds the name any other way."""
+    returns = [node for node in _own_nodes(function.body) if isinstance(node, cst.Return)]
+    if len(returns) != 1 or returns[0].value is None:
+        return ()
+    returned = returns[0].value
+    if not isinstance(returned, cst.Name):
+        return _conjuncts(returned)
+    name = returned.value
+    bindings = [node for node in _own_nodes(function.body) if _binds(node, name)]
+    built = [node.value for node in bindings if isinstance(node, cst.Assign) and not _narrows(node.value, name)]
+    if len(built) != 1 or not all(isinstance(node, cst.Assign) for node in bindings):
+        return ()
+    return _conjuncts(built[0])
+
+
+def _own_nodes(node: cst.CSTNode):
+    """The nodes of a function body, not those of functions or classes defined in it."""
+    for child in child_nodes(node):
+        yield child
+        if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            yield from _own_nodes(child)
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    targets: list[cst.BaseExpression] = []
+    if isinstance(node, cst.Assign):
+        targets = [target.target for target in node.targets]
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+        targets = [node.target]
+    elif isinstance(node, (cst.For, cst.CompFor)):
+        targets = [node.target]
+    elif isinstance(node, cst.AsName):
+        targets = [node.name]
+    return any(any(isinstance(n, cst.Name) and n.value == name for n in (t, *_own_nodes(t))) for t in targets)
+
+
+def _narrows(value: cst.BaseExpression, name: str) -> bool:
+    """``name and ...``: a value that is true only when the name already was."""
+    first = _conjuncts(value)[0]
+    return isinstance(first, cst.Name) and first.value == name and len(_conjuncts(value)) > 1
+
+
+def _conjuncts(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return (node,)

@@ -46,6 +46,11 @@ def is_any_depth(element: str) -> bool:
     return element[:2] == "**"
 
 
+def is_wildcard(element: str) -> bool:
+    """An unknown element: one attribute or key (:func:`is_any`), or any depth of them."""
+    return element[:1] == "*"
+
+
 class ObjKind(Enum):
     """How an object came to be."""
 
@@ -538,6 +543,11 @@ class FunctionInfo:
             target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
             found.add(dotted(target).rpartition(".")[2])
         return frozenset(found)
+
+    @property
+    def is_property(self) -> bool:
+        """Does reading the attribute run it (``@property``, ``@cached_property``)?"""
+        return bool(self.decorator_names & {"property", "cached_property"})
 
 
 @dataclass(eq=False)

@@ -10,7 +10,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from fsdp2_lint.analysis.conditions import TRUTH, Condition, excludes, parts
+from fsdp2_lint.analysis.conditions import TRUTH, Condition, excludes, implied_tests, parts
 from fsdp2_lint.analysis.facts import FileFacts, interpret
 
 HEADER = """\
@@ -161,3 +161,21 @@ def test_tests_of_one_setting_are_exclusive_and_nothing_else_is(source, exclusiv
     first, second = shards[0], shards[-1]  # the first call's first, the last call's last
     assert first.exclusive_with(second) is exclusive
     assert second.exclusive_with(first) is exclusive
+
+
+@pytest.mark.parametrize(
+    "body, implied",
+    [
+        ("return self.a and self.b == 'x'", ["self.a", "self.b == 'x'"]),
+        ("ok = (self.a is not None\n      and self.a.k == 1)\nreturn ok", ["self.a is not None", "self.a.k == 1"]),
+        ("ok = self.a\nif self.strict:\n    ok = ok and self.b\nreturn ok", ["self.a"]),
+        ("return self.a or self.b", ["self.a or self.b"]),
+        ("ok = self.a\nok = self.b\nreturn ok", []),  # built twice: either may be what it returns
+        ("ok = self.a\nfor ok in self.items:\n    pass\nreturn ok", []),
+        ("if self.a:\n    return True\nreturn self.b", []),  # two returns
+        ("def inner():\n    return 1\nreturn self.a and self.b", ["self.a", "self.b"]),
+    ],
+)
+def test_what_a_true_result_of_a_property_implies(body, implied):
+    function = cst.parse_statement("def p(self):\n" + textwrap.indent(body, "    ") + "\n")
+    assert [cst.Module([]).code_for_node(test) for test in implied_tests(function)] == implied

@@ -454,3 +454,61 @@ def test_a_variable_given_different_values_in_the_two_arms_may_be_either_after_t
     )
     (after,) = calls_of(facts, "forward", "main")
     assert made_by(facts, after) == {SHARDED, OTHER}
+
+
+# --- a setting compared with a constant reads as that constant where they are equal ---------------
+
+SETTING_TESTS = {  # the body of main(cfg), one statement a line
+    "attribute": ["if cfg.kind == 'full':", "    run(cfg)"],
+    "early exit": ["if cfg.kind != 'full':", "    return", "run(cfg)"],
+    "property": ["holder = Holder(cfg)", "if holder.full:", "    run(holder.cfg)"],
+    "property through a local": ["holder = Holder(cfg)", "if holder.full_and_checked:", "    run(cfg)"],
+}
+
+
+@pytest.mark.parametrize("body", SETTING_TESTS.values(), ids=list(SETTING_TESTS))
+def test_a_setting_proved_equal_to_a_constant_decides_a_later_test_of_it(body):
+    lines = "\n            ".join(body)
+    source = f"""
+        class Holder:
+            def __init__(self, cfg):
+                self.cfg = cfg
+            @property
+            def full(self):
+                return self.cfg is not None and self.cfg.kind == "full"
+            @property
+            def full_and_checked(self):
+                ok = self.cfg.kind == "full"
+                ok = ok and self.cfg.checked
+                return ok
+        def run(cfg):
+            model = fully_shard(Net())
+            if cfg.kind == "sharded":
+                model.forward(1)
+            model.forward(2)
+        def main(cfg):
+            {lines}
+        """
+    assert len(calls_of(facts_of(source), "forward", "main")) == 1  # forward(2) only
+
+
+def test_a_setting_is_not_decided_where_nothing_proved_it():
+    source = """
+        def run(cfg):
+            model = fully_shard(Net())
+            if cfg.kind == "sharded":
+                model.forward(1)
+            model.forward(2)
+        def check(cfg):
+            if cfg.kind == "full":
+                return True
+            return False
+        def main(cfg):
+            check(cfg)
+            run(cfg)
+            if cfg.kind == "full" or cfg.strict:
+                run(cfg)
+            while cfg.kind == "full":
+                run(cfg)
+        """
+    assert len(calls_of(facts_of(source), "forward", "main")) == 6

@@ -33,6 +33,7 @@ from fsdp2_lint.analysis.interpreter.state import (
     Frame,
     Heap,
     ModuleScope,
+    Slot,
     WatchedDict,
     World,
     adopt,
@@ -88,6 +89,9 @@ class Interpreter(Expressions, Calls, Imports):
         self.project = project
         self.relevant = relevant or (lambda data: True)
         self.dtensor_checks_of: dict[int, tuple[str, ...]] = {}
+        self.settings_compared: dict[int, tuple[int, tuple[Slot, ...], Value]] = {}
+        self.properties_read: dict[int, tuple[FunctionInfo, int]] = {}
+        self.comparisons = 0  # comparisons with a constant evaluated so far
         self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
         self.class_objs: dict[ClassInfo, Obj] = {}

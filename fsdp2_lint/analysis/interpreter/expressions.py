@@ -13,7 +13,7 @@ import libcst as cst
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
 from fsdp2_lint.analysis.interpreter.order import reversed_order
-from fsdp2_lint.analysis.interpreter.state import Env
+from fsdp2_lint.analysis.interpreter.state import Env, slot_keys
 from fsdp2_lint.analysis.model import (
     ANY,
     ANY_DEPTH,
@@ -48,6 +48,7 @@ from fsdp2_lint.analysis.model import (
     container_items,
     elements,
     is_container,
+    is_wildcard,
     key_element,
     mapping_items,
     options,
@@ -56,7 +57,6 @@ from fsdp2_lint.analysis.syntax import child_nodes
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 CONSTANT_NAMES = {"True": True, "False": False, "None": None}
-PROPERTIES = frozenset({"property", "cached_property"})  # methods that run when the attribute is read
 
 
 class Expressions:
@@ -95,7 +95,8 @@ class Expressions:
 
     def attribute(self, base: Value, name: str, node: cst.CSTNode) -> Value:
         results: list[Value] = []
-        for option in options(base):
+        # Where the base may be None, the code goes on only when it is not (None has no attributes).
+        for option in [option for option in options(base) if option != Const(None)] or options(base):
             if isinstance(option, Symbol):
                 results.append(self.resolved(Symbol(apis.canonical(f"{option.qname}.{name}"))))
             elif isinstance(option, Ref):
@@ -122,7 +123,8 @@ class Expressions:
             return stored
         cls = ref.root.cls if not ref.path else None
         method = cls.method(name) if cls else None
-        if method is not None and method.decorator_names & PROPERTIES:
+        if method is not None and method.is_property:
+            self.properties_read[id(node)] = (method, self.comparisons)
             return self.call_function(self.function_value(method, ref), (), {}, node) or UNKNOWN
         if method is not None:
             return self.function_value(method, ref)
@@ -330,7 +332,24 @@ class Expressions:
                 )
                 if result is UNKNOWN and len(node.comparisons) == 1:
                     result = _compare_constants(left, operator, right)
+                    self.note_settings(node, left, right, result)
         return result
+
+    def note_settings(self, node: cst.Comparison, left: Value, right: Value, result: Value) -> None:
+        """Note the settings (attributes nothing is known of: ``cfg.mode``) that an undecided
+        comparison with a constant reads, for the arms of the test it is part of
+        (:mod:`.settings`)."""
+        self.comparisons += 1
+        constant, setting = (right, left) if isinstance(right, Const) else (left, right)
+        slots = tuple(
+            slot_keys(Ref(option.root, option.path[:-1]), option.path[-1])[0]
+            for option in options(setting)
+            if isinstance(option, Ref) and option.path and not any(map(is_wildcard, option.path))
+        )
+        if result is UNKNOWN and isinstance(constant, Const) and _is_literal(constant.value) and slots:
+            self.settings_compared[id(node)] = (self.comparisons, slots, constant)
+        else:
+            self.settings_compared.pop(id(node), None)
 
     def eval_named(self, node: cst.NamedExpr) -> Value:
         value = self.eval(node.value)
@@ -441,10 +460,15 @@ def _compare_constants(left: Value, operator: cst.BaseCompOp, right: Value) -> V
         if all(isinstance(option, _NEVER_NONE) for option in options(other)):
             return Const(isinstance(operator, cst.IsNot))
     compare = _CONSTANT_COMPARISONS.get(type(operator))
-    a, b = const(left), const(right)
-    if compare is None or not (_is_literal(a) and _is_literal(b)):
+    if compare is None:
         return UNKNOWN
-    return Const(compare(a, b))
+    # A choice of constants compares as each of them (`mode` is None, "full" or what a test proved).
+    results = {
+        compare(a, b) if _is_literal(a) and _is_literal(b) else UNKNOWN
+        for a in map(const, options(left))
+        for b in map(const, options(right))
+    }
+    return Const(results.pop()) if len(results) == 1 and UNKNOWN not in results else UNKNOWN
 
 
 def _builds_objects(element: Value) -> bool:

@@ -99,8 +99,8 @@ def run_arm(interp: Evaluator, arm: Arm, body: Callable[[list[Continuation]], bo
         scope.vars.clear()
         scope.vars.update(before)
         interp.frame.env, interp.ctx = scope, outer
-    if done:  # what it wrote holds where its exit leads
-        interp.frame.escaped.append(writes)
+    if done:  # what it wrote holds where its exit leads; what its test said holds only inside it
+        interp.frame.escaped.append({slot: value for slot, value in writes.items() if arm.slots.get(slot) is not value})
     return ArmRun(arm, env, writes, done, exits)
 
 

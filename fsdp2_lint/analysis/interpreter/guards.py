@@ -6,6 +6,8 @@ of the test (:func:`arms`). Per arm:
   variable that is not the root), undone after the arm;
 - ``type_facts``: state-dict tensors a DTensor test proves plain, kept after the arm;
 - ``slots``: the same wrapper narrowing for attributes, as heap slots, undone after the arm;
+  also a setting compared with a constant, which reads as that constant in the arm where they are
+  equal (:mod:`.settings`), so that a later test of the same setting is decided;
 - ``not_fsdp2``: the modules the test proves are no FSDP2 modules;
 - ``dtensor_tested``: the values the test requires to be DTensors;
 - ``not_dtensor``: the values the test proves are no DTensors (a parameter, or its gradient);
@@ -26,6 +28,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis, conditions
 from fsdp2_lint.analysis.conditions import Condition
+from fsdp2_lint.analysis.interpreter import settings
 from fsdp2_lint.analysis.interpreter.state import Arm, Evaluator, Slot
 from fsdp2_lint.analysis.model import (
     ANY,
@@ -72,13 +75,14 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
     loops = _loop_narrowing(interp, test)
     guards = rank_guards(node, test, rank_kind(value), len(interp.frame.stack))
     ruled_out = _ruled_out_by_default(interp, test, value)
+    decides_settings = not isinstance(node, cst.While)  # a loop's body may change what it tests
     return tuple(  # type: ignore[return-value]
         Arm(
             branch=(id(node), index),
             rank_guard=guards[index],
             narrowing={**_variables(facts[index].wrappers), **loops[index]},
             type_facts=facts[index].type_facts,
-            slots=_slots(facts[index].wrappers),
+            slots={**_slots(facts[index].wrappers), **(facts[index].settings if decides_settings else {})},
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
             fsdp2_tested=_version_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
@@ -108,6 +112,7 @@ class _Facts:
     dtensor_tested: tuple[Value, ...] = ()
     not_dtensor: tuple[Value, ...] = ()
     conditions: tuple[tuple[Condition, bool], ...] = ()
+    settings: dict[Slot, Value] = field(default_factory=dict)  # settings known equal to a constant
 
     def both(self, other: _Facts) -> _Facts:
         """What two conditions that both hold establish."""
@@ -117,12 +122,15 @@ class _Facts:
             self.dtensor_tested + other.dtensor_tested,
             self.not_dtensor + other.not_dtensor,
             self.conditions + other.conditions,
+            {**self.settings, **other.settings},
         )
 
 
 def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Facts]:
     """What one condition (no ``not``/``and``/``or``) establishes in its true and its false arm."""
     true, false = _type_condition(interp, test)
+    equal, unequal = settings.setting_facts(interp, test)
+    true, false = replace(true, settings=equal), replace(false, settings=unequal)
     fixed = _fixed_condition(interp, test)
     if fixed is None:
         return true, false

@@ -149,6 +149,12 @@ class Evaluator(Protocol):
     mutations: int  # stores and calls that may change a setting, so far (analysis/conditions.py)
     module_env: Env  # the variables of the module the running code is in
     dtensor_checks_of: dict[int, tuple[str, ...]]  # guards.dtensor_checks by id of the test
+    # By id of a comparison of settings with a constant, at its latest evaluation: its number,
+    # the heap slots of the settings it read, and the constant (interpreter/settings.py).
+    settings_compared: dict[int, tuple[int, tuple[Slot, ...], Value]]
+    # By id of an attribute read that ran a property, at its latest evaluation: the property, and
+    # the number of the last comparison evaluated before it ran.
+    properties_read: dict[int, tuple[FunctionInfo, int]]
 
     def now(self) -> int: ...
     def eval(self, node: cst.BaseExpression | None) -> Value: ...

@@ -105,4 +105,110 @@ CASES = {
                 model.clip_grad_norm_(1.0)  # expect: FSDP024
         train(Net())
     """,
+    # A setting tested once decides a later test of it: through a helper's parameter, a property
+    # whose truth implies it, an early exit. The arm they rule out is never taken.
+    "fsdp024-good-helper-arm-ruled-out-by-the-callers-test": """
+        import torch
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        def to_load(state, model, optimizer, kind):
+            if kind == "sharded":
+                return FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)
+            return state
+        def load(cfg, model, optimizer, state):
+            fully_shard(model)
+            if cfg.checkpoint.kind == "full":
+                state = to_load(state, model, optimizer, cfg.checkpoint.kind)
+            optimizer.load_state_dict(state)
+    """,
+    "fsdp024-good-arm-ruled-out-by-a-property-the-caller-tests": """
+        import torch
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        def to_load(state, model, optimizer, kind="full"):
+            if kind == "sharded":
+                return FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)
+            return state
+        class State:
+            def __init__(self, model, optimizer, config=None):
+                self.model = model
+                self.optimizer = optimizer
+                self.config = config
+            def shard(self):
+                fully_shard(self.model)
+            @property
+            def kind(self):
+                if self.config is None:
+                    return None
+                return self.config.kind
+            @property
+            def rank0_only(self):
+                ok = self.config is not None and self.config.kind == "full"
+                if self.config.strict:
+                    ok = ok and self.config.rank0_only
+                return ok
+            def load(self, state):
+                if self.rank0_only:
+                    state = to_load(state, self.model, self.optimizer, kind=self.kind)
+                self.optimizer.load_state_dict(state)
+    """,
+    "fsdp024-good-arm-ruled-out-after-an-early-exit": """
+        import torch
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        class Loader:
+            def __init__(self, model, optimizer, cfg):
+                self.model, self.optimizer, self.cfg = fully_shard(model), optimizer, cfg
+            def load(self, state):
+                if self.cfg.kind != "full":
+                    return
+                if self.cfg.kind == "sharded":
+                    state = FSDP.flatten_sharded_optim_state_dict(state, self.model, self.optimizer)
+                self.optimizer.load_state_dict(state)
+    """,
+    "fsdp024-arm-of-a-property-that-implies-nothing": """
+        import torch
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        class State:
+            def __init__(self, model, optimizer, config):
+                self.model = fully_shard(model)
+                self.optimizer = optimizer
+                self.config = config
+            @property
+            def rank0_only(self):
+                return self.config.kind == "full" or self.config.rank0_only
+            def load(self, state):
+                if self.rank0_only:
+                    if self.config.kind == "sharded":
+                        state = FSDP.flatten_sharded_optim_state_dict(state, self.model, self.optimizer)  # expect: FSDP024
+                self.optimizer.load_state_dict(state)
+    """,
+    "fsdp024-setting-changed-in-the-arm-that-tested-it": """
+        import torch
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        def load(cfg, model, optimizer, state):
+            fully_shard(model)
+            if cfg.kind == "full":
+                cfg.kind = "sharded"
+                if cfg.kind == "sharded":
+                    state = FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)  # expect: FSDP024
+            optimizer.load_state_dict(state)
+    """,
+    "fsdp024-setting-tested-in-a-helper-that-returned-early": """
+        import torch
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        def check(cfg):
+            if cfg.kind == "full":
+                return True
+            return False
+        def load(cfg, model, optimizer, state):
+            fully_shard(model)
+            check(cfg)
+            if cfg.kind == "sharded":
+                state = FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)  # expect: FSDP024
+            optimizer.load_state_dict(state)
+    """,
 }
