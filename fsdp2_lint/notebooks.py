@@ -171,7 +171,9 @@ def _restore(cell: _Cell, part: str) -> str:
         if line.lstrip(" \t") == MAGIC:
             restored.append(next(magics, None))
             if restored[-1] is None:
-                raise NotebookError(f"cell {cell.number}: an IPython line was duplicated; the notebook was left as it is")
+                raise NotebookError(
+                    f"cell {cell.number}: an IPython line was duplicated; the notebook was left as it is"
+                )
         else:
             restored.append(line)
     if next(magics, None) is not None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from fsdp2_lint.analysis.project import Project, Projects
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Selection, Settings, find_config, load_settings
-from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, Edit, Fix, Related, file_error
+from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, Edit, Related, file_error
 from fsdp2_lint.discovery import Unlintable, discover
 from fsdp2_lint.engine import (
     FixResult,
