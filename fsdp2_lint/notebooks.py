@@ -71,6 +71,10 @@ class NotebookSource:
             return (self.cells[0].number if self.cells else 1), max(1, line)
         return found.number, line - found.start + 1
 
+    def cell_texts(self) -> dict[int, str]:
+        """Each code cell's text (IPython lines included), by cell number."""
+        return {cell.number: cell.text for cell in self.cells}
+
     def with_python(self, python: bytes) -> bytes:
         """The notebook's text with each code cell's source replaced by its part of ``python`` (a
         fixed version of :attr:`python`); only the cells whose text changed are touched."""
@@ -136,11 +140,12 @@ def _python_lines(source: str) -> tuple[list[str], tuple[str, ...]]:
     if lines[-1] == "":
         lines.pop()  # the text ends with a newline
     python, magics = [], []
-    continued = False
+    continued, indent = False, ""
     for line in lines:
         body = line.lstrip(" \t")
         if continued or _ESCAPE.match(body) or _ASSIGNED_ESCAPE.match(body) or _HELP.match(body):
-            python.append(line[: len(line) - len(body)] + MAGIC)
+            indent = indent if continued else line[: len(line) - len(body)]  # a continuation: its first line's
+            python.append(indent + MAGIC)
             magics.append(line)
             continued = line.endswith("\\")
         else:

@@ -411,7 +411,19 @@ class FileFix:
     def diff(self) -> str:
         from fsdp2_lint.fixing.lines import unified_diff  # imports the parser: only --diff needs it
 
-        return unified_diff(self.display, self.original, self.result.source)
+        if not is_notebook(self.display) or not self.changed:
+            return unified_diff(self.display, self.original, self.result.source)
+        before, after = read_notebook(self.original).cell_texts(), read_notebook(self.result.source).cell_texts()
+        return "".join(  # a notebook: each changed cell's code, as Ruff shows it
+            unified_diff(f"{self.display}:cell {number}", _line_ended(text), _line_ended(after[number]))
+            for number, text in before.items()
+            if after[number] != text
+        )
+
+
+def _line_ended(cell: str) -> bytes:
+    """A cell's text for a diff: a cell's last line has no newline, which is no change to show."""
+    return (cell if cell.endswith("\n") or not cell else cell + "\n").encode("utf-8")
 
 
 def fix_file(task: LintTask, unsafe: bool, write: bool) -> FileFix:
