@@ -13,7 +13,7 @@ from pathlib import Path
 import cache_project
 import pytest
 from click.testing import CliRunner, Result
-from samples import BAD, write
+from samples import BAD, GOOD, write
 
 from fsdp2_lint.cli import main
 from fsdp2_lint.notebooks import CELL_END, NotebookError, read_notebook
@@ -265,6 +265,19 @@ def test_fix_keeps_a_string_source_a_string_and_diff_writes_nothing(project):
     source = json.loads(after)["cells"][1]["source"]
     assert isinstance(source, str) and source.index("opt = torch.optim") > source.index("fully_shard(model)")
     assert json.loads(after)["cells"][0] == json.loads(before)["cells"][0]
+
+
+def test_a_safe_fix_needs_no_option_and_touches_one_cell(project):
+    document = notebook(
+        code(GOOD.replace("opt.step()", "")), code("out = model.forward(batch)\n%time opt.step()", [OUTPUT])
+    )
+    before = save(project / "train.ipynb", document)
+    result = run("--fix", "train.ipynb")
+    assert (result.exit_code, result.stdout) == (0, "Found 1 problem (1 fixed, 0 remaining).\n")
+    after = json.loads((project / "train.ipynb").read_text())
+    assert after["cells"][1]["source"] == ["out = model(batch)\n", "%time opt.step()"]
+    after["cells"][1]["source"] = json.loads(before)["cells"][1]["source"]
+    assert after == json.loads(before)
 
 
 def test_a_fixed_source_that_cannot_be_put_back_is_refused():
