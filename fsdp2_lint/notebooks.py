@@ -30,7 +30,8 @@ SUFFIX = ".ipynb"
 CELL_END = "# fsdp2-lint: end of cell"
 MAGIC = "pass  # fsdp2-lint: IPython syntax"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-_ESCAPE = re.compile(r"(?:[%!]|\?\??\S)")  # a line magic, a shell escape, `?obj`
+# a line magic (`%name`: `% 2` continuing a modulo inside brackets is Python), a shell escape, `?obj`
+_ESCAPE = re.compile(r"(?:%[A-Za-z_]|!|\?\??[A-Za-z_])")
 _ASSIGNED_ESCAPE = re.compile(r"[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")  # x = !ls, x = %time f()
 _HELP = re.compile(r"[A-Za-z_][\w.]*\?\??\s*$")  # obj? and obj??
 

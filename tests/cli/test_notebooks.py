@@ -121,6 +121,13 @@ def test_json_gives_the_cell_and_lines_counted_in_it_edits_and_related_too(proje
     assert [(r["cell"], r["line"]) for r in found["related"]] == [(4, 3)]
 
 
+def test_a_noqa_comment_on_the_cells_line_suppresses_it(project):
+    document = json.loads(json.dumps(TRAINING))
+    document["cells"][2]["source"][1] += "  # noqa: FSDP001"
+    save(project / "train.ipynb", document)
+    assert run("train.ipynb").stdout == "All checks passed!\n"
+
+
 def test_ci_formats_name_the_cell_in_the_message(project):
     save(project / "train.ipynb", TRAINING)
     github = run("--output-format", "github", "train.ipynb").stdout
@@ -146,13 +153,13 @@ def test_ipython_syntax_is_skipped_and_a_syntax_error_is_placed_in_its_cell(proj
         ),
         code("%%writefile helper.py\ndef broken(:\n"),
         code(
-            "x = %env HOME\ntorch?\n??torch.ones\nopt = torch.optim.AdamW(model.parameters())\n"
+            "x = %env HOME\ntorch?\n??torch.ones\nsteps = (7\n         % 2)\nopt = torch.optim.AdamW(model.parameters())\n"
             "for block in model.blocks:\n    fully_shard(block)\nfully_shard(model)\nopt.step()\n"
         ),
     )
     save(project / "magics.ipynb", magics)
     found = json.loads(run("--output-format", "json", "magics.ipynb").stdout)
-    assert [(d["code"], d["cell"], d["line"], d["column"]) for d in found] == [("FSDP001", 4, 4, 7)]
+    assert [(d["code"], d["cell"], d["line"], d["column"]) for d in found] == [("FSDP001", 4, 6, 7)]
     broken = notebook(
         code("from torch.distributed.fsdp import fully_shard\n"), markdown("text"), code("x = 1\ndef broken(:\n")
     )
