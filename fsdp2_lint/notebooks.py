@@ -198,7 +198,7 @@ def _serialize(old: str, text: str, ascii_only: bool) -> str:
         return "[]"
     if layout is None or layout.group(3) is None:  # one line, or an empty list: no layout to follow
         return "[" + ", ".join(items) + "]"
-    newline, indent, closing = layout.group(3), layout.group(2), layout.group(4)
+    newline, indent, closing = layout.group(1).lstrip(" \t"), layout.group(2), layout.group(4)  # CRLF kept
     return "[" + newline + ("," + newline).join(indent + item for item in items) + newline + closing + "]"
 
 

@@ -68,8 +68,9 @@ FINDING = (
 )
 
 
-def save(path: Path, document: dict, indent: int | None = 1, final_newline: bool = True) -> str:
+def save(path: Path, document: dict, indent: int | None = 1, final_newline: bool = True, crlf: bool = False) -> str:
     text = json.dumps(document, indent=indent, ensure_ascii=False) + ("\n" if final_newline else "")
+    text = text.replace("\n", "\r\n") if crlf else text  # JSON strings hold no raw newline
     write(path, text)
     return text
 
@@ -231,12 +232,14 @@ def test_add_noqa_leaves_a_notebook_as_it_is_and_says_so(project):
 def _fixed(path: Path, before: str) -> str:
     result = run("--fix", "--unsafe-fixes", str(path.name))
     assert result.exit_code == 0, result.output
-    return path.read_text(encoding="utf-8")
+    return path.read_bytes().decode("utf-8")  # as it is: no newline translation
 
 
-@pytest.mark.parametrize(("indent", "final_newline"), [(1, True), (2, False), (None, True)])
-def test_fix_changes_only_the_edited_cells_source(project, indent, final_newline):
-    before = save(project / "train.ipynb", TRAINING, indent, final_newline)
+@pytest.mark.parametrize(
+    ("indent", "final_newline", "crlf"), [(1, True, False), (2, False, False), (None, True, False), (2, True, True)]
+)
+def test_fix_changes_only_the_edited_cells_source(project, indent, final_newline, crlf):
+    before = save(project / "train.ipynb", TRAINING, indent, final_newline, crlf)
     after = _fixed(project / "train.ipynb", before)
     old, new = json.loads(before), json.loads(after)
     assert (
@@ -255,7 +258,8 @@ def test_fix_changes_only_the_edited_cells_source(project, indent, final_newline
     pattern = r'"source": (?:\[[^\]]*\]|"(?:[^"\\]|\\.)*")'
     assert re.split(pattern, after) == re.split(pattern, before)
     assert list(new) == list(old) and list(new["cells"][2]) == list(old["cells"][2])  # key order
-    assert after.endswith("}\n") is final_newline
+    assert after.endswith("}\r\n" if crlf else "}\n") is final_newline
+    assert after.count("\n") - after.count("\r\n") == (0 if crlf else after.count("\n"))  # the line endings kept
     assert run("train.ipynb").stdout == "All checks passed!\n"
 
 
