@@ -44,6 +44,7 @@ class Edit:
     end_line: int
     end_column: int
     content: str
+    cell: int | None = None  # in a notebook: the cell the lines count in
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class Related:
     end_line: int
     end_column: int
     message: str
+    cell: int | None = None  # in a notebook: the cell (numbered from 1), its lines counted in the cell
 
 
 @dataclass(frozen=True)
@@ -84,14 +86,28 @@ class Diagnostic:
     source_line: str
     fix: Fix | None = None
     related: tuple[Related, ...] = ()
+    cell: int | None = None  # in a notebook: the cell (numbered from 1); line and end_line count in it
+
+    @property
+    def place(self) -> str:
+        """``line:column``, or ``cell N:line:column`` in a notebook (as Ruff prints it)."""
+        return f"{self.line}:{self.column}" if self.cell is None else f"cell {self.cell}:{self.line}:{self.column}"
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data["severity"] = self.severity.value
         if self.fix is not None:
             data["fix"]["applicability"] = self.fix.applicability.value
+            for edit in data["fix"]["edits"]:
+                if edit["cell"] is None:
+                    del edit["cell"]
         if not self.related:
             del data["related"]
+        for related in data.get("related", ()):
+            if related["cell"] is None:
+                del related["cell"]
+        if self.cell is None:
+            del data["cell"]
         del data["source_line"]
         return data
 

@@ -1,12 +1,12 @@
-"""Which files to lint: explicitly named files always; directories walked for ``*.py``/``*.pyi``,
-skipping default excludes, the configuration's ``exclude`` and anything ``.gitignore`` ignores.
+"""Which files to lint: explicitly named files always; directories walked for ``*.py``/``*.pyi``
+and Jupyter notebooks (``*.ipynb``, linted as their code cells: :mod:`fsdp2_lint.notebooks`), skipping default excludes, the configuration's ``exclude`` and anything ``.gitignore`` ignores.
 
 Nothing found on disk stops the walk: each directory is walked once however many symbolic links
 lead to it (so a link cycle ends), links that lead nowhere and files that are not regular (FIFOs,
 devices, sockets: reading them blocks or never ends) are passed over, and a directory that cannot
 be read is reported as :class:`Unlintable`. A path named explicitly that cannot be linted (missing,
 not a regular file, unreadable) is reported the same way. A file named explicitly that is not Python
-(a binary file, a notebook, a file of a known other kind such as ``.md``) is :class:`Skipped`: the
+(a binary file, a file of a known other kind such as ``.md``) is :class:`Skipped`: the
 command line warns about it instead of passing it silently.
 """
 
@@ -50,7 +50,8 @@ DEFAULT_EXCLUDES = frozenset(
         ".fsdp2-lint-cache",
     }
 )
-SUFFIXES = (".py", ".pyi")
+SUFFIXES = (".py", ".pyi")  # Python source files
+LINTED_SUFFIXES = (*SUFFIXES, ".ipynb")  # what a directory walk lints: Python files and notebooks
 # Named explicitly, a file with one of these suffixes is skipped (with a warning), as Ruff skips the
 # kinds it knows are not Python; any other name (`train`, `run.py3`) is linted unless it is binary.
 NOT_PYTHON_SUFFIXES = frozenset(
@@ -168,10 +169,8 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool]) -> Itera
 def not_python(path: Path) -> str | None:
     """Why the regular file at ``path``, named explicitly, is not linted as Python (None: it is)."""
     suffix = path.suffix.lower()
-    if suffix in SUFFIXES:
+    if suffix in LINTED_SUFFIXES:
         return None
-    if suffix == ".ipynb":
-        return "a Jupyter notebook: notebooks are not linted (export the code with `jupyter nbconvert --to script`)"
     if suffix in NOT_PYTHON_SUFFIXES:
         return f"not a Python file (`{suffix}`)"
     try:
@@ -212,7 +211,7 @@ def _walk(
             continue
         if is_dir:
             yield from _walk(shown / entry.name, path, ignores, excluded, walked)
-        elif entry.name.endswith(SUFFIXES) and _is_regular(entry):
+        elif entry.name.endswith(LINTED_SUFFIXES) and _is_regular(entry):
             yield shown / entry.name
 
 

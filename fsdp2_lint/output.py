@@ -165,7 +165,7 @@ def _location_and_code(d: Diagnostic, fixing: Fixing = Fixing()) -> Text:
     from rich.text import Text
 
     text = Text()
-    text.append(f"{d.path}:{d.line}:{d.column}:", style="bold")
+    text.append(f"{d.path}:{d.place}:", style="bold")
     text.append(" ")
     text.append(d.code, style=STYLES[d.severity])
     if fixing.applicable(d):
@@ -302,8 +302,13 @@ def write_github(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
             "endColumn": d.end_column,
         }
         fields = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
-        data = _escape_data(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}")
+        data = _escape_data(f"{d.path}:{d.place}: {d.code} {d.message}")
         stream.write(f"::{GITHUB_LEVELS[d.severity]} {fields}::{data}\n")
+
+
+def _in_cell(d: Diagnostic, separator: str = ": ") -> str:
+    """``cell N: `` before a notebook diagnostic's message (its lines count in that cell), else nothing."""
+    return "" if d.cell is None else f"cell {d.cell}{separator}"
 
 
 def _escape_data(text: str) -> str:
@@ -320,7 +325,7 @@ def write_gitlab(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
     fingerprints = stable_fingerprints(diagnostics, root)
     report = [
         {
-            "description": f"{d.code} {d.message}",
+            "description": f"{d.code} {_in_cell(d)}{d.message}",
             "check_name": d.code,
             "fingerprint": fingerprint,
             "severity": GITLAB_SEVERITIES[d.severity],
@@ -364,7 +369,7 @@ def write_junit(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
         for d in found:
             case = ET.SubElement(suite, "testcase", name=f"fsdp2-lint.{d.code}", classname=path, file=path,
                                  line=str(d.line), column=str(d.column))  # fmt: skip
-            text = f"line {d.line}, col {d.column}, {d.message}"
+            text = f"{_in_cell(d, ', ')}line {d.line}, col {d.column}, {d.message}"
             if d.severity.fails:
                 failure = ET.SubElement(case, "failure", message=d.message, type=d.code)
                 failure.text = text
@@ -428,7 +433,7 @@ def _sarif_result(d: Diagnostic, rule_index: int, fingerprint: str, root: Path) 
         "ruleId": d.code,
         "ruleIndex": rule_index,
         "level": SARIF_LEVELS[d.severity],
-        "message": {"text": f"{d.message}\nhelp: {d.hint}"},
+        "message": {"text": f"{_in_cell(d)}{d.message}\nhelp: {d.hint}"},
         "locations": [{"physicalLocation": _sarif_place(d.path, d.line, d.column, d.end_line, d.end_column, root)}],
         "partialFingerprints": {"fsdp2-lint/v1": fingerprint},
     }
@@ -437,7 +442,7 @@ def _sarif_result(d: Diagnostic, rule_index: int, fingerprint: str, root: Path) 
             {
                 "id": number,
                 "physicalLocation": _sarif_place(r.path, r.line, r.column, r.end_line, r.end_column, root),
-                "message": {"text": r.message},
+                "message": {"text": r.message if r.cell is None else f"cell {r.cell}: {r.message}"},
             }
             for number, r in enumerate(d.related, start=1)
         ]

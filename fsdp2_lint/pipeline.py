@@ -13,12 +13,16 @@ and the pre-commit hooks all go through here; :mod:`fsdp2_lint.engine` lints one
   order of the tasks, so the output is a serial run's whatever the number of jobs.
 - Fixing (:func:`fix_file`): the engine's fix rounds, then the fixed bytes written back atomically
   (:mod:`fsdp2_lint.fixing.atomic_write`) or, when that is refused, the file's own diagnostics.
+- Notebooks (:mod:`fsdp2_lint.notebooks`): a ``.ipynb`` file is read as the Python source of its
+  code cells, linted (and cached) as that source, and its diagnostics mapped back to cells at the
+  end; ``--fix`` puts the fixed source back into the edited cells only.
 - FSDP000 is left out in one place, :func:`_reported`, for a file whose settings say so.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
@@ -28,7 +32,7 @@ from pathlib import Path
 from fsdp2_lint.analysis.project import Project, Projects
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Selection, Settings, find_config, load_settings
-from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, file_error
+from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, Edit, Related, file_error
 from fsdp2_lint.discovery import Unlintable, discover
 from fsdp2_lint.engine import (
     FixResult,
@@ -42,6 +46,7 @@ from fsdp2_lint.engine import (
 )
 from fsdp2_lint.fixing.atomic_write import NotWritten, remove_stale_temporaries, write_fixed
 from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
+from fsdp2_lint.notebooks import NotebookError, NotebookSource, is_notebook, read_notebook
 from fsdp2_lint.rule import Rule
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source
 from fsdp2_lint.torch_version import TorchVersion
@@ -151,8 +156,11 @@ def lint_files(
     projects = Projects(overlays, parseable)
     results: list[list[Diagnostic]] = [[] for _ in tasks]
     pending: list[tuple[int, int]] = []  # (size, task index)
+    notebooks: dict[int, NotebookSource] = {}
     for index, task in enumerate(tasks):
-        data = _read(task)
+        data, notebook = _read_notebook(task)
+        if notebook is not None:
+            notebooks[index] = notebook
         answer = data if isinstance(data, list) else _without_parsing(task, data, cache, projects)
         if answer is None:
             pending.append((len(data), index))
@@ -165,6 +173,8 @@ def lint_files(
     analysed = _analyse([tasks[index] for index in order], workers, cache, projects)
     for index, diagnostics in zip(order, analysed, strict=True):
         results[index] = diagnostics
+    for index, notebook in notebooks.items():
+        results[index] = in_cells(results[index], notebook, tasks[index].display)
     return _once(
         tasks, [_reported(task.report_parse_errors, found) for task, found in zip(tasks, results, strict=True)]
     )
@@ -255,13 +265,78 @@ def _cache_key(cache: Cache, task: LintTask, data: bytes, where: InProject | Non
 
 
 def _read(task: LintTask) -> bytes | list[Diagnostic]:
-    """The task's bytes, or the FSDP000 that says why the file cannot be read."""
+    """The task's Python bytes (a notebook's code cells), or the FSDP000 that says why the file
+    cannot be read."""
+    return _read_notebook(task)[0]
+
+
+def _read_raw(task: LintTask) -> bytes | list[Diagnostic]:
+    """The task's bytes as they are, or the FSDP000 that says why the file cannot be read."""
     if task.source is not None:
         return task.source
     try:
         return read_source(task.path)
     except OSError as error:
         return [read_error(task.display, error)]
+
+
+def _read_notebook(task: LintTask) -> tuple[bytes | list[Diagnostic], NotebookSource | None]:
+    """:func:`_read`, and the notebook the bytes come from (None: a Python file)."""
+    data = _read_raw(task)
+    if isinstance(data, list) or not is_notebook(task.path.name):
+        return data, None
+    try:
+        notebook = read_notebook(data)
+    except NotebookError as error:
+        return [file_error(task.display, str(error), hint=_NOTEBOOK_HINT)], None
+    return notebook.python, notebook
+
+
+_NOTEBOOK_HINT = "a .ipynb file must be a Jupyter notebook (JSON with a `cells` list): fsdp2-lint checked nothing in it"
+
+
+def in_cells(diagnostics: Iterable[Diagnostic], notebook: NotebookSource, display: str) -> list[Diagnostic]:
+    """The diagnostics of a notebook's joined source with their positions in its cells: ``cell``
+    set, lines counted in the cell (those of other files, found by following imports, as they are)."""
+    return [_in_cell(d, notebook) if d.path == display else d for d in diagnostics]
+
+
+def _in_cell(d: Diagnostic, notebook: NotebookSource) -> Diagnostic:
+    cell, line = notebook.locate(d.line)
+    end_cell, end_line = notebook.locate(d.end_line)
+    end_column = d.end_column
+    if end_cell != cell:  # a span that runs into the next cell (a syntax error): up to its own line's end
+        end_line, end_column = line, len(d.source_line) + 1
+    fix = d.fix
+    if fix is not None:
+        fix = replace(fix, edits=tuple(_edit_in_cell(edit, notebook) for edit in fix.edits))
+    related = tuple(_related_in_cell(r, notebook, d.path) for r in d.related)
+    message = _lines_in_cells(d.message, notebook)
+    return replace(
+        d, message=message, line=line, end_line=end_line, end_column=end_column, cell=cell, fix=fix, related=related
+    )
+
+
+def _edit_in_cell(edit: Edit, notebook: NotebookSource) -> Edit:
+    cell, line = notebook.locate(edit.line)
+    return replace(edit, line=line, end_line=notebook.locate(edit.end_line)[1], cell=cell)
+
+
+def _related_in_cell(r: Related, notebook: NotebookSource, path: str) -> Related:
+    if r.path != path:
+        return r
+    cell, line = notebook.locate(r.line)
+    message = _lines_in_cells(r.message, notebook)
+    return replace(r, message=message, line=line, end_line=notebook.locate(r.end_line)[1], cell=cell)
+
+
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
+
+
+def _lines_in_cells(message: str, notebook: NotebookSource) -> str:
+    """A message's references to lines of the same file ("line 41", as the analysis words them)
+    as cell and line ("cell 3, line 2")."""
+    return _LINE_REFERENCE.sub(lambda match: "cell {}, line {}".format(*notebook.locate(int(match[1]))), message)
 
 
 def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None, projects: Projects) -> list[list[Diagnostic]]:
@@ -336,7 +411,19 @@ class FileFix:
     def diff(self) -> str:
         from fsdp2_lint.fixing.lines import unified_diff  # imports the parser: only --diff needs it
 
-        return unified_diff(self.display, self.original, self.result.source)
+        if not is_notebook(self.display) or not self.changed:
+            return unified_diff(self.display, self.original, self.result.source)
+        before, after = read_notebook(self.original).cell_texts(), read_notebook(self.result.source).cell_texts()
+        return "".join(  # a notebook: each changed cell's code, as Ruff shows it
+            unified_diff(f"{self.display}:cell {number}", _line_ended(text), _line_ended(after[number]))
+            for number, text in before.items()
+            if after[number] != text
+        )
+
+
+def _line_ended(cell: str) -> bytes:
+    """A cell's text for a diff: a cell's last line has no newline, which is no change to show."""
+    return (cell if cell.endswith("\n") or not cell else cell + "\n").encode("utf-8")
 
 
 def fix_file(task: LintTask, unsafe: bool, write: bool) -> FileFix:
@@ -345,12 +432,20 @@ def fix_file(task: LintTask, unsafe: bool, write: bool) -> FileFix:
     be replaced with nothing but its text changed (see :func:`write_fixed`). A file that was not
     written reports the diagnostics of what was read."""
     raise_recursion_limit()
-    original = _read(task)
+    original = _read_raw(task)
     if isinstance(original, list):
         return FileFix.unfixable(task.display, _reported(task.report_parse_errors, original))
+    if is_notebook(task.path.name):
+        return _fix_notebook(task, original, unsafe, write)
     fixed = FileFix(task.display, original, _fix_guarded(task, original, unsafe))
     if not write or not fixed.changed:
         return fixed
+    return _write(task, fixed)
+
+
+def _write(task: LintTask, fixed: FileFix) -> FileFix:
+    """Write the fixed bytes back; if that is refused, the file's own diagnostics and why."""
+    original = fixed.original
     try:
         write_fixed(task.path, original, fixed.result.source)
         return fixed
@@ -358,8 +453,39 @@ def fix_file(task: LintTask, unsafe: bool, write: bool) -> FileFix:
         problem = str(refusal)
     except OSError as error:
         problem = f"cannot write the fixed file: {error.strerror or error}"
+    return _unfixed(task, original, problem)
+
+
+def _unfixed(task: LintTask, original: bytes, problem: str) -> FileFix:
     (unfixed,) = lint_files([replace(task, source=original)])
     return FileFix(task.display, original, FixResult(original, (), tuple(unfixed)), problem)
+
+
+def _fix_notebook(task: LintTask, original: bytes, unsafe: bool, write: bool) -> FileFix:
+    """:func:`fix_file` for a notebook: its joined code fixed, then put back into the cells that
+    changed (see :meth:`NotebookSource.with_python`); a notebook that cannot be put back whole is
+    left as it is, with the reason."""
+    try:
+        notebook = read_notebook(original)
+    except NotebookError as error:
+        diagnostics = [file_error(task.display, str(error), hint=_NOTEBOOK_HINT)]
+        return FileFix.unfixable(task.display, _reported(task.report_parse_errors, diagnostics))
+    result = _fix_guarded(task, notebook.python, unsafe)
+    try:
+        fixed_text = notebook.with_python(result.source)
+        after = read_notebook(fixed_text)
+    except NotebookError as refusal:
+        return _unfixed(task, original, str(refusal))
+    fixed = FileFix(
+        task.display,
+        original,
+        FixResult(
+            fixed_text,
+            tuple(in_cells(result.fixed, notebook, task.display)),
+            tuple(in_cells(result.remaining, after, task.display)),
+        ),
+    )
+    return _write(task, fixed) if write and fixed.changed else fixed
 
 
 def _fix_guarded(task: LintTask, data: bytes, unsafe: bool) -> FixResult:
@@ -382,6 +508,8 @@ def add_noqa_to_file(path: Path, codes_by_line: Mapping[int, Set[str]]) -> tuple
 
     from fsdp2_lint.fixing.noqa import add_noqa
 
+    if is_notebook(path.name):
+        return 0, "--add-noqa does not edit notebooks: add `# noqa: CODE` at the end of the cell's line"
     try:
         original = read_source(path)
     except OSError as error:

@@ -65,12 +65,13 @@ def test_each_named_file_skipped_as_not_python_is_named_in_a_warning(project):
     ]
 
 
-def test_a_named_notebook_is_reported_as_not_linted_not_passed_silently(project):
+def test_a_named_notebook_is_linted_not_skipped(project):
+    """A notebook holding a real misuse is linted (tests/cli/test_notebooks.py: the rest of it)."""
     write(project / "train.ipynb", json.dumps({"cells": [{"cell_type": "code", "source": BAD}]}))
     result = run("train.ipynb")
-    assert result.exit_code == 0
-    assert "skipping train.ipynb: a Jupyter notebook: notebooks are not linted" in result.stderr
-    assert NO_FILES in result.stderr
+    assert result.exit_code == 1
+    assert "train.ipynb:cell 1:5:7: FSDP001" in result.stdout
+    assert result.stderr == ""
 
 
 def test_show_files_lists_what_would_be_linted_and_lints_nothing(project):

@@ -161,7 +161,7 @@ def test_configuration_and_diagnostics_need_no_parser():
 # and everything under it; imports inside one name are ordered by that package's own layers
 # (the analysis, the runtime) or, for small packages (fixing, lsp), only kept free of cycles.
 PACKAGE_LAYERS = (
-    ("diagnostics", "sources", "nesting", "lifetime", "prefilter", "torch_version"),  # what everything may use
+    ("diagnostics", "sources", "notebooks", "nesting", "lifetime", "prefilter", "torch_version"),  # what everything may use
     ("analysis",),  # parse once, compute facts once
     ("fixing",),  # the edits rules build and the engine applies
     ("rule",),  # the rule API, all_rules()
