@@ -1,11 +1,13 @@
 """Editor latency: from `textDocument/didChange` to diagnostics for a 2,000-line FSDP2 training
 script, measured with a real LSP client (pytest-lsp's, on pygls) against `fsdp2-lint lsp`.
 
-    python bench/lsp_latency.py [--lines 2000] [--edits 20]
+    python bench/lsp_latency.py [--lines 2000] [--edits 20] [--profile bench/profiles/lsp_latency.txt]
 
 Two editor styles: push (VS Code: the server publishes after a change, debounced) and pull
 (Neovim: the client asks with `textDocument/diagnostic` right after the change). Also prints the
-in-process `lint_source` time of the same file, the floor under both. Target (README, Performance): 150 ms.
+in-process `lint_source` time of the same file, the floor under both, and with ``--profile`` where
+that time goes (cProfile, the functions with the most cumulative time). Target (README,
+Performance): 250 ms from the change, the server's 100 ms debounce included.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-TARGET_MS = 150
+TARGET_MS = 250
+PROFILED_FUNCTIONS = 45
 PUSH_EDITOR = "visual-studio-code@v1.65.2"
 PULL_EDITOR = "neovim@v0.11.0"
 
@@ -207,6 +210,25 @@ def in_process_seconds(text: str, repeat: int) -> tuple[list[float], list[float]
     return wall, cpu
 
 
+def write_profile(text: str, path: Path) -> None:
+    """Where one in-process lint of ``text`` spends its time, as cProfile's cumulative table."""
+    import cProfile
+    import io
+    import pstats
+
+    from fsdp2_lint.engine import lint_source
+
+    lint_source(text.encode(), "train.py")  # imports and first-use costs out of the profile
+    profiler = cProfile.Profile()
+    profiler.runcall(lint_source, text.encode(), "train.py")
+    table = io.StringIO()
+    pstats.Stats(profiler, stream=table).strip_dirs().sort_stats("cumulative").print_stats(PROFILED_FUNCTIONS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = text.count(chr(10))
+    path.write_text(f"# bench/lsp_latency.py --profile: one lint_source of the {lines}-line script\n{table.getvalue()}")
+    print(f"profile written to {path}")
+
+
 def summary(name: str, seconds: list[float]) -> None:
     ms = sorted(value * 1000 for value in seconds)
     p90 = ms[min(len(ms) - 1, round(0.9 * (len(ms) - 1)))]
@@ -219,8 +241,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--profile", type=Path, help="write where one lint's time goes to this file")
     args = parser.parse_args()
     text = training_script(args.lines)
+    if args.profile:
+        write_profile(text, args.profile)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "train.py"
         path.write_text(text)

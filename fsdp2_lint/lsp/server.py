@@ -46,7 +46,7 @@ from fsdp2_lint.lsp import features, transport
 from fsdp2_lint.lsp.text import DocumentText
 from fsdp2_lint.lsp.worker import LintWorker
 
-DEBOUNCE_SECONDS = 0.2
+DEBOUNCE_SECONDS = 0.1
 CONFIG_FILE = "pyproject.toml"
 WATCHER_ID = "fsdp2-lint-configuration"
 logger = logging.getLogger(__name__)
