@@ -330,8 +330,8 @@ class Expressions:
                     or guards.compare_fsdp_version(left, operator, right)
                     or guards.compare_rank(left, operator, right)
                 )
-                if result is UNKNOWN and len(node.comparisons) == 1:
-                    result = _compare_constants(left, operator, right)
+                if len(node.comparisons) == 1:
+                    result = _compare_constants(left, operator, right) if result is UNKNOWN else result
                     self.note_settings(node, left, right, result)
         return result
 
