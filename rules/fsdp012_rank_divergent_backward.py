@@ -35,7 +35,10 @@ AGREEMENTS = (
 class RankDivergentBackward(Rule):
     code = "FSDP012"
     name = "rank-divergent-backward"
-    summary = "a rank-local test on the loss skips `backward()` of a `fully_shard`ed model on some ranks only"
+    summary = (
+        "a rank-local test (this rank's loss, an empty local batch) skips the forward/`backward()` of a "
+        "`fully_shard`ed model on some ranks only"
+    )
     hint = (
         "make the ranks agree before skipping: all-reduce the flag (`dist.all_reduce(flag, op=dist.ReduceOp.MAX)`) "
         "or the loss, and test the reduced value"
@@ -51,9 +54,18 @@ Flags `if <test of this rank's loss>: continue` (also `break`, `return`) between
 only: `torch.isnan(loss)`, `not torch.isfinite(loss)`, `math.isnan(loss.item())`,
 `loss.item() > limit`. The finding is at the test.
 
-Not flagged: the same skip when the flag or the loss was all-reduced (or broadcast, gathered)
-before the test, so every rank takes the same arm; skips before the forward; a `raise` (the job
-stops; the launcher tears the other ranks down); tests on the rank itself (FSDP007).
+Also flags a skip of the step when this rank's own batch is missing or empty: `if batch is None:
+continue`, `if not batch: continue`, `if len(batch) == 0: continue`, `if x.numel() == 0: continue`
+(also `x.size(0) == 0`, `x.shape[0] == 0`, joined by `or`), or the same test with `return` in a
+per-step function (`train_step`), where the skip leaves out a forward of a `fully_shard`ed model in
+the same step (before the test, or after it) and a `backward()` after it.
+
+Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
+same step before the test (the flag or the loss was agreed, so every rank takes the same arm);
+a loss test before the forward; a `raise` (the job stops; the launcher tears the other ranks down);
+tests on the rank itself (FSDP007); a `break` (or a `return` out of the function's own loop) on a
+missing batch: that ends the loop, which is the usual end-of-data test, and the ranks diverge only
+if their data have different lengths; a skip after the `backward()`.
 
 ## Why is this bad?
 FSDP2's backward reduce-scatters each sharded module's gradients and its next forward all-gathers
@@ -63,11 +75,22 @@ reduce-scatter whose partner never comes (and the skipping rank runs its next fo
 against their reduce-scatter). Observed with torch 2.13 on CPU/gloo, 2 ranks, a NaN loss on rank 1
 at step 1: the run hangs until the collective timeout, rank 0 in the backward's
 `reduce_scatter_single` and rank 1 in an `all_gather_single`; the harness's pass counts show the
-cause (rank 0: 2 forwards, 2 backwards; rank 1: 3 forwards, 2 backwards).
+cause (rank 0: 2 forwards, 2 backwards; rank 1: 3 forwards, 2 backwards). A skip on
+an empty local batch does the same: with rank 1's batch `None` at step 1 and `if batch is None:
+continue` before the forward (torch 2.13, CPU/gloo, 2 ranks), rank 1 runs one forward and backward
+fewer and the run hangs once rank 0's extra forward all-gathers against rank 1's next collective (a
+final `all_reduce` of the loss): rank 0 3 forwards, 2 backwards, in `all_gather_single`; rank 1 2
+and 2, in `all_reduce`. A script whose skipping rank reaches its end instead fails on gloo with
+`Connection closed by peer` in rank 0's all-gather.
 
 ## Known problems
-Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` are recognised; a skip on an
-empty local batch, or a sharded submodule run only when this rank's batch has some input, is not.
+Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` on the loss, or tests a value
+for `None` / emptiness, are recognised; a sharded submodule run only when this rank's batch has some
+input (`if pixel_values is not None: feats = model.vision(pixel_values)`), a per-rank micro-batch
+count, and `generate()` of a sharded model without `synced_gpus=True` are not. Whether the data come
+from a `DistributedSampler` (which gives every rank the same number of batches) is not considered: a
+`continue` on a missing batch is flagged whatever the loader. An agreement is recognised only as a
+collective in the same step before the test, not one made before the loop.
 """
     valid = (
         """
@@ -95,6 +118,16 @@ for batch in loader:
         raise RuntimeError("NaN loss")
     loss.backward()
 """,
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+while True:
+    batch = next(batches, None)
+    if batch is None:
+        break
+    model(batch).sum().backward()
+""",
     )
     invalid = (
         """
@@ -117,6 +150,15 @@ for batch in loader:
     if loss.item() > 100.0:  # expect: FSDP012
         continue
     loss.backward()
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+for batch in loader:
+    if batch is None:  # expect: FSDP012
+        continue
+    model(batch).sum().backward()
 """,
     )
     requires = (("fully_shard",), ("backward",), ("continue", "break", "return"))
@@ -144,6 +186,67 @@ for batch in loader:
                         "only: the other ranks' FSDP2 reduce-scatter (or next all-gather) then waits for it "
                         "and the run hangs",
                     )
+            yield from _data_skips(trace, backwards, seen)
+
+
+def _data_skips(trace: Trace, backwards: list[Event], seen: set[int]) -> Iterator[Finding]:
+    """Skips on this rank's own data being None or empty (`if batch is None: continue`) that leave
+    out a forward and the backward of a sharded model on this rank only."""
+    after: dict[int, list[Event]] = {}
+    for event in trace.events:
+        for node in event.ctx.data_skips:
+            after.setdefault(id(node), []).append(event)
+    for backward in backwards:
+        for node in backward.ctx.data_skips:
+            if id(node.test) in seen:
+                continue
+            past = after[id(node)]
+            loops = _common_loops(past)
+            first = past[0].index
+            if _data_skip_forward(trace, node, loops, first) is None or _agreed_before(trace, loops, first):
+                continue
+            seen.add(id(node.test))
+            yield Finding(
+                node.test,
+                "this test skips the step when this rank's own batch is missing or empty: only this rank "
+                "leaves out the forward and `backward()` of the sharded model, and the other ranks' FSDP2 "
+                "all-gather / reduce-scatter waits for it until the run hangs",
+            )
+
+
+def _common_loops(events: list[Event]) -> tuple[object, ...]:
+    """The loops around the skip: those every event after it runs in."""
+    common = events[0].ctx.loops
+    for event in events[1:]:
+        loops = event.ctx.loops
+        n = 0
+        while n < min(len(common), len(loops)) and common[n] is loops[n]:
+            n += 1
+        common = common[:n]
+    return common
+
+
+def _in_step(event: Event, loops: tuple[object, ...]) -> bool:
+    """Does the event run in the step (the loop iteration, or the step function) the skip is in?"""
+    return event.ctx.loops[: len(loops)] == loops
+
+
+def _data_skip_forward(trace: Trace, node: object, loops: tuple[object, ...], first: int) -> Event | None:
+    """A forward of a `fully_shard`ed module the skip leaves out: after it (on the path that did not
+    skip), or before it in the same step."""
+    for event in trace.of_kind(EventKind.INVOKE):
+        if event.receiver is None or not _in_step(event, loops):
+            continue
+        if event.index >= first and not any(skip is node for skip in event.ctx.data_skips):
+            continue
+        if any(trace.is_fsdp_module(ref, event) for ref in refs(event.receiver)):
+            return event
+    return None
+
+
+def _agreed_before(trace: Trace, loops: tuple[object, ...], first: int) -> bool:
+    """Does a collective in the same step, before the skip, make the ranks agree on its test?"""
+    return any(event.index < first and _in_step(event, loops) for event in trace.calls(*AGREEMENTS))
 
 
 def _per_rank_tests(trace: Trace) -> dict[int, list[Event]]:

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import libcst as cst
 
+from fsdp2_lint.analysis.emptiness import exits_when_empty
 from fsdp2_lint.analysis.interpreter import guards
 from fsdp2_lint.analysis.interpreter.state import TERMINATED, Arm, Continuation, Env, Evaluator, Slot, joined
 from fsdp2_lint.analysis.model import (
@@ -68,6 +69,7 @@ def in_arm(ctx: Context, arm: Arm) -> Context:
         not_dtensor=ctx.not_dtensor + arm.not_dtensor,
         against_default=ctx.against_default or arm.against_default,
         skipped=ctx.skipped + arm.skipped if arm.skipped else ctx.skipped,
+        data_skips=ctx.data_skips + arm.data_skips if arm.data_skips else ctx.data_skips,
     )
 
 
@@ -198,8 +200,10 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
         return TERMINATED
     if then.done or other.done:  # the rest of the block runs in the other arm, as it left it
         live = other if then.done else then
-        if _ends_in_skip(node.body if then.done else node.orelse):
-            live.arm = replace(live.arm, skipped=(id(node),))
+        exit_block = node.body if then.done else node.orelse
+        if _ends_in_skip(exit_block):
+            data = _skips_a_step(interp, exit_block) and exits_when_empty(node.test, then.done)
+            live.arm = replace(live.arm, skipped=(id(node),), data_skips=(node,) if data else ())
         interp.frame.env.vars.clear()
         interp.frame.env.vars.update(live.env.vars)
         interp.heap.update(live.writes)
@@ -230,6 +234,20 @@ def _ends_in_skip(block: object) -> bool:
     if isinstance(last, cst.SimpleStatementLine) and last.body:
         last = last.body[-1]
     return isinstance(last, (cst.Continue, cst.Break, cst.Return))
+
+
+def _skips_a_step(interp: Evaluator, block: object) -> bool:
+    """Does the arm skip one step: a `continue`, or a `return` from a function with no loop of its
+    own around the `if` (a per-step function)? A `break`, or a `return` out of the function's own
+    loop, ends the loop: where all ranks' data end together that is no divergence."""
+    if isinstance(block, cst.Else):
+        block = block.body
+    last = block.body[-1]  # type: ignore[attr-defined]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        last = last.body[-1]
+    if isinstance(last, cst.Continue):
+        return True
+    return isinstance(last, cst.Return) and len(interp.ctx.loops) <= interp.frame.entry_loops
 
 
 def _exec_else(interp: Evaluator, node: cst.If, exits: list[Continuation]) -> bool:

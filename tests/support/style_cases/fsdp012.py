@@ -65,4 +65,88 @@ CASES = {
                 break
             loss.backward()
     """,
+    "fsdp012-batch-none-continue-before-forward": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for step in range(num_steps):
+            batch = next(data_iter, None)
+            if batch is None:  # expect: FSDP012
+                continue
+            loss = model(**batch).loss
+            loss.backward()
+            opt.step()
+    """,
+    "fsdp012-not-batch-or-len-zero": """
+        from torch.distributed.fsdp import fully_shard
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        for batch in loader:
+            if not batch or len(batch["input_ids"]) == 0:  # expect: FSDP012
+                continue
+            out = model(batch["input_ids"])
+            out.sum().backward()
+    """,
+    "fsdp012-step-method-shape-zero-return": """
+        from torch.distributed.fsdp import fully_shard
+
+        class Trainer:
+            def __init__(self, model):
+                fully_shard(model)
+                self.model = model
+
+            def step(self, x, y):
+                if x.shape[0] == 0:  # expect: FSDP012
+                    return None
+                loss = (self.model(x) - y).pow(2).mean()
+                loss.backward()
+                return loss
+    """,
+    "fsdp012-numel-between-forward-and-backward": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for tok, mask in loader:
+            logits = model(tok)
+            picked = logits[mask]
+            if picked.numel() == 0:  # expect: FSDP012
+                continue
+            picked.sum().backward()
+    """,
+    "fsdp012-empty-batch-flag-agreed-near-miss": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            n = torch.tensor(0 if batch is None else len(batch))
+            dist.all_reduce(n, op=dist.ReduceOp.MIN)
+            if batch is None or n.item() == 0:
+                continue
+            model(batch).sum().backward()
+    """,
+    "fsdp012-end-of-data-break-near-miss": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        while True:
+            batch = next(data_iter, None)
+            if batch is None:
+                break
+            model(batch).sum().backward()
+    """,
+    "fsdp012-empty-batch-skip-after-backward-near-miss": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            loss = model(batch).sum()
+            loss.backward()
+            if scheduler is None:
+                continue
+            scheduler.step()
+    """,
+    "fsdp012-empty-batch-unsharded-near-miss": """
+        for batch in loader:
+            if batch is None:
+                continue
+            model(batch).sum().backward()
+    """,
 }
