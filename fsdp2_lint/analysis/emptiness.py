@@ -18,22 +18,26 @@ _EMPTY_WHEN = {
 }
 
 
-def exits_when_empty(test: cst.BaseExpression, exit_on_true: bool) -> bool:
+def exits_when_empty(test: cst.BaseExpression, exit_on_true: bool, truthiness: bool = True) -> bool:
     """Is the exiting arm of ``test`` (its true arm when ``exit_on_true``) taken when a tested
     value is None or empty? ``a or b`` exits on its true arm when either does; ``a and b`` on its
-    false arm when either does."""
+    false arm when either does. ``truthiness``: a plain truth test of a name or an item
+    (``not batch``) counts too (a setting is tested that way as often as data are)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return exits_when_empty(test.expression, not exit_on_true)
+        return exits_when_empty(test.expression, not exit_on_true, truthiness)
     if isinstance(test, cst.BooleanOperation):
         either = isinstance(test.operator, cst.Or) if exit_on_true else isinstance(test.operator, cst.And)
-        return either and (exits_when_empty(test.left, exit_on_true) or exits_when_empty(test.right, exit_on_true))
-    empty = _true_means_empty(test)
+        return either and (
+            exits_when_empty(test.left, exit_on_true, truthiness)
+            or exits_when_empty(test.right, exit_on_true, truthiness)
+        )
+    empty = _true_means_empty(test, truthiness)
     return empty is not None and empty == exit_on_true
 
 
-def _true_means_empty(test: cst.BaseExpression) -> bool | None:
+def _true_means_empty(test: cst.BaseExpression, truthiness: bool) -> bool | None:
     """True: the test holds when the value is None/empty; False: when it is not; None: no emptiness test."""
-    if _data(test):  # `if batch:`
+    if truthiness and isinstance(test, (cst.Name, cst.Subscript)) and _data(test):  # `if batch:`, `if batch["x"]:`
         return False
     if _size(test):  # `if len(batch):`, `if x.numel():`
         return False
@@ -54,10 +58,11 @@ def _is_none(node: cst.BaseExpression) -> bool:
 
 def _data(node: cst.BaseExpression) -> bool:
     """A name, or an item or attribute read from one (``batch``, ``batch["pixel_values"]``,
-    ``batch.input_ids``); not ``self`` itself, not a constant."""
+    ``batch.input_ids``); nothing read from ``self`` (the object's settings and submodules), not a
+    constant."""
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
-    return isinstance(node, cst.Name) and node.value not in ("self", "None", "True", "False")
+    return isinstance(node, cst.Name) and node.value not in ("self", "cls", "None", "True", "False")
 
 
 def _size(node: cst.BaseExpression) -> bool:

@@ -632,6 +632,9 @@ class Context:
     # Those of the `skipped` ifs that skip on this rank's own data: the exiting arm runs when a value
     # is None or empty (`if batch is None: continue`, `if len(batch) == 0: return` in a step function).
     data_skips: tuple[cst.If, ...] = ()
+    # The `if`s and conditional expressions this code runs in an arm of that runs only when a value is
+    # not None and not empty (`if pixel_values is not None: feats = self.vision(pixel_values)`).
+    data_arms: tuple[cst.If | cst.IfExp, ...] = ()
 
     def with_(self, **changes: object) -> Context:
         """This context with some fields changed: ``dataclasses.replace``, without its cost (the

@@ -35,6 +35,10 @@ from fsdp2_lint.analysis.emptiness import exits_when_empty
         ("batch is not None and len(batch) > 0", False, True),
         ("batch is None and step > 3", True, False),
         ("self is None", True, False),
+        ("self.vision_tower is None", True, False),
+        ("not self.training", True, False),
+        ("not cfg.use_vision", True, False),
+        ('not batch["input_ids"]', True, True),
         ("step == 1", True, False),
         ("torch.isnan(loss)", True, False),
         ("len(batch) == 4", True, False),
@@ -42,3 +46,10 @@ from fsdp2_lint.analysis.emptiness import exits_when_empty
 )
 def test_exits_when_empty(test, exit_on_true, expected):
     assert exits_when_empty(cst.parse_expression(test), exit_on_true) is expected
+
+
+def test_a_plain_truth_test_counts_only_where_asked():
+    assert exits_when_empty(cst.parse_expression("not batch"), True)
+    assert not exits_when_empty(cst.parse_expression("not batch"), True, truthiness=False)
+    assert exits_when_empty(cst.parse_expression("batch is None"), True, truthiness=False)
+    assert exits_when_empty(cst.parse_expression("len(batch) == 0"), True, truthiness=False)

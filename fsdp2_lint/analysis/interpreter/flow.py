@@ -70,6 +70,7 @@ def in_arm(ctx: Context, arm: Arm) -> Context:
         against_default=ctx.against_default or arm.against_default,
         skipped=ctx.skipped + arm.skipped if arm.skipped else ctx.skipped,
         data_skips=ctx.data_skips + arm.data_skips if arm.data_skips else ctx.data_skips,
+        data_arms=ctx.data_arms + arm.data_arms if arm.data_arms else ctx.data_arms,
     )
 
 
@@ -193,7 +194,7 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
     taken = _decided(interp, node.test, test)
     if taken is not None:
         return exec_taken_arm(interp, node, taken)
-    then_arm, else_arm = guards.arms(interp, node, node.test, test)
+    then_arm, else_arm = _data_arms(node, *guards.arms(interp, node, node.test, test))
     then = run_arm(interp, then_arm, lambda exits: interp.exec_block(statements(node.body), exits))
     other = run_arm(interp, else_arm, lambda exits: _exec_else(interp, node, exits))
     if then.done and other.done:
@@ -212,6 +213,16 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
     if then.exits or other.exits:  # the rest never follows the arms that exited in either branch
         return Continuation(tuple(arm.path_only() for arm in joined(then.exits + other.exits).arms))
     return None
+
+
+def _data_arms(node: cst.If | cst.IfExp, then_arm: Arm, else_arm: Arm) -> tuple[Arm, Arm]:
+    """The arms, the one that runs only when a value is not None and not empty marked so (`data_arms`).
+    A plain truth test (`if use_vision:`) is no data test here: settings are tested that way."""
+    if exits_when_empty(node.test, exit_on_true=False, truthiness=False):
+        return replace(then_arm, data_arms=(node,)), else_arm
+    if exits_when_empty(node.test, exit_on_true=True, truthiness=False):
+        return then_arm, replace(else_arm, data_arms=(node,))
+    return then_arm, else_arm
 
 
 def evaluate_test(interp: Evaluator, node: cst.If | cst.IfExp) -> Value:
@@ -311,7 +322,9 @@ def _eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
     bodies = (node.body, node.orelse)
     runs = [
         run_arm(interp, arm, lambda exits, body=body: results.append(interp.eval(body)) or False)
-        for arm, body in zip(guards.arms(interp, node, node.test, evaluate_test(interp, node)), bodies, strict=True)
+        for arm, body in zip(
+            _data_arms(node, *guards.arms(interp, node, node.test, evaluate_test(interp, node))), bodies, strict=True
+        )
     ]
     join_arms(interp, runs)
     return choice(results)

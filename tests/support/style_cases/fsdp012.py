@@ -149,4 +149,108 @@ CASES = {
                 continue
             model(batch).sum().backward()
     """,
+    "fsdp012-vision-tower-sharded-alone-run-with-pixels": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids, pixel_values=None):
+                embeds = self.language_model.embed(input_ids)
+                if pixel_values is not None:  # expect: FSDP012
+                    embeds = embeds + self.vision_tower(pixel_values)
+                return self.language_model(embeds)
+
+        model = Llava()
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        for batch in loader:
+            model(batch["input_ids"], batch.get("pixel_values")).sum().backward()
+    """,
+    "fsdp012-expert-blocks-sharded-run-when-routed": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class MoE(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.experts = nn.ModuleList(Expert() for _ in range(4))
+
+            def forward(self, x, routes):
+                out = x
+                for i, expert in enumerate(self.experts):
+                    tokens = x[routes == i]
+                    if tokens.numel() > 0:  # expect: FSDP012
+                        out = out + expert(tokens).sum()
+                return out
+
+        model = MoE()
+        for expert in model.experts:
+            fully_shard(expert)
+        fully_shard(model)
+        for x, routes in loader:
+            model(x, routes).sum().backward()
+    """,
+    "fsdp012-vision-tower-dummy-input-near-miss": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids, pixel_values=None):
+                embeds = self.language_model.embed(input_ids)
+                has_images = pixel_values is not None
+                if not has_images:
+                    pixel_values = torch.zeros(1, 3, 224, 224)
+                embeds = embeds + self.vision_tower(pixel_values) * float(has_images)
+                return self.language_model(embeds)
+
+        model = Llava()
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        for batch in loader:
+            model(batch["input_ids"], batch.get("pixel_values")).sum().backward()
+    """,
+    "fsdp012-vision-tower-config-flag-near-miss": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self, use_vision):
+                super().__init__()
+                self.use_vision = use_vision
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids, pixel_values):
+                embeds = self.language_model.embed(input_ids)
+                if self.use_vision:
+                    embeds = embeds + self.vision_tower(pixel_values)
+                return self.language_model(embeds)
+
+        model = Llava(cfg.use_vision)
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        for batch in loader:
+            model(batch["input_ids"], batch["pixel_values"]).sum().backward()
+    """,
+    "fsdp012-vision-tower-no-backward-near-miss": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        with torch.no_grad():
+            for batch in loader:
+                if batch.get("pixel_values") is not None:
+                    feats = model.vision_tower(batch["pixel_values"])
+    """,
 }
