@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 from torch.distributed.fsdp._fully_shard import _fsdp_state
-from torch.distributed.fsdp._fully_shard._fsdp_common import TrainingState
+from torch.distributed.fsdp._fully_shard._fsdp_common import TrainingState, _dynamo_disable
 
 from fsdp2_lint.runtime.evidence import events
 
@@ -54,6 +54,7 @@ class PassCountProbe:
         original_pre_forward = _fsdp_state.FSDPState._pre_forward
         on_group = self.probes.guarded("passes", self._on_group)
 
+        @_dynamo_disable  # like the hook it wraps: torch.compile must not trace the probe
         @functools.wraps(original_pre_forward)
         def _pre_forward(state: Any, module: Any, *args: Any, **kwargs: Any) -> Any:
             # a group's forward starts once per pass (not again per module of a grouped `fully_shard`,
