@@ -35,7 +35,10 @@ AGREEMENTS = (
 class RankDivergentBackward(Rule):
     code = "FSDP012"
     name = "rank-divergent-backward"
-    summary = "a rank-local test on the loss skips `backward()` of a `fully_shard`ed model on some ranks only"
+    summary = (
+        "a rank-local test (this rank's loss, an empty local batch) skips the forward/`backward()` of a "
+        "`fully_shard`ed model on some ranks only"
+    )
     hint = (
         "make the ranks agree before skipping: all-reduce the flag (`dist.all_reduce(flag, op=dist.ReduceOp.MAX)`) "
         "or the loss, and test the reduced value"
@@ -51,9 +54,27 @@ Flags `if <test of this rank's loss>: continue` (also `break`, `return`) between
 only: `torch.isnan(loss)`, `not torch.isfinite(loss)`, `math.isnan(loss.item())`,
 `loss.item() > limit`. The finding is at the test.
 
-Not flagged: the same skip when the flag or the loss was all-reduced (or broadcast, gathered)
-before the test, so every rank takes the same arm; skips before the forward; a `raise` (the job
-stops; the launcher tears the other ranks down); tests on the rank itself (FSDP007).
+Also flags a skip of the step when this rank's own batch is missing or empty: `if batch is None:
+continue`, `if not batch: continue`, `if len(batch) == 0: continue`, `if x.numel() == 0: continue`
+(also `x.size(0) == 0`, `x.shape[0] == 0`, joined by `or`), or the same test with `return` in a
+per-step function (`train_step`), where the skip leaves out a forward of a `fully_shard`ed model in
+the same step (before the test, or after it) and a `backward()` after it.
+
+And flags a module that holds a `fully_shard` group of its own (`fully_shard(model.vision_tower)`)
+run only in the arm of a test that this rank's input is there — `if pixel_values is not None:
+x = x + self.vision_tower(pixel_values)`, `... if pixel_values is not None else None`, an expert
+run `if tokens.numel() > 0` — while the `backward()` after it runs on every rank. The finding is at
+the test.
+
+Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
+same step before the test (the flag or the loss was agreed, so every rank takes the same arm);
+a loss test before the forward; a `raise` (the job stops; the launcher tears the other ranks down);
+tests on the rank itself (FSDP007); a `break` (or a `return` out of the function's own loop) on a
+missing batch: that ends the loop, which is the usual end-of-data test, and the ranks diverge only
+if their data have different lengths; a skip after the `backward()`; a sharded submodule run on
+every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth test
+(`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything read
+from `self`.
 
 ## Why is this bad?
 FSDP2's backward reduce-scatters each sharded module's gradients and its next forward all-gathers
@@ -63,11 +84,33 @@ reduce-scatter whose partner never comes (and the skipping rank runs its next fo
 against their reduce-scatter). Observed with torch 2.13 on CPU/gloo, 2 ranks, a NaN loss on rank 1
 at step 1: the run hangs until the collective timeout, rank 0 in the backward's
 `reduce_scatter_single` and rank 1 in an `all_gather_single`; the harness's pass counts show the
-cause (rank 0: 2 forwards, 2 backwards; rank 1: 3 forwards, 2 backwards).
+cause (rank 0: 2 forwards, 2 backwards; rank 1: 3 forwards, 2 backwards). A skip on
+an empty local batch does the same: with rank 1's batch `None` at step 1 and `if batch is None:
+continue` before the forward (torch 2.13, CPU/gloo, 2 ranks), rank 1 runs one forward and backward
+fewer and the run hangs once rank 0's extra forward all-gathers against rank 1's next collective (a
+final `all_reduce` of the loss): rank 0 3 forwards, 2 backwards, in `all_gather_single`; rank 1 2
+and 2, in `all_reduce`. A script whose skipping rank reaches its end instead fails on gloo with
+`Connection closed by peer` in rank 0's all-gather. A separately sharded vision projector run only
+`if pixel_values is not None`, with rank 1's batch text-only at step 1: rank 0's projector
+all-gather pairs with rank 1's `layers.0` one and the run hangs (rank 0 in an all-gather, rank 1 in
+the backward's reduce-scatter); the harness sees that in forward #2 the ranks ran different sharded
+groups (rank 0 `vision, layers.0, layers.1`, rank 1 `layers.0, layers.1`). Where the skipped group's
+shards differ in size from the next group's, gloo aborts the process in the mismatched
+`all_gather_single` (SIGABRT) instead of hanging; NCCL does not check sizes and hangs or corrupts.
 
 ## Known problems
-Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` are recognised; a skip on an
-empty local batch, or a sharded submodule run only when this rank's batch has some input, is not.
+Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` on the loss, or tests a value
+for `None` / emptiness, are recognised; a per-rank micro-batch count (`for mb in
+split_by_tokens(batch)`) and `generate()` of a sharded model without `synced_gpus=True` are not
+(left for later). Whether the data come from a `DistributedSampler` (which gives every rank the same
+number of batches) is not considered: a `continue` on a missing batch is flagged whatever the loader.
+An agreement is recognised only as a collective in the same step before the test, not one made
+before the loop. A submodule run only when this rank has input is flagged only when it holds a
+`fully_shard` group of its own: on torch 2.13 the same code with the submodule inside another
+group (say the root's) fails too, on gloo with a SIGABRT in the backward's `reduce_scatter_single`,
+because FSDP2 reduce-scatters only the parameters that got a gradient on this rank, unless
+`set_reduce_scatter_unused_params(True)` is set; that shape is not flagged (the harness does not yet
+observe its cause, and a parameterless submodule run the same way is harmless).
 """
     valid = (
         """
@@ -95,6 +138,39 @@ for batch in loader:
         raise RuntimeError("NaN loss")
     loss.backward()
 """,
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+while True:
+    batch = next(batches, None)
+    if batch is None:
+        break
+    model(batch).sum().backward()
+""",
+        """
+import torch
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+class VisionLanguageModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.vision, self.lm = Embed(), VisionTower(), LanguageModel()
+
+    def forward(self, ids, pixel_values=None):
+        x = self.embed(ids)
+        has_images = pixel_values is not None
+        if not has_images:  # every rank runs the sharded tower, on a dummy input if need be
+            pixel_values = torch.zeros(1, 3, 32, 32)
+        return self.lm(x + self.vision(pixel_values) * float(has_images))
+
+model = VisionLanguageModel()
+fully_shard(model.vision)
+fully_shard(model)
+for batch in loader:
+    model(batch["ids"], batch.get("pixel_values")).sum().backward()
+""",
     )
     invalid = (
         """
@@ -117,6 +193,36 @@ for batch in loader:
     if loss.item() > 100.0:  # expect: FSDP012
         continue
     loss.backward()
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+for batch in loader:
+    if batch is None:  # expect: FSDP012
+        continue
+    model(batch).sum().backward()
+""",
+        """
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+class VisionLanguageModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.vision, self.lm = Embed(), VisionTower(), LanguageModel()
+
+    def forward(self, ids, pixel_values=None):
+        x = self.embed(ids)
+        if pixel_values is not None:  # expect: FSDP012
+            x = x + self.vision(pixel_values)
+        return self.lm(x)
+
+model = VisionLanguageModel()
+fully_shard(model.vision)
+fully_shard(model)
+for batch in loader:
+    model(batch["ids"], batch.get("pixel_values")).sum().backward()
 """,
     )
     requires = (("fully_shard",), ("backward",), ("continue", "break", "return"))
@@ -144,6 +250,97 @@ for batch in loader:
                         "only: the other ranks' FSDP2 reduce-scatter (or next all-gather) then waits for it "
                         "and the run hangs",
                     )
+            yield from _data_skips(trace, backwards, seen)
+            yield from _groups_run_with_data(trace, backwards, seen)
+
+
+def _data_skips(trace: Trace, backwards: list[Event], seen: set[int]) -> Iterator[Finding]:
+    """Skips on this rank's own data being None or empty (`if batch is None: continue`) that leave
+    out a forward and the backward of a sharded model on this rank only."""
+    after: dict[int, list[Event]] = {}
+    for event in trace.events:
+        for node in event.ctx.data_skips:
+            after.setdefault(id(node), []).append(event)
+    for backward in backwards:
+        for node in backward.ctx.data_skips:
+            if id(node.test) in seen:
+                continue
+            past = after[id(node)]
+            loops = _common_loops(past)
+            first = past[0].index
+            if _data_skip_forward(trace, node, loops, first) is None or _agreed_before(trace, loops, first):
+                continue
+            seen.add(id(node.test))
+            yield Finding(
+                node.test,
+                "this test skips the step when this rank's own batch is missing or empty: only this rank "
+                "leaves out the forward and `backward()` of the sharded model, and the other ranks' FSDP2 "
+                "all-gather / reduce-scatter waits for it until the run hangs",
+            )
+
+
+def _groups_run_with_data(trace: Trace, backwards: list[Event], seen: set[int]) -> Iterator[Finding]:
+    """A module holding a `fully_shard` group of its own, run only in the arm of a test that this
+    rank's data are there (`if pixel_values is not None: self.vision(pixel_values)`), while the
+    `backward()` after it runs on every rank."""
+    under: dict[int, list[Event]] = {}
+    for event in trace.events:
+        for node in event.ctx.data_arms:
+            under.setdefault(id(node), []).append(event)
+    for event in trace.of_kind(EventKind.INVOKE):
+        for node in event.ctx.data_arms:
+            if id(node.test) in seen or event.receiver is None:
+                continue
+            if not any(trace.holds_fsdp_module(ref, event) for ref in refs(event.receiver)):
+                continue
+            if not any(b.index > event.index and not any(n is node for n in b.ctx.data_arms) for b in backwards):
+                continue
+            arm = under[id(node)]
+            if _agreed_before(trace, _common_loops(arm), arm[0].index):
+                continue
+            seen.add(id(node.test))
+            yield Finding(
+                node.test,
+                "a separately `fully_shard`ed module runs only when this rank's input is there: ranks "
+                "without it skip that group's all-gather (and its reduce-scatter in the `backward()` every "
+                "rank runs), so the ranks' collectives pair up wrongly and the run hangs or fails; run it "
+                "on a dummy input on every rank",
+            )
+
+
+def _common_loops(events: list[Event]) -> tuple[object, ...]:
+    """The loops around the skip: those every event after it runs in."""
+    common = events[0].ctx.loops
+    for event in events[1:]:
+        loops = event.ctx.loops
+        n = 0
+        while n < min(len(common), len(loops)) and common[n] is loops[n]:
+            n += 1
+        common = common[:n]
+    return common
+
+
+def _in_step(event: Event, loops: tuple[object, ...]) -> bool:
+    """Does the event run in the step (the loop iteration, or the step function) the skip is in?"""
+    return event.ctx.loops[: len(loops)] == loops
+
+
+def _data_skip_forward(trace: Trace, node: object, loops: tuple[object, ...], first: int) -> Event | None:
+    """A forward of a `fully_shard`ed module the skip leaves out: after it (on the path that did not
+    skip), or before it in the same step."""
+    for event in trace.of_kind(EventKind.INVOKE):
+        if event.receiver is None or not _in_step(event, loops):
+            continue
+        if event.index >= first and not any(skip is node for skip in event.ctx.data_skips):
+            continue
+        if any(trace.is_fsdp_module(ref, event) for ref in refs(event.receiver)):
+            return event
+    return None
+
+
+def _agreed_before(trace: Trace, loops: tuple[object, ...], first: int) -> bool:
+    """Does a collective in the same step, before the skip, make the ranks agree on its test?"""
+    return any(event.index < first and _in_step(event, loops) for event in trace.calls(*AGREEMENTS))
 
 
 def _per_rank_tests(trace: Trace) -> dict[int, list[Event]]:

@@ -639,6 +639,12 @@ class Context:
     # Ids of the `if`s this code runs past whose other arm ends in `continue`, `break` or `return`
     # (`if torch.isnan(loss): continue`): the code runs only on the paths that did not skip it.
     skipped: tuple[int, ...] = ()
+    # Those of the `skipped` ifs that skip on this rank's own data: the exiting arm runs when a value
+    # is None or empty (`if batch is None: continue`, `if len(batch) == 0: return` in a step function).
+    data_skips: tuple[cst.If, ...] = ()
+    # The `if`s and conditional expressions this code runs in an arm of that runs only when a value is
+    # not None and not empty (`if pixel_values is not None: feats = self.vision(pixel_values)`).
+    data_arms: tuple[cst.If | cst.IfExp, ...] = ()
 
     def with_(self, **changes: object) -> Context:
         """This context with some fields changed: ``dataclasses.replace``, without its cost (the

@@ -174,7 +174,7 @@ PACKAGE_LAYERS = (
 )
 ANALYSIS_LAYERS = (
     ("syntax", "kinds"),
-    ("conditions",),  # facts about tested settings, keyed by what they test
+    ("conditions", "emptiness"),  # facts about tested settings, keyed by what they test; tests of emptiness
     ("model",),
     ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),

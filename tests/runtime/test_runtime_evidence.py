@@ -519,6 +519,45 @@ def test_divergent_forward_count_needs_a_hang_and_different_pass_counts(rank1_la
         assert matches(evidence[0], RuntimeSignature("divergent_forward_count", min_ranks=2))
 
 
+def _group(module: str, count: int, forwards: int, line: int) -> dict:
+    return {"kind": "group_forward", "module": module, "count": count, "forwards": forwards, "line": line, "site": None}
+
+
+def _groups_pass(forwards: int, modules: list[str]) -> list[dict]:
+    return [_pass("forward", forwards, forwards - 1, 54)] + [
+        _group(module, forwards, forwards, 29 if module == "vision" else 31) for module in modules
+    ]
+
+
+@pytest.mark.parametrize(
+    ("rank1_second", "timed_out", "found"),
+    [
+        (["layers.0", "layers.1"], (0, 1), True),  # rank 1 skipped the vision group: a hang
+        (["layers.0"], (), True),  # the same skip, and a rank aborted in the mismatched all-gather
+        (["vision"], (0, 1), False),  # rank 1 is only behind rank 0 in the same sequence
+        (["vision", "layers.0", "layers.1"], (0, 1), False),  # the same groups: a hang of another cause
+    ],
+)
+def test_divergent_forward_count_sees_a_sharded_group_one_rank_skipped(rank1_second, timed_out, found):
+    first = _groups_pass(1, ["vision", "layers.0", "layers.1"]) + [_pass("backward", 1, 1, 55)]
+    rank0 = [START, *first, *_groups_pass(2, ["vision", "layers.0", "layers.1"])]
+    rank1 = [START, *first, *_groups_pass(2, rank1_second)]
+    run = synthetic_record({0: rank0, 1: rank1}, timed_out=timed_out)  # no exit event: the run failed
+    evidence = [e for e in observe(run) if e.kind == "divergent_forward_count"]
+    assert bool(evidence) is found
+    if found:
+        assert evidence[0].ranks == (0, 1) and evidence[0].lines == (29, 31)
+        assert "in forward #2 of the sharded model" in evidence[0].summary
+        assert "rank 0 ran vision, layers.0, layers.1; rank 1 ran layers.0" in evidence[0].summary
+        assert matches(evidence[0], RuntimeSignature("divergent_forward_count", min_ranks=2))
+
+
+def test_divergent_group_sequences_of_a_run_that_completed_are_no_evidence():
+    rank0 = [START, *_groups_pass(1, ["vision", "layers.0"]), EXIT]
+    rank1 = [START, *_groups_pass(1, ["layers.0"]), EXIT]
+    assert [e for e in observe(synthetic_record({0: rank0, 1: rank1})) if e.kind == "divergent_forward_count"] == []
+
+
 # sync_per_microbatch (FSDP033) -------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import libcst as cst
 
+from fsdp2_lint.analysis.emptiness import exits_when_empty
 from fsdp2_lint.analysis.interpreter import guards
 from fsdp2_lint.analysis.interpreter.state import TERMINATED, Arm, Continuation, Env, Evaluator, Slot, joined
 from fsdp2_lint.analysis.model import (
@@ -68,6 +69,8 @@ def in_arm(ctx: Context, arm: Arm) -> Context:
         not_dtensor=ctx.not_dtensor + arm.not_dtensor,
         against_default=ctx.against_default or arm.against_default,
         skipped=ctx.skipped + arm.skipped if arm.skipped else ctx.skipped,
+        data_skips=ctx.data_skips + arm.data_skips if arm.data_skips else ctx.data_skips,
+        data_arms=ctx.data_arms + arm.data_arms if arm.data_arms else ctx.data_arms,
     )
 
 
@@ -191,15 +194,17 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
     taken = _decided(interp, node.test, test)
     if taken is not None:
         return exec_taken_arm(interp, node, taken)
-    then_arm, else_arm = guards.arms(interp, node, node.test, test)
+    then_arm, else_arm = _data_arms(node, *guards.arms(interp, node, node.test, test))
     then = run_arm(interp, then_arm, lambda exits: interp.exec_block(statements(node.body), exits))
     other = run_arm(interp, else_arm, lambda exits: _exec_else(interp, node, exits))
     if then.done and other.done:
         return TERMINATED
     if then.done or other.done:  # the rest of the block runs in the other arm, as it left it
         live = other if then.done else then
-        if _ends_in_skip(node.body if then.done else node.orelse):
-            live.arm = replace(live.arm, skipped=(id(node),))
+        exit_block = node.body if then.done else node.orelse
+        if _ends_in_skip(exit_block):
+            data = _skips_a_step(interp, exit_block) and exits_when_empty(node.test, then.done)
+            live.arm = replace(live.arm, skipped=(id(node),), data_skips=(node,) if data else ())
         interp.frame.env.vars.clear()
         interp.frame.env.vars.update(live.env.vars)
         interp.heap.update(live.writes)
@@ -208,6 +213,16 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
     if then.exits or other.exits:  # the rest never follows the arms that exited in either branch
         return Continuation(tuple(arm.path_only() for arm in joined(then.exits + other.exits).arms))
     return None
+
+
+def _data_arms(node: cst.If | cst.IfExp, then_arm: Arm, else_arm: Arm) -> tuple[Arm, Arm]:
+    """The arms, the one that runs only when a value is not None and not empty marked so (`data_arms`).
+    A plain truth test (`if use_vision:`) is no data test here: settings are tested that way."""
+    if exits_when_empty(node.test, exit_on_true=False, truthiness=False):
+        return replace(then_arm, data_arms=(node,)), else_arm
+    if exits_when_empty(node.test, exit_on_true=True, truthiness=False):
+        return then_arm, replace(else_arm, data_arms=(node,))
+    return then_arm, else_arm
 
 
 def evaluate_test(interp: Evaluator, node: cst.If | cst.IfExp) -> Value:
@@ -230,6 +245,20 @@ def _ends_in_skip(block: object) -> bool:
     if isinstance(last, cst.SimpleStatementLine) and last.body:
         last = last.body[-1]
     return isinstance(last, (cst.Continue, cst.Break, cst.Return))
+
+
+def _skips_a_step(interp: Evaluator, block: object) -> bool:
+    """Does the arm skip one step: a `continue`, or a `return` from a function with no loop of its
+    own around the `if` (a per-step function)? A `break`, or a `return` out of the function's own
+    loop, ends the loop: where all ranks' data end together that is no divergence."""
+    if isinstance(block, cst.Else):
+        block = block.body
+    last = block.body[-1]  # type: ignore[attr-defined]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        last = last.body[-1]
+    if isinstance(last, cst.Continue):
+        return True
+    return isinstance(last, cst.Return) and len(interp.ctx.loops) <= interp.frame.entry_loops
 
 
 def _exec_else(interp: Evaluator, node: cst.If, exits: list[Continuation]) -> bool:
@@ -293,7 +322,9 @@ def _eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
     bodies = (node.body, node.orelse)
     runs = [
         run_arm(interp, arm, lambda exits, body=body: results.append(interp.eval(body)) or False)
-        for arm, body in zip(guards.arms(interp, node, node.test, evaluate_test(interp, node)), bodies, strict=True)
+        for arm, body in zip(
+            _data_arms(node, *guards.arms(interp, node, node.test, evaluate_test(interp, node))), bodies, strict=True
+        )
     ]
     join_arms(interp, runs)
     return choice(results)

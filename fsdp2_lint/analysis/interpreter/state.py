@@ -71,6 +71,12 @@ class Arm:
     # The `if`s (their ids) whose other arm ends in `continue`/`break`/`return`: this arm is how the
     # code goes on past them.
     skipped: tuple[int, ...] = ()
+    # The skipped `if`s whose exiting arm runs when a value is None or empty (`if batch is None:
+    # continue`): a skip on this rank's own data (:mod:`fsdp2_lint.analysis.emptiness`).
+    data_skips: tuple[cst.If, ...] = ()
+    # The `if` (or conditional expression) whose arm this is, when the arm runs only where a value is
+    # not None and not empty (`if pixel_values is not None:`): code that runs on the ranks that have data.
+    data_arms: tuple[cst.If | cst.IfExp, ...] = ()
 
     def path_only(self) -> Arm:
         """Only which arm this is: what remains of an arm that is one of several ways to a point."""

@@ -46,6 +46,9 @@ COLLECTIVE = "collective"  # op, line
 STALE_UNSHARDED = "stale_unsharded"
 # phase (forward of a sharded root / backward call), forwards, backwards (counts so far on this rank), line
 PASS = "pass"
+# module (the group's module name; "<root>" for the root's), count (its forwards so far on this rank),
+# forwards (the root forwards so far), line: a sharded group began a forward (FSDP012)
+GROUP_FORWARD = "group_forward"
 # line (the optimizer step), backwards, groups, reduce_scatters, most_per_group: FSDP2 gradient
 # reduce-scatters since the previous optimizer step (FSDP033)
 REDUCE_SCATTERS = "reduce_scatters"

@@ -7,6 +7,7 @@ says more than the kind (an exception type and message), a matcher. Adding a kin
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -822,33 +823,74 @@ def detect_stale_unsharded_params(run: RunRecord) -> list[Evidence]:
 
 @evidence_kind(
     "divergent_forward_count",
-    "a hang after the ranks ran different numbers of forwards/backwards of the sharded model",
+    "a hang or a failed collective after the ranks ran different numbers of forwards/backwards of the sharded "
+    "model, or of one of its sharded groups",
 )
 def detect_divergent_forward_count(run: RunRecord) -> list[Evidence]:
     """The run hung, and when it did the ranks had run different numbers of sharded-root forwards
-    or ``backward()`` calls (the ``pass`` events): one rank skipped a pass the others ran (FSDP012)."""
-    if not run.timed_out:
-        return []
+    or ``backward()`` calls (the ``pass`` events): one rank skipped a pass the others ran. Or the run
+    hung or failed while the ranks were in the same forward of the root and had begun the forwards
+    of its sharded groups in different sequences (the ``group_forward`` events): a separately sharded
+    submodule ran on some ranks only (FSDP012)."""
     last: dict[int, Event] = {}
     for rank, event in run.of_kind(events.PASS):
         last[rank] = event
-    if len(last) < 2 or len({(event["forwards"], event["backwards"]) for event in last.values()}) < 2:
-        return []
-    parts = []
-    for rank, event in sorted(last.items()):
-        backwards = event["backwards"]
-        parts.append(
-            f"rank {rank} {event['forwards']} forward(s), {backwards} backward(s)"
-            f" (last: {event['phase']}{_at(event.get('line'))})"
-        )
-    return [
-        Evidence(
-            kind="divergent_forward_count",
-            summary="ranks ran different numbers of passes of the sharded model before the hang: " + "; ".join(parts),
-            ranks=tuple(sorted(last)),
-            lines=tuple(dict.fromkeys(event.get("line") for event in last.values() if event.get("line") is not None)),
-        )
-    ]
+    if (
+        run.timed_out
+        and len(last) >= 2
+        and len({(event["forwards"], event["backwards"]) for event in last.values()}) > 1
+    ):
+        parts = []
+        for rank, event in sorted(last.items()):
+            parts.append(
+                f"rank {rank} {event['forwards']} forward(s), {event['backwards']} backward(s)"
+                f" (last: {event['phase']}{_at(event.get('line'))})"
+            )
+        return [
+            Evidence(
+                kind="divergent_forward_count",
+                summary="ranks ran different numbers of passes of the sharded model before the hang: "
+                + "; ".join(parts),
+                ranks=tuple(sorted(last)),
+                lines=tuple(
+                    dict.fromkeys(event.get("line") for event in last.values() if event.get("line") is not None)
+                ),
+            )
+        ]
+    return _skipped_group(run) if run.timed_out or not run.completed() else []
+
+
+def _skipped_group(run: RunRecord) -> list[Evidence]:
+    """In one forward of the root, two ranks began the forwards of the sharded groups in sequences
+    neither of which is the start of the other: one rank skipped a group the other ran, so their
+    all-gathers paired up wrongly (a rank that is only further along is not this)."""
+    passes: dict[int, dict[int, list[Event]]] = {}
+    for rank, event in run.of_kind(events.GROUP_FORWARD):
+        passes.setdefault(rank, {}).setdefault(event["forwards"], []).append(event)
+    for a, b in itertools.combinations(sorted(passes), 2):
+        for number in sorted(passes[a].keys() & passes[b].keys()):
+            if number < 1:
+                continue
+            mine, theirs = passes[a][number], passes[b][number]
+            n = min(len(mine), len(theirs))
+            if [e["module"] for e in mine[:n]] == [e["module"] for e in theirs[:n]]:
+                continue
+            parts = [
+                f"rank {rank} ran {', '.join(e['module'] for e in sequence)}"
+                for rank, sequence in ((a, mine), (b, theirs))
+            ]
+            first = next(i for i in range(n) if mine[i]["module"] != theirs[i]["module"])
+            lines = (mine[first].get("line"), theirs[first].get("line"))
+            return [
+                Evidence(
+                    kind="divergent_forward_count",
+                    summary=f"in forward #{number} of the sharded model the ranks ran different sharded groups before "
+                    "the run failed: " + "; ".join(parts),
+                    ranks=(a, b),
+                    lines=tuple(dict.fromkeys(line for line in lines if line is not None)),
+                )
+            ]
+    return []
 
 
 # sync_per_microbatch (FSDP033) -------------------------------------------------------------------

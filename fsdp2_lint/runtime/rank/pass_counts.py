@@ -2,7 +2,10 @@
 
 Every rank must run the same sequence of FSDP2 forwards and backwards: each forward all-gathers,
 each backward reduce-scatters. One event per pass, with the count so far on this rank, lets the
-harness compare the ranks' counts when a run hangs. Never issues a collective.
+harness compare the ranks' counts when a run hangs. Each sharded group's own forwards are counted
+too (``group`` events): a separately sharded submodule that runs on some ranks only (``if pixel_values
+is not None: self.vision(...)``) leaves the roots' counts equal and the groups' different. Never
+issues a collective.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 import torch
 from torch.distributed.fsdp._fully_shard import _fsdp_state
+from torch.distributed.fsdp._fully_shard._fsdp_common import TrainingState, _dynamo_disable
 
 from fsdp2_lint.runtime.evidence import events
 
@@ -22,6 +26,7 @@ class PassCountProbe:
         self.probes = probes
         self.forwards = 0
         self.backwards = 0
+        self.groups: dict[str, int] = {}  # forwards of each sharded group (by module name) on this rank
 
     def install(self) -> None:
         original_root = _fsdp_state.FSDPState._root_pre_forward
@@ -46,6 +51,21 @@ class PassCountProbe:
             return original_backward(*args, **kwargs)
 
         torch.autograd.backward = backward  # Tensor.backward calls it too
+        original_pre_forward = _fsdp_state.FSDPState._pre_forward
+        on_group = self.probes.guarded("passes", self._on_group)
+
+        @_dynamo_disable  # like the hook it wraps: torch.compile must not trace the probe
+        @functools.wraps(original_pre_forward)
+        def _pre_forward(state: Any, module: Any, *args: Any, **kwargs: Any) -> Any:
+            # a group's forward starts once per pass (not again per module of a grouped `fully_shard`,
+            # nor in the recomputation of activation checkpointing during the backward)
+            starts = getattr(state, "_training_state", None) not in (TrainingState.FORWARD, TrainingState.PRE_BACKWARD)
+            if starts and not getattr(state, "_is_root", None):  # a root's forwards are the `pass` events
+                on_group(state, module, sys._getframe(1))  # before its all-gather, which may never complete
+            return original_pre_forward(state, module, *args, **kwargs)
+
+        # fully_shard registers the bound hook when it runs: the probes are installed before the script
+        _fsdp_state.FSDPState._pre_forward = _pre_forward
 
     def _on_forward(self, frame: Any) -> None:
         self.forwards += 1
@@ -56,6 +76,19 @@ class PassCountProbe:
             return  # no sharded model ran yet
         self.backwards += 1
         self._write("backward", frame)
+
+    def _on_group(self, state: Any, module: Any, frame: Any) -> None:
+        groups = getattr(state, "_fsdp_param_groups", None) or []
+        names = [group._module_fqn for group in groups if getattr(group, "_module_fqn", None)]
+        name = "|".join(names) or type(module).__name__  # the root group's name is "" (or not set yet)
+        count = self.groups[name] = self.groups.get(name, 0) + 1
+        self.probes.log.write(
+            events.GROUP_FORWARD,
+            module=name or "<root>",
+            count=count,
+            forwards=self.forwards,
+            **self.probes.locator.locate_stack(frame),
+        )
 
     def _write(self, phase: str, frame: Any) -> None:
         self.probes.log.write(

@@ -65,4 +65,192 @@ CASES = {
                 break
             loss.backward()
     """,
+    "fsdp012-batch-none-continue-before-forward": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for step in range(num_steps):
+            batch = next(data_iter, None)
+            if batch is None:  # expect: FSDP012
+                continue
+            loss = model(**batch).loss
+            loss.backward()
+            opt.step()
+    """,
+    "fsdp012-not-batch-or-len-zero": """
+        from torch.distributed.fsdp import fully_shard
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        for batch in loader:
+            if not batch or len(batch["input_ids"]) == 0:  # expect: FSDP012
+                continue
+            out = model(batch["input_ids"])
+            out.sum().backward()
+    """,
+    "fsdp012-step-method-shape-zero-return": """
+        from torch.distributed.fsdp import fully_shard
+
+        class Trainer:
+            def __init__(self, model):
+                fully_shard(model)
+                self.model = model
+
+            def step(self, x, y):
+                if x.shape[0] == 0:  # expect: FSDP012
+                    return None
+                loss = (self.model(x) - y).pow(2).mean()
+                loss.backward()
+                return loss
+    """,
+    "fsdp012-numel-between-forward-and-backward": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for tok, mask in loader:
+            logits = model(tok)
+            picked = logits[mask]
+            if picked.numel() == 0:  # expect: FSDP012
+                continue
+            picked.sum().backward()
+    """,
+    "fsdp012-empty-batch-flag-agreed-near-miss": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            n = torch.tensor(0 if batch is None else len(batch))
+            dist.all_reduce(n, op=dist.ReduceOp.MIN)
+            if batch is None or n.item() == 0:
+                continue
+            model(batch).sum().backward()
+    """,
+    "fsdp012-end-of-data-break-near-miss": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        while True:
+            batch = next(data_iter, None)
+            if batch is None:
+                break
+            model(batch).sum().backward()
+    """,
+    "fsdp012-empty-batch-skip-after-backward-near-miss": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            loss = model(batch).sum()
+            loss.backward()
+            if scheduler is None:
+                continue
+            scheduler.step()
+    """,
+    "fsdp012-empty-batch-unsharded-near-miss": """
+        for batch in loader:
+            if batch is None:
+                continue
+            model(batch).sum().backward()
+    """,
+    "fsdp012-vision-tower-sharded-alone-run-with-pixels": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids, pixel_values=None):
+                embeds = self.language_model.embed(input_ids)
+                if pixel_values is not None:  # expect: FSDP012
+                    embeds = embeds + self.vision_tower(pixel_values)
+                return self.language_model(embeds)
+
+        model = Llava()
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        for batch in loader:
+            model(batch["input_ids"], batch.get("pixel_values")).sum().backward()
+    """,
+    "fsdp012-expert-blocks-sharded-run-when-routed": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class MoE(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.experts = nn.ModuleList(Expert() for _ in range(4))
+
+            def forward(self, x, routes):
+                out = x
+                for i, expert in enumerate(self.experts):
+                    tokens = x[routes == i]
+                    if tokens.numel() > 0:  # expect: FSDP012
+                        out = out + expert(tokens).sum()
+                return out
+
+        model = MoE()
+        for expert in model.experts:
+            fully_shard(expert)
+        fully_shard(model)
+        for x, routes in loader:
+            model(x, routes).sum().backward()
+    """,
+    "fsdp012-vision-tower-dummy-input-near-miss": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids, pixel_values=None):
+                embeds = self.language_model.embed(input_ids)
+                has_images = pixel_values is not None
+                if not has_images:
+                    pixel_values = torch.zeros(1, 3, 224, 224)
+                embeds = embeds + self.vision_tower(pixel_values) * float(has_images)
+                return self.language_model(embeds)
+
+        model = Llava()
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        for batch in loader:
+            model(batch["input_ids"], batch.get("pixel_values")).sum().backward()
+    """,
+    "fsdp012-vision-tower-config-flag-near-miss": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self, use_vision):
+                super().__init__()
+                self.use_vision = use_vision
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids, pixel_values):
+                embeds = self.language_model.embed(input_ids)
+                if self.use_vision:
+                    embeds = embeds + self.vision_tower(pixel_values)
+                return self.language_model(embeds)
+
+        model = Llava(cfg.use_vision)
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        for batch in loader:
+            model(batch["input_ids"], batch["pixel_values"]).sum().backward()
+    """,
+    "fsdp012-vision-tower-no-backward-near-miss": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        with torch.no_grad():
+            for batch in loader:
+                if batch.get("pixel_values") is not None:
+                    feats = model.vision_tower(batch["pixel_values"])
+    """,
 }
