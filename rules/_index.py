@@ -869,7 +869,10 @@ HEADS = (
         "unsharded-across-optimizer-step",
         Severity.ERROR,
         (
-            ("set_reshard_after_backward",),
+            (
+                "set_reshard_after_backward",
+                "unshard",
+            ),
             ("step",),
         ),
         TorchVersions(None, None),

@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import libcst as cst
+
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
     Event,
@@ -14,7 +16,10 @@ from fsdp2_lint.analysis.model import (
     refs,
 )
 from fsdp2_lint.analysis.trace import Trace
-from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
+from fsdp2_lint.diagnostics import Applicability
+from fsdp2_lint.fixing.builders import code_of
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature
 from fsdp2_lint.torch_version import TorchVersions
 
 
@@ -51,6 +56,13 @@ them in the same FSDP group.` (checked on torch 2.13.0, CPU/gloo, 2 ranks; `full
 does not raise). Torch 2.11 does not raise (checked on an H100 with NCCL, 2026-11-26; 2.12 not
 checked): the tie is silently broken and the two copies train separately, so the rule runs for
 every version and `confirm` reports its bad fixtures as not reproducible before 2.13.
+
+Use instead:
+
+```python
+fully_shard([model.emb, model.head], mesh=mesh)  # one group: the tie stays one parameter
+fully_shard(model, mesh=mesh)
+```
 
 ## Known problems
 Only ties the file shows are seen: `tie_word_embeddings=True` in a Hugging Face config, or a
@@ -110,6 +122,16 @@ fully_shard(model.head)  # expect: FSDP018
 fully_shard(model)
 """,
     )
+    fix_offer = FixOffer(
+        summary="`fully_shard(model.emb, **kw)` then `fully_shard(model.head, **kw)` → "
+        "`fully_shard([model.emb, model.head], **kw)`",
+        applicabilities=(Applicability.SAFE,),
+        safety="offered only where the two calls that split the tie are adjacent statements of their own, "
+        "each given one module (neither inside the other) and the same keyword arguments, written alike, "
+        "and neither result is used: the two modules then get the one group torch asks for, with the "
+        "arguments each had, at the same point of the program (nothing runs between the two calls). "
+        "Calls that are not adjacent, that differ in an argument, or whose result is assigned get no fix",
+    )
     requires = (("fully_shard",),)
     signature = RuntimeSignature(
         evidence="exception",
@@ -142,6 +164,7 @@ fully_shard(model)
                             shard.node,
                             f"`{alone.text}` shares `{tie.name}` with `{other.text}`, which this call leaves in "
                             "another `fully_shard` group",
+                            fix=_group_adjacent(facts, trace, shard, other),
                         )
                         break
 
@@ -202,3 +225,88 @@ def _splits(shard: Event, tie: _Tie) -> tuple[Ref, Ref] | None:
         if any(_holds(t, alone) for t in targets) and not any(may_contain(t, other) for t in targets):
             return alone, other
     return None
+
+
+def _group_adjacent(facts: FileFacts, trace: Trace, shard: Event, tied: Ref) -> Rewrite | None:
+    """``fully_shard(a, **kw)`` directly followed (or preceded) by ``fully_shard(b, **kw)``, each a
+    statement of its own with one module, written with the same keyword arguments -> one
+    ``fully_shard([a, b], **kw)`` where the first was. ``b`` must hold ``tied``, the module the
+    call leaves in another group; ``a`` and ``b`` must be distinct modules
+    known exactly, neither inside the other (``fully_shard(model.emb)`` then ``fully_shard(model)``
+    is no pair: the root's call must stay)."""
+    found = _alone(facts, shard.node)
+    if found is None:
+        return None
+    line, block = found
+    body = list(block.body)
+    index = body.index(line)
+    for neighbour in (body[index - 1] if index else None, body[index + 1] if index + 1 < len(body) else None):
+        if neighbour is None:
+            continue
+        call = _call_of(neighbour)
+        other = next((s for s in trace.shards if s.node is call), None) if call is not None else None
+        if other is None or not _pair(facts, shard, other) or not _holds(canonical(other.targets[0]), tied):
+            continue
+        first, second = (line, neighbour) if body.index(neighbour) > index else (neighbour, line)
+        if _has_comment(second):
+            return None  # the removed line's comment would be lost
+        calls = [_call_of(first), _call_of(second)]
+        grouped = cst.List([cst.Element(c.args[0].value) for c in calls])
+        args = [calls[0].args[0].with_changes(value=grouped), *calls[0].args[1:]]
+        merged = first.with_changes(body=[first.body[0].with_changes(value=calls[0].with_changes(args=args))])
+        return Rewrite(
+            "shard the two tied modules in one group",
+            {first: merged, second: cst.RemoveFromParent()},
+        )
+    return None
+
+
+def _alone(facts: FileFacts, call: cst.CSTNode) -> tuple[cst.SimpleStatementLine, cst.CSTNode] | None:
+    """The statement line ``call`` is, alone (``fully_shard(x, ...)`` whose result is not used), in
+    the linted file, and its block."""
+    if not facts.text.layout.holds(call):
+        return None
+    found = facts.statement_of(call)
+    if found is None or _call_of(found[0]) is not call:
+        return None
+    return found  # type: ignore[return-value]
+
+
+def _call_of(statement: cst.CSTNode) -> cst.Call | None:
+    """The call a statement line consists of: ``f(x, k=v)`` alone, its first argument positional,
+    the rest keywords, no starred argument."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return None
+    expr = statement.body[0]
+    call = expr.value if isinstance(expr, cst.Expr) else None
+    if not isinstance(call, cst.Call) or not call.args:
+        return None
+    head, *rest = call.args
+    if head.keyword is not None or head.star or any(a.keyword is None or a.star for a in rest):
+        return None
+    return call
+
+
+def _pair(facts: FileFacts, shard: Event, other: Event) -> bool:
+    """Two calls of the same function with the same keyword arguments as written, each on one module
+    known exactly, the two modules of one model and neither inside the other."""
+    a, b = _call_of(facts.statement_of(shard.node)[0]), _call_of(facts.statement_of(other.node)[0])
+    if a is None or b is None or code_of(a.func) != code_of(b.func) or _keywords(a) != _keywords(b):
+        return False
+    if len(shard.targets) != 1 or len(other.targets) != 1:
+        return False
+    x, y = canonical(shard.targets[0]), canonical(other.targets[0])
+    if not (is_exact(x) and is_exact(y)) or x.root is not y.root or not x.path or not y.path:
+        return False
+    shorter = min(len(x.path), len(y.path))
+    return x.path[:shorter] != y.path[:shorter]
+
+
+def _keywords(call: cst.Call) -> list[tuple[str, str]]:
+    return sorted((arg.keyword.value, code_of(arg.value)) for arg in call.args[1:] if arg.keyword is not None)
+
+
+def _has_comment(statement: cst.SimpleStatementLine) -> bool:
+    return statement.trailing_whitespace.comment is not None or any(
+        line.comment is not None for line in statement.leading_lines
+    )

@@ -24,12 +24,16 @@ class BuffersNotRecomputed(Rule):
     docs = """
 ## What it does
 Flags a `to_empty(device=...)` of a module built on the meta device (`with torch.device("meta"):`,
-`device="meta"`, `init_empty_weights()`) when a module class of the file registered a
+`device="meta"`, `init_empty_weights()`) when a module class of the file or of a project module it
+imports (a base class included) registered a
 **non-persistent** buffer in it (`self.register_buffer("inv_freq", ..., persistent=False)`: RoPE
 frequencies, cached masks) and nothing recomputes that buffer afterwards: no `register_buffer` of
 the same name again, no in-place write of it (`x.inv_freq.copy_(...)`), no `.apply(fn)` of the
-model, in the code after `to_empty()` (helpers and methods of the file followed, `init_weights()`
-/ `reset_parameters()` included) or in another method of the class that runs it. Loading a
+model, in the code after `to_empty()` (helpers and methods followed, in the file and in the
+project's modules, `init_weights()` / `reset_parameters()` included) or in another method of the
+class that runs it. A model built by a `build_model()` of another module, or materialised by a
+helper there, is followed the same way; the finding goes on the `to_empty()` call, in whichever
+file it is. Loading a
 checkpoint does not count: non-persistent buffers are not in a state dict.
 
 Not flagged: persistent buffers (the load restores them; without a load FSDP006 applies), a model
@@ -37,8 +41,11 @@ not built on meta, a buffer registered lazily (in `forward`, after `to_empty()`)
 init method of the file recomputes, a model handed after `to_empty()` to code the file does not show.
 
 ## Known problems
-- Only model classes of the linted file are seen: a `from_config` model of another package, whose
-  rotary class registers `inv_freq` non-persistently, is not reported.
+- Only model classes of the project are seen (the linted file and the project modules the analysis
+  reads, see README "Across the project's modules"): a model of a third-party package (a Hugging
+  Face `from_config` model, whose rotary class registers `inv_freq` non-persistently) is not
+  reported, nor one whose module is not read (imported with a computed name, over
+  `max-file-size`, or past the analysis' budget for other modules).
 - An assignment `module.inv_freq = tensor` in code that is not followed is not seen as a recomputation.
 
 ## Why is this bad?

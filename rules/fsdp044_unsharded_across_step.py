@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import UNKNOWN, Const, Event, Obj, Ref, options
+from fsdp2_lint.analysis.model import UNKNOWN, Const, Event, Obj, Ref, canonical, may_be_same, options, refs
 from fsdp2_lint.analysis.switches import (
     Enable,
     enabled_by_sibling,
@@ -15,16 +17,20 @@ from fsdp2_lint.analysis.switches import (
     switching_on,
 )
 from fsdp2_lint.analysis.trace import Trace
+from fsdp2_lint.fixing.builders import code_of
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 SETTER = "set_reshard_after_backward"
 RESHARD = "reshard"
+UNSHARD = "unshard"
 
 
 class UnshardedAcrossStep(Rule):
     code = "FSDP044"
     name = "unsharded-across-optimizer-step"
-    summary = "`set_reshard_after_backward(False)` is still in effect at the optimizer step"
+    summary = (
+        "`set_reshard_after_backward(False)` or a manual `unshard()` leaves parameters unsharded at the optimizer step"
+    )
     hint = (
         "reshard after the last micro-batch's backward: `model.set_reshard_after_backward(is_last_microbatch)`, "
         "or call `model.reshard()` on each FSDP module before `optimizer.step()`"
@@ -43,9 +49,14 @@ hook, so the parameters stay unsharded through the step. As with FSDP014, `recur
 `reshard()`, which is not recursive) count only for the module itself, and a call on another
 model or on a submodule does not count for the model.
 
+Also flags a manual `model.unshard()` of a sharded module that runs after the last backward
+before the optimizer `step()` (no backward between the two) with no `reshard()` of that module
+in between, e.g. to read the full weights for logging.
+
 Not flagged: `set_reshard_after_backward(is_last)` in a gradient-accumulation loop, `False` switched
 back to `True` before the last micro-batch's backward, `model.reshard()` before the step, a file
-without an optimizer step.
+without an optimizer step; an `unshard()` before the forward (the post-backward hook reshards it),
+or after the step (the next forward then uses the updated values).
 
 ## Why is this bad?
 With resharding after backward off, the module's parameters stay unsharded (the all-gathered
@@ -56,12 +67,16 @@ and skips the all-gather: the forward uses the values from before the step. Obse
 following forward used the pre-step weights of every layer (equal to the old values, different
 from the updated shards), step after step; with `recurse=False` on the root, the root's own
 parameters were stale and the blocks' were not. With `set_reshard_after_backward(is_last)` or a
-`reshard()` before the step the forward used the updated values. No error, no warning.
+`reshard()` before the step the forward used the updated values. No error, no warning. A manual
+`model.unshard()` (not recursive: the module's own group) after the backward does the same: on
+torch 2.13 the following forwards used the pre-step values of the root's parameters, step after
+step; an `unshard()` before the forward is resharded by the post-backward hook, and one followed
+by `reshard()` before the step is harmless (both observed clean).
 
 ## Known problems
-A manual `model.unshard()` that is not followed by `reshard()` before the step is not flagged.
-On torch 2.13 it goes stale only when it runs after the last backward (an `unshard()` before the
-forward is resharded by the post-backward hook when `reshard_after_backward` is on).
+An `unshard()` is flagged only on a module the analysis knows to be sharded (a `fully_shard`
+call the flow runs, or one in another method of the class); an `async_op=True` handle waited on
+later counts as the unshard itself. A `reshard()` in a method no code shown calls is not seen.
 """
     valid = (
         """
@@ -81,8 +96,27 @@ for module in model.modules():
         module.reshard()
 optimizer.step()
 """,
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+for batch in batches:
+    model.unshard()  # gathered early: the post-backward hook reshards it
+    model(batch).sum().backward()
+    optimizer.step()
+""",
     )
     invalid = (
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+for batch in batches:
+    model(batch).sum().backward()
+    model.unshard()  # expect: FSDP044
+    log(model.head.weight.norm())
+    optimizer.step()
+""",
         """
 for batch in batches:
     model.set_reshard_after_backward(False)  # expect: FSDP044
@@ -97,7 +131,7 @@ model.set_reshard_after_backward(True)
 optimizer.step()
 """,
     )
-    requires = ((SETTER,), ("step",))
+    requires = ((SETTER, UNSHARD), ("step",))
     signature = RuntimeSignature(
         evidence="stale_unsharded_params",
         note="at the forward after the optimizer step, a parameter group is still unsharded and its unsharded "
@@ -120,7 +154,60 @@ optimizer.step()
                 if any(not group for group in groups) or any(
                     not all(_undone_between(call, step, group, backwards) for group in groups) for step in steps
                 ):
-                    yield Finding(call.node)
+                    yield Finding(
+                        call.node, "`set_reshard_after_backward(False)` is still in effect at the optimizer step"
+                    )
+            yield from _unshards_before_step(facts, trace, backwards)
+
+
+def _unshards_before_step(facts: FileFacts, trace: Trace, backwards: list[Event]) -> Iterator[Finding]:
+    """``m.unshard()`` on a sharded module, after the last backward and before an optimizer step
+    that can follow it, with no ``reshard()`` of ``m`` in between: the step updates the shards and
+    the next forward, finding the group unsharded, skips the all-gather."""
+    reshards = trace.methods(RESHARD)
+    for call in trace.methods(UNSHARD):
+        modules = [canonical(ref) for ref in refs(call.receiver)] if call.receiver is not None else []
+        if not modules or not all(trace.is_fsdp_module(module, call) for module in modules):
+            continue
+        later = follows(trace, call)
+        for step in later(trace.methods("step")):
+            if not optimizer_step(step):
+                continue
+            between = _between(call, step)
+            if any(between(b) for b in backwards):
+                continue  # its post-backward hook reshards the group
+            if any(between(r) and _reshards(r, modules) for r in reshards):
+                continue
+            yield Finding(
+                call.node,
+                f"`{_receiver(call)}.unshard()` runs after the last backward and nothing reshards "
+                "it before the optimizer step: the next forward finds the group unsharded, skips the all-gather "
+                "and uses the values from before the step",
+            )
+            break
+
+
+def _receiver(call: Event) -> str:
+    func = call.node.func if isinstance(call.node, cst.Call) else None
+    return code_of(func.value) if isinstance(func, cst.Attribute) else "module"
+
+
+def _between(call: Event, step: Event):
+    """Does an event run after ``call`` and before ``step`` (through the loop when the step comes
+    earlier in the loop body)?"""
+
+    def inside(event: Event) -> bool:
+        if step.index > call.index:
+            return call.index < event.index < step.index
+        return event.index > call.index or event.index < step.index
+
+    return inside
+
+
+def _reshards(event: Event, modules: list[Ref]) -> bool:
+    """``reshard()`` on one of ``modules``, on an unknown module, or on every module of a model."""
+    receivers = [canonical(ref) for ref in refs(event.receiver)] if event.receiver is not None else []
+    return not receivers or any(_any_module(r) or any(may_be_same(r, module) for module in modules) for r in receivers)
 
 
 def _enables(trace: Trace, onto: Obj | None = None) -> list[Enable]:

@@ -133,7 +133,11 @@ def test_prefilter_is_exact_on_projects(tmp_path, monkeypatch):
 
     # off: every file is analysed with every rule; which modules' calls are expanded stays as it is
     def relevant(data: bytes) -> bool:  # engine._may_matter, with the prefilter this test turns off
-        return engine.DEVICE_SELECTION_TOKEN in data or bool(applicable_rules(all_rules(), data))
+        return (
+            engine.DEVICE_SELECTION_TOKEN in data
+            or any(token in data for token in engine.META_DEVICE_TOKENS)
+            or bool(applicable_rules(all_rules(), data))
+        )
 
     monkeypatch.setattr(engine, "_may_matter", lambda project: relevant)
     monkeypatch.setattr(engine, "applicable_rules", lambda rules, *texts: list(rules))

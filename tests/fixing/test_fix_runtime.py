@@ -43,6 +43,7 @@ def test_every_fully_fixed_bad_fixture_trains_cleanly(tmp_path):
         "FSDP005",
         "FSDP011",
         "FSDP015",
+        "FSDP018",
         "FSDP019",
         "FSDP025",
         "FSDP029",

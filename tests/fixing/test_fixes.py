@@ -154,6 +154,45 @@ def test_fsdp025_names_the_loop_variable_after_no_name_the_file_uses():
     assert "for child in blocks:\n    fully_shard(child)\n" in fixed_text(source)
 
 
+TIED = """\
+from torch.distributed.fsdp import fully_shard
+
+model.head.weight = model.emb.weight
+"""
+
+
+def test_fsdp018_groups_two_adjacent_calls_in_the_first_calls_place():
+    source = (
+        TIED
+        + "# embeddings\nfully_shard(model.head, mesh=m)  # head\nfully_shard(model.emb, mesh=m)\nfully_shard(model)\n"
+    )
+    assert fixed_text(source, unsafe=False) == TIED + (
+        "# embeddings\nfully_shard([model.head, model.emb], mesh=m)  # head\nfully_shard(model)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "fully_shard(model.emb, mesh=m)\nfully_shard(model.head, mesh=n)\n",  # another mesh
+        "fully_shard(model.emb, mesh=m)\nfully_shard(model.head)\n",  # an argument missing
+        "fully_shard(model.emb)\nstep()\nfully_shard(model.head)\n",  # not adjacent
+        "fully_shard(model.emb)\nfully_shard(model.norm)\n",  # the neighbour is not the tied module
+        "fully_shard(model.emb)\nhead = fully_shard(model.head)\n",  # a result used
+        "fully_shard(model.emb)\nfully_shard(model.head)  # keep me\n",  # the removed line's comment
+        "fully_shard(model.emb); fully_shard(model.head)\n",  # one line
+    ],
+)
+def test_fsdp018_offers_no_fix_unless_the_two_calls_are_adjacent_and_alike(calls):
+    [diagnostic] = [d for d in lint_source((TIED + calls + "fully_shard(model)\n").encode(), "train.py")]
+    assert diagnostic.code == "FSDP018" and diagnostic.fix is None
+
+
+def test_fsdp018_does_not_group_a_module_with_the_root():
+    [diagnostic] = lint_source((TIED + "fully_shard(model.emb)\nfully_shard(model)\n").encode(), "train.py")
+    assert diagnostic.code == "FSDP018" and diagnostic.fix is None
+
+
 GENERATOR = """\
 import torch.nn as nn
 from torch.distributed.fsdp import fully_shard

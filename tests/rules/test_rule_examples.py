@@ -54,7 +54,7 @@ EXAMPLE_COUNTS: dict[str, tuple[int, tuple[int, ...]]] = {
     "FSDP040": (2, (1, 1)),
     "FSDP042": (2, (1,)),
     "FSDP043": (2, (1, 1)),
-    "FSDP044": (2, (1, 1)),
+    "FSDP044": (3, (1, 1, 1)),
     "FSDP045": (3, (1, 1)),
 }
 

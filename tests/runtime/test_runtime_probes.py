@@ -909,10 +909,31 @@ for _ in range(3):
     optimizer.zero_grad()
 """
 
+# Unshard by hand after the last backward (the root's group only: `unshard()` is not recursive).
+UNSHARD_AFTER_BACKWARD = """
+model = shard(make_model())
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+x = torch.randn(4, 8)
+for _ in range(3):
+    model(x).sum().backward()
+    model[0].unshard()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+# The same, resharded before the step.
+UNSHARD_AFTER_BACKWARD_RESHARDED = UNSHARD_AFTER_BACKWARD.replace(
+    "model[0].unshard()", "model[0].unshard()\n    model[0].reshard()"
+)
+
 
 def test_stale_unsharded_probe_needs_an_unsharded_copy_older_than_the_step(run_scripts):
-    stale, by_hand, unshard, on_for_last = run_scripts(
-        RESHARD_OFF, RESHARD_BY_HAND, UNSHARD_BEFORE_FORWARD, RESHARD_ON_FOR_LAST
+    stale, by_hand, unshard, on_for_last, manual, manual_resharded = run_scripts(
+        RESHARD_OFF,
+        RESHARD_BY_HAND,
+        UNSHARD_BEFORE_FORWARD,
+        RESHARD_ON_FOR_LAST,
+        UNSHARD_AFTER_BACKWARD,
+        UNSHARD_AFTER_BACKWARD_RESHARDED,
     )
     found = observe(stale)
     assert found and {e.kind for e in found} == {"stale_unsharded_params"}
@@ -923,7 +944,10 @@ def test_stale_unsharded_probe_needs_an_unsharded_copy_older_than_the_step(run_s
     )
     assert all(e.lines == (line_of(script_source(RESHARD_OFF), "model(x).sum().backward()"),) for e in found)
     assert matches(found[0], RuntimeSignature("stale_unsharded_params"))
-    for record in (by_hand, unshard, on_for_last):
+    [after_backward] = observe(manual)  # only model[0]'s group stays unsharded
+    assert after_backward.kind == "stale_unsharded_params" and after_backward.ranks == (0, 1)
+    assert "(0.weight, 0.bias)" in after_backward.summary
+    for record in (by_hand, unshard, on_for_last, manual_resharded):
         assert record.completed() and observe(record) == []
         assert not list(record.of_kind(events.STALE_UNSHARDED))
 

@@ -1,6 +1,28 @@
 """Style cases for FSDP018: code written in styles the fixtures do not use."""
 
 CASES = {
+    "fsdp018-adjacent-calls-in-a-method": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.wte = nn.Embedding(8, 4)
+                self.lm_head = nn.Linear(4, 8, bias=False)
+                self.lm_head.weight = self.wte.weight
+            def shard(self, mesh):
+                fully_shard(self.lm_head, mesh=mesh)  # expect: FSDP018
+                fully_shard(self.wte, mesh=mesh)
+                fully_shard(self, mesh=mesh)
+        LM().shard(mesh)
+    """,
+    "fsdp018-adjacent-calls-differing-arguments": """
+        from torch.distributed.fsdp import fully_shard
+        model.head.weight = model.emb.weight
+        fully_shard(model.emb, reshard_after_forward=False)  # expect: FSDP018
+        fully_shard(model.head)
+        fully_shard(model)
+    """,
     "fsdp018-aliases": """
         from torch.distributed.fsdp import fully_shard
         emb, head = model.embed_tokens, model.lm_head

@@ -1,6 +1,64 @@
 """Style cases for FSDP044: code written in styles the fixtures do not use."""
 
 CASES = {
+    "fsdp044-unshard-async-after-backward": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            model(batch).sum().backward()
+            handle = model.unshard(async_op=True)  # expect: FSDP044
+            handle.wait()
+            optimizer.step()
+    """,
+    "fsdp044-unshard-each-fsdp-module-in-a-helper": """
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def gather_for_logging(model):
+            for module in model.modules():
+                if isinstance(module, FSDPModule):
+                    module.unshard()  # expect: FSDP044
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        for batch in loader:
+            model(batch).sum().backward()
+            gather_for_logging(model)
+            optimizer.step()
+            optimizer.zero_grad()
+    """,
+    "fsdp044-good-unshard-after-step-prefetches-next-forward": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            model(batch).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            model.unshard()
+    """,
+    "fsdp044-good-unshard-before-last-micro-batch-backward": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for mb in micro_batches:
+            model.unshard()
+            model(mb).sum().backward()
+        optimizer.step()
+    """,
+    "fsdp044-good-every-module-resharded": """
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        fully_shard(model)
+        model(batch).sum().backward()
+        model.unshard()
+        for module in model.modules():
+            if isinstance(module, FSDPModule):
+                module.reshard()
+        optimizer.step()
+    """,
+    "fsdp044-good-unshard-of-something-not-sharded": """
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        model(batch).sum().backward()
+        cache.unshard()
+        optimizer.step()
+    """,
     "fsdp044-off-once-at-start": """
         model.set_reshard_after_backward(False)  # expect: FSDP044
         for batch in loader:
