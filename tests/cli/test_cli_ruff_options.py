@@ -133,6 +133,14 @@ def test_show_settings_shows_the_defaults_and_every_other_key_a_configuration_se
 # --- file selection on the command line ---
 
 
+def test_an_excluded_directory_is_left_out_whole_as_git_would_even_for_a_file_a_later_pattern_re_includes(project):
+    write(project / "pyproject.toml", '[tool.fsdp2-lint]\nexclude = ["gen/", "!gen/keep.py"]\n')
+    for name in ("gen/keep.py", "gen/other.py", "keep.py"):
+        write(project / name, BAD)
+    result = run("--show-files", ".")
+    assert result.stdout.splitlines() == [str(project / "keep.py")]
+
+
 def test_exclude_replaces_the_configured_exclude_and_extend_exclude_adds_to_it(project):
     write(project / "pyproject.toml", '[tool.fsdp2-lint]\nexclude = ["gen/"]\n')
     write(project / "gen" / "bad.py", BAD)
