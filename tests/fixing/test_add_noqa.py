@@ -42,6 +42,10 @@ def test_codes_are_added_after_an_existing_list_which_keeps_its_own_spelling_and
 def test_lines_outside_the_file_lines_without_codes_and_continued_lines_are_left_alone():
     source = b"a = 1 + \\\n    2\nb = 3\n"
     assert add_noqa(source, {0: {"FSDP001"}, 1: {"FSDP001"}, 3: set(), 4: {"FSDP001"}}) == (source, 0)
+    assert add_noqa(source, {4: {"FSDP001"}, 1: set(), 3: {"FSDP001"}}) == (  # the others are still marked
+        b"a = 1 + \\\n    2\nb = 3  # noqa: FSDP001\n",
+        1,
+    )
     assert add_noqa(source, {2: {"FSDP001"}, 3: {"FSDP001"}}) == (
         b"a = 1 + \\\n    2  # noqa: FSDP001\nb = 3  # noqa: FSDP001\n",
         2,
