@@ -345,6 +345,8 @@ def test_a_failing_verdict_carries_the_stderr_of_the_first_failing_rank(tmp_path
     rank1_raised = record({0: [START, EXIT], 1: [START, exception("boom")]})
     failed = judge(fixture("good_x"), rank1_raised)
     assert (failed.verdict, failed.log_tail, failed.seconds) == (Verdict.UNEXPECTED, "rank 1 says", 2.5)
+    both_raised = record({0: [START, exception("boom")], 1: [START, exception("boom")]})
+    assert judge(fixture("good_x"), both_raised).log_tail == "rank 0 says"  # the first of them
     saved = record({0: [START, save("/o/c.pt"), EXIT], 1: [START, EXIT]})  # failed with no failing rank
     assert judge(fixture("good_x"), saved).log_tail == "rank 0 says"
     assert judge(fixture("bad_x"), record({0: [START, EXIT], 1: [START, EXIT]})).log_tail == "rank 0 says"
