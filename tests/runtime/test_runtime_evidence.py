@@ -326,6 +326,8 @@ def test_a_verdicts_note_says_why_a_fixture_did_not_pass():
 
     assert judge(fixture("bad_x"), clean).note == "ran to completion without the failure"
     assert judge(fixture("bad_x"), raised).note == ""  # confirmed
+    failed_otherwise = synthetic_record({0: [START, exception("something else")], 1: [START, EXIT]})
+    assert judge(fixture("bad_x"), failed_otherwise).note == ""  # its evidence says how; it did not run through
     assert judge(fixture("good_x"), clean).note == ""
     unexpected = judge(fixture("good_x"), unfinished)
     assert (unexpected.verdict, unexpected.note) == (Verdict.UNEXPECTED, "ranks [1] did not finish")
