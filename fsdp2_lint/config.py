@@ -319,7 +319,9 @@ def _matches(spec: pathspec.PathSpec, root: Path, path: Path, is_dir: bool) -> b
 
 
 def _relative(path: Path, root: Path) -> str | None:
+    """``path`` relative to ``root``, or None outside it (``..`` resolved first: `../x.py` named from
+    within the root is outside it, as its absolute path is)."""
     try:
-        return path.absolute().relative_to(root).as_posix()
+        return Path(os.path.normpath(path.absolute())).relative_to(root).as_posix()
     except ValueError:
         return None

@@ -17,4 +17,6 @@ cosmic-ray init "$here/$module.toml" "$session"
 python "$here/sample.py" "$session" "$step"
 cosmic-ray exec "$here/$module.toml" "$session"
 cr-report "$session" > "$here/$module.log"
-tail -n 3 "$here/$module.log"
+summary=$(tail -n 3 "$here/$module.log")
+{ echo; echo "# surviving mutants, each with its diff"; cr-report --show-diff --surviving-only "$session"; } >> "$here/$module.log"
+echo "$summary"

@@ -162,6 +162,16 @@ def test_per_file_ignores_patterns_matching_one_file_add_up(project):
     ]
 
 
+def test_a_file_outside_the_configurations_folder_is_linted_without_its_path_patterns(project):
+    write(project / "outside" / "train.py", BAD_WITH_FIX)  # FSDP001 and FSDP003
+    write(project / "repo" / "pyproject.toml", '[tool.fsdp2-lint]\nper-file-ignores = { "*.py" = ["FSDP003"] }\n')
+    os.chdir(project / "repo")
+    for name in ("../outside/train.py", str(project / "outside" / "train.py")):  # the same file, named two ways
+        code, output = run("check", "--config", "pyproject.toml", "--output-format", "json", name)
+        assert code == 1
+        assert sorted(d["code"] for d in json.loads(output)) == ["FSDP001", "FSDP003"]  # no pattern reaches it
+
+
 @pytest.mark.parametrize(
     "source, message, line, column",
     [

@@ -104,7 +104,42 @@ def test_show_settings_prints_the_resolved_configuration_of_the_first_file(proje
     assert 'rules-for-this-file = ["FSDP001"]' in lines
 
 
+def test_show_settings_shows_the_defaults_and_every_other_key_a_configuration_sets(project):
+    write(project / "b" / "train.py", GOOD)
+    defaults = run("--isolated", "--show-settings", "b/train.py").stdout.splitlines()
+    assert "config = none (defaults)" in defaults
+    assert "report-parse-errors = true  # FSDP000" in defaults
+    assert "per-file-ignores = {}" in defaults
+    assert "max-file-size = 1048576" in defaults
+    assert "follow-imports = true" in defaults
+    assert "import-roots = []" in defaults
+    write(
+        project / "pyproject.toml",
+        '[tool.fsdp2-lint]\nignore = ["FSDP000"]\nextend-exclude = ["gen/"]\nmax-file-size = 0\n'
+        'follow-imports = false\nimport-roots = ["src", "lib"]\n'
+        'per-file-ignores = { "b/*" = ["FSDP001"], "*.py" = ["FSDP002"] }\n',
+    )
+    lines = run("--show-settings", "b/train.py").stdout.splitlines()
+    assert "report-parse-errors = false  # FSDP000" in lines
+    assert 'extend-exclude = ["gen/"]' in lines
+    assert 'per-file-ignores = { "b/*" = ["FSDP001"], "*.py" = ["FSDP002"] }' in lines
+    assert "max-file-size = 0" in lines
+    assert "follow-imports = false" in lines
+    assert f'import-roots = ["{project / "src"}", "{project / "lib"}"]' in lines  # relative to the pyproject.toml
+    for_this_file = json.loads(next(line for line in lines if line.startswith("rules-for-this-file")).split(" = ")[1])
+    assert "FSDP003" in for_this_file
+    assert "FSDP001" not in for_this_file and "FSDP002" not in for_this_file  # both patterns match: codes add up
+
+
 # --- file selection on the command line ---
+
+
+def test_an_excluded_directory_is_left_out_whole_as_git_would_even_for_a_file_a_later_pattern_re_includes(project):
+    write(project / "pyproject.toml", '[tool.fsdp2-lint]\nexclude = ["gen/", "!gen/keep.py"]\n')
+    for name in ("gen/keep.py", "gen/other.py", "keep.py"):
+        write(project / name, BAD)
+    result = run("--show-files", ".")
+    assert result.stdout.splitlines() == [str(project / "keep.py")]
 
 
 def test_exclude_replaces_the_configured_exclude_and_extend_exclude_adds_to_it(project):

@@ -15,7 +15,7 @@ from sarif_kit.validate import validation_errors
 
 from fsdp2_lint.cli import main
 from fsdp2_lint.diagnostics import Diagnostic, Severity
-from fsdp2_lint.output import write_github
+from fsdp2_lint.output import write_github, write_report
 from fsdp2_lint.rule import all_rules
 
 BROKEN = "from torch.distributed.fsdp import fully_shard\ndef f(:\n"
@@ -127,7 +127,9 @@ def test_sarif_is_valid_2_1_0_with_every_rule_and_repository_relative_results(pr
     rules = run["tool"]["driver"]["rules"]
     assert [rule["id"] for rule in rules] == ["FSDP000"] + [rule.code for rule in all_rules()]
     optimizer_rule = rules[1]
-    assert optimizer_rule["name"] == "optimizer-before-shard" and optimizer_rule["helpUri"].endswith("/docs/rules/FSDP001.md")
+    assert optimizer_rule["name"] == "optimizer-before-shard" and optimizer_rule["helpUri"].endswith(
+        "/docs/rules/FSDP001.md"
+    )
     assert optimizer_rule["shortDescription"]["text"].startswith("optimizer built from parameters")
     assert optimizer_rule["fullDescription"]["text"] and optimizer_rule["help"]["markdown"].startswith("# FSDP001")
     assert "## Fix safety\nUnsafe: only `--fix --unsafe-fixes` applies it." in optimizer_rule["help"]["markdown"]
@@ -165,11 +167,32 @@ def test_statistics_count_each_code_most_frequent_first(project):
         "1\tFSDP001\t[ ] optimizer-before-shard",
         "Found 3 problems (3 errors).",
     ]
+    assert check("--statistics", "--output-format", "concise", "bad.py")[1] == output  # only JSON differs
     rows = json.loads(check("--statistics", "--output-format", "json", "bad.py")[1])
     assert rows == [
         {"code": "FSDP003", "name": "direct-forward-call", "count": 2, "fixable": True},
         {"code": "FSDP001", "name": "optimizer-before-shard", "count": 1, "fixable": False},
     ]
+
+
+def source_and_caret(source_line: str, column: int, end_column: int, end_line: int = 7) -> list[str]:
+    """The text format's source line and the caret line under it, for a diagnostic on line 7."""
+    d = Diagnostic("FSDP003", "n", "m", "h", Severity.ERROR, "a.py", 7, column, end_line, end_column, source_line)
+    stream = io.StringIO()
+    write_report([d], "text", stream, summary=False)
+    return stream.getvalue().splitlines()[2:4]
+
+
+def test_the_text_formats_carets_underline_the_reported_span_as_the_terminal_shows_it():
+    assert source_and_caret("y = model.forward(x)", 5, 21) == ["7 | y = model.forward(x)", "  |     " + "^" * 16]
+    # a tab shows as 4 columns; a wide (CJK) character takes two cells
+    assert source_and_caret("\tout = model(x)", 2, 5) == ["7 |     out = model(x)", "  |     ^^^"]
+    wide = 'x = "模型"; fully_shard(m)'
+    start = wide.index("fully_shard") + 1
+    assert source_and_caret(wide, start, start + 14)[1] == "  | " + " " * (start - 1 + 2) + "^" * 14
+    # a span that goes on to later lines is underlined to the end of its first line
+    assert source_and_caret("fully_shard(model,", 1, 5, end_line=8)[1] == "  | " + "^" * len("fully_shard(model,")
+    assert source_and_caret("fully_shard(model)", 3, 3)[1] == "  |   ^"  # an empty span still shows one caret
 
 
 def test_exit_zero_reports_but_exits_0(project):

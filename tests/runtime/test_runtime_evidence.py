@@ -8,10 +8,11 @@ import pytest
 from runtime_helpers import EXIT, START, synthetic_record
 
 from fsdp2_lint.rule import RuntimeSignature
-from fsdp2_lint.runtime.evidence.record import StackSite, parse_stack
+from fsdp2_lint.runtime.evidence.device import CPU
+from fsdp2_lint.runtime.evidence.record import RunRecord, RunSpec, StackSite, parse_stack
 from fsdp2_lint.runtime.evidence.registry import EVIDENCE_KINDS, describe_expected, matches, observe
 from fsdp2_lint.runtime.harness.fixtures import Fixture
-from fsdp2_lint.runtime.harness.verdict import Verdict, judge
+from fsdp2_lint.runtime.harness.verdict import Verdict, judge, not_reproducible, not_runnable
 
 NO_SYNC = RuntimeSignature("exception", ("AttributeError",), r"has no attribute 'no_sync'")
 PARAMS_UNCHANGED = RuntimeSignature("params_unchanged")
@@ -297,6 +298,88 @@ def test_a_failure_that_needs_more_ranks_than_ran_is_not_runnable_unless_it_show
     assert judge(fixture("bad_x", needs_two), two_ranks_clean).verdict is Verdict.NOT_CONFIRMED
     assert judge(fixture("bad_x"), one_rank_clean).verdict is Verdict.NOT_CONFIRMED  # one rank is enough for it
     assert judge(fixture("good_x", needs_two), one_rank_other).verdict is Verdict.UNEXPECTED  # goods run at any size
+
+
+# How each verdict counts in a run's summary, kept here rather than read from the code under test.
+OUTCOMES = {
+    Verdict.CONFIRMED: ("passed", True, False),
+    Verdict.CLEAN: ("passed", True, False),
+    Verdict.NOT_CONFIRMED: ("failed", False, True),
+    Verdict.UNEXPECTED: ("failed", False, True),
+    Verdict.NOT_RUNNABLE: ("skipped", False, False),  # like a skipped test: never a pass, never a failure
+    Verdict.NOT_REPRODUCIBLE: ("skipped", False, False),
+}
+
+
+def test_each_verdict_counts_as_passed_failed_or_skipped():
+    assert set(OUTCOMES) == set(Verdict)
+    for verdict, expected in OUTCOMES.items():
+        assert (verdict.outcome, verdict.passed, verdict.failed) == expected, verdict
+
+
+def test_a_verdicts_note_says_why_a_fixture_did_not_pass():
+    unfinished = synthetic_record({0: [START, EXIT], 1: [START]})
+    probe_error = {"kind": "probe_error", "probe": "step", "message": "no optimizer"}
+    with_probe_error = synthetic_record({0: [START, probe_error, EXIT], 1: [START, EXIT]})
+    clean = synthetic_record({0: [START, EXIT], 1: [START, EXIT]})
+    raised = synthetic_record({0: [START, exception("'M' has no attribute 'no_sync'")], 1: [START, EXIT]})
+
+    assert judge(fixture("bad_x"), clean).note == "ran to completion without the failure"
+    assert judge(fixture("bad_x"), raised).note == ""  # confirmed
+    failed_otherwise = synthetic_record({0: [START, exception("something else")], 1: [START, EXIT]})
+    assert judge(fixture("bad_x"), failed_otherwise).note == ""  # its evidence says how; it did not run through
+    assert judge(fixture("good_x"), clean).note == ""
+    unexpected = judge(fixture("good_x"), unfinished)
+    assert (unexpected.verdict, unexpected.note) == (Verdict.UNEXPECTED, "ranks [1] did not finish")
+    assert judge(fixture("good_x"), with_probe_error).note == "probe errors: step: no optimizer"
+    assert judge(fixture("bad_x"), with_probe_error).note == (
+        "ran to completion without the failure; probe errors: step: no optimizer"
+    )
+
+
+def test_a_failing_verdict_carries_the_stderr_of_the_first_failing_rank(tmp_path):
+    for rank in (0, 1):
+        (tmp_path / f"stderr-rank{rank}.txt").write_text(f"rank {rank} says\n")
+
+    def record(events: dict) -> RunRecord:
+        return RunRecord(RunSpec(Path("/nowhere/train.py"), tmp_path, 10.0), 2, CPU, 2.5, events)
+
+    rank1_raised = record({0: [START, EXIT], 1: [START, exception("boom")]})
+    failed = judge(fixture("good_x"), rank1_raised)
+    assert (failed.verdict, failed.log_tail, failed.seconds) == (Verdict.UNEXPECTED, "rank 1 says", 2.5)
+    both_raised = record({0: [START, exception("boom")], 1: [START, exception("boom")]})
+    assert judge(fixture("good_x"), both_raised).log_tail == "rank 0 says"  # the first of them
+    saved = record({0: [START, save("/o/c.pt"), EXIT], 1: [START, EXIT]})  # failed with no failing rank
+    assert judge(fixture("good_x"), saved).log_tail == "rank 0 says"
+    assert judge(fixture("bad_x"), record({0: [START, EXIT], 1: [START, EXIT]})).log_tail == "rank 0 says"
+    assert judge(fixture("good_x"), record({0: [START, EXIT], 1: [START, EXIT]})).log_tail == ""  # clean
+    assert judge(fixture("bad_x"), rank1_raised).log_tail == "rank 1 says"  # NOT confirmed: it raised otherwise
+    confirmed = record({0: [START, EXIT], 1: [START, exception("'M' has no attribute 'no_sync'")]})
+    assert judge(fixture("bad_x"), confirmed).log_tail == ""
+    assert not_runnable(fixture("bad_x"), "needs 2 GPUs").log_tail == ""
+
+
+def test_a_fixture_not_run_has_its_reason_no_evidence_and_no_time():
+    for result, verdict in (
+        (not_runnable(fixture("bad_x"), "needs 2 GPUs; running on CPU"), Verdict.NOT_RUNNABLE),
+        (not_reproducible(fixture("bad_x"), "needs 2 GPUs; running on CPU"), Verdict.NOT_REPRODUCIBLE),
+    ):
+        assert (result.verdict, result.note, result.evidence, result.seconds) == (
+            verdict,
+            "needs 2 GPUs; running on CPU",
+            (),
+            0.0,
+        )
+
+
+def test_what_a_fixture_is_expected_to_show_and_which_evidence_matches_it():
+    raised = synthetic_record({0: [START, exception("'M' has no attribute 'no_sync'")], 1: [START, EXIT]})
+    bad, good = judge(fixture("bad_x"), raised), judge(fixture("good_x"), raised)
+    assert bad.expected == describe_expected(NO_SYNC) != "trains cleanly"
+    assert good.expected == "trains cleanly"
+    assert bad.evidence == good.evidence and len(bad.evidence) == 1
+    assert bad.matching(bad.evidence[0]) is True
+    assert good.matching(good.evidence[0]) is False  # a good fixture's evidence is never what it expects
 
 
 LOADED = [[128, 5, 50], [128, 7, 70]]  # fingerprints of the two chunks of one loaded parameter
