@@ -198,4 +198,43 @@ CASES = {
             for e, t in zip(ema.parameters(), ema.parameters()):
                 e.copy_(e * d + t / 2)
     """,
+    "fsdp020-ema-data-assigned": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class EMA:
+            def __init__(self, model, decay):
+                self.decay = decay
+                self.training_model = model
+                self.ema_model = copy.deepcopy(model)
+            def update(self):
+                for (ema_name, ema_param), (name, param) in zip(
+                    self.ema_model.named_parameters(), self.training_model.named_parameters()
+                ):
+                    ema_param.data = self.decay * ema_param.data + (1.0 - self.decay) * param.data  # expect: FSDP020
+        def train(model, mesh):
+            ema = EMA(model, 0.999)
+            for block in model.blocks:
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+            ema.update()
+            ema_sd, msd = ema.ema_model.state_dict(), model.state_dict()
+            for key in msd:
+                ema_sd[key] = 0.999 * ema_sd[key] + 0.001 * msd[key]  # expect: FSDP020
+    """,
+    "fsdp020-good-ema-data-assigned-gathered-or-swapped": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Model()
+        ema = copy.deepcopy(model)
+        fully_shard(model)
+        d = 0.999
+        for e, p in zip(ema.parameters(), model.parameters()):
+            e.data = d * e.data + (1 - d) * p.full_tensor()
+            e.data = e.data * 2
+        other = copy.deepcopy(ema)
+        for e, o in zip(ema.parameters(), other.parameters()):
+            e.data = d * e.data + (1 - d) * o.data
+    """,
 }
