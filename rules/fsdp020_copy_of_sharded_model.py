@@ -63,8 +63,9 @@ parameters are DTensors: torch copies it), copies of state dicts or tensors, and
 Also flags the other half of the same mistake: a copy made *before* sharding (so the copy works)
 that nothing shards, later combined in one tensor op with the parameters (or state dict) of the
 sharded model: `ema_p.lerp_(p, w)`, `ema_p.mul_(d).add_(p, alpha=...)`, `ema_p.copy_(p)` (also on
-`.data` and `p.detach()`), arithmetic on them (`ema_p.sub_((1 - d) * (ema_p - p))`, and timm
-`ModelEmaV2`'s `ema_v.copy_(ema_v * d + (1 - d) * model_v)` over the two state dicts),
+`.data` and `p.detach()`), arithmetic on them (`ema_p.sub_((1 - d) * (ema_p - p))`,
+`ema_p.data = d * ema_p.data + (1 - d) * p.data`, and timm `ModelEmaV2`'s
+`ema_v.copy_(ema_v * d + (1 - d) * model_v)` over the two state dicts),
 `torch._foreach_lerp_(ema_params, params, w)`, `ema.update_parameters(model)` of an
 `AveragedModel`, and copying the EMA back (`p.copy_(ema_p)`). The finding is at the update
 statement (the error is raised on that line); not flagged: an update from the
@@ -101,7 +102,10 @@ after it, or the next `lerp_` against the model's DTensors fails with `mixed tor
 
 ## Known problems
 Copies made by other libraries' EMA helpers (`ema_pytorch.EMA(model)`) are not recognised, nor an
-unsharded module built another way (a second `Model()`) that is updated from the sharded one.
+unsharded module built another way (a second `Model()`) that is updated from the sharded one, nor a
+"shadow" dict of tensors cloned before sharding (`{n: p.clone() for n, p in
+model.named_parameters()}`) and updated from the sharded parameters, nor an update that goes
+through a function value (timm's `update_fn` lambdas).
 """
     valid = (
         """
