@@ -63,8 +63,12 @@ parameters are DTensors: torch copies it), copies of state dicts or tensors, and
 Also flags the other half of the same mistake: a copy made *before* sharding (so the copy works)
 that nothing shards, later combined in one tensor op with the parameters (or state dict) of the
 sharded model: `ema_p.lerp_(p, w)`, `ema_p.mul_(d).add_(p, alpha=...)`, `ema_p.copy_(p)` (also on
-`.data`), `torch._foreach_lerp_(ema_params, params, w)`, `ema.update_parameters(model)` of an
-`AveragedModel`, and copying the EMA back (`p.copy_(ema_p)`). Not flagged: an update from the
+`.data` and `p.detach()`), arithmetic on them (`ema_p.sub_((1 - d) * (ema_p - p))`,
+`ema_p.data = d * ema_p.data + (1 - d) * p.data`, and timm `ModelEmaV2`'s
+`ema_v.copy_(ema_v * d + (1 - d) * model_v)` over the two state dicts),
+`torch._foreach_lerp_(ema_params, params, w)`, `ema.update_parameters(model)` of an
+`AveragedModel`, and copying the EMA back (`p.copy_(ema_p)`). The finding is at the update
+statement (the error is raised on that line); not flagged: an update from the
 gathered values (`p.full_tensor()`: plain tensors, a full EMA on every rank), a copy sharded with
 the same plan, and a copy handed to code the analysis does not see (which may shard it). A helper
 that is right for two unsharded (or two sharded) models is reported at the caller's call of it.
@@ -78,7 +82,8 @@ sharded submodule. The job dies at the line that builds the EMA or teacher model
 before sharding and left unsharded holds plain tensors while the model's parameters are DTensors:
 observed with torch 2.13, every rank fails at the first update with `RuntimeError:
 aten.lerp_.Scalar got mixed torch.Tensor and DTensor` (`aten.add_.Tensor` for `mul_().add_()`,
-`aten.copy_.default` for `copy_` and for `AveragedModel.update_parameters`).
+`aten.copy_.default` for `copy_` and for `AveragedModel.update_parameters`, `aten.add.Tensor` for
+`ema_v * d + (1 - d) * model_v`, `aten._foreach_lerp_.Scalar` for `torch._foreach_lerp_`).
 
 Use instead: build the copy before sharding and shard it with the same plan, so that its
 parameters are DTensors placed like the model's and `ema_p.lerp_(p, 1 - decay)` works shard by shard:
@@ -97,7 +102,10 @@ after it, or the next `lerp_` against the model's DTensors fails with `mixed tor
 
 ## Known problems
 Copies made by other libraries' EMA helpers (`ema_pytorch.EMA(model)`) are not recognised, nor an
-unsharded module built another way (a second `Model()`) that is updated from the sharded one.
+unsharded module built another way (a second `Model()`) that is updated from the sharded one, nor a
+"shadow" dict of tensors cloned before sharding (`{n: p.clone() for n, p in
+model.named_parameters()}`) and updated from the sharded parameters, nor an update that goes
+through a function value (timm's `update_fn` lambdas).
 """
     valid = (
         """
@@ -240,12 +248,15 @@ def _unsharded_copies_mixed(facts: FileFacts, trace: Trace) -> Iterator[Finding]
 def _tensor_operands(event: Event) -> list[object]:
     """The tensors one op combines: a tensor method's receiver and arguments (`ema_p.lerp_(p, w)`),
     a `torch.*` function's arguments (`torch._foreach_lerp_(ema_ps, ps, w)`), the parameters of an
-    `AveragedModel` and of the model it averages (`ema.update_parameters(model)`)."""
+    `AveragedModel` and of the model it averages (`ema.update_parameters(model)`), the tensors an
+    assigned value is computed from (arithmetic on them stands for them)."""
     if event.kind is EventKind.METHOD and event.name == "update_parameters" and event.receiver is not None:
         modules = [*refs(event.receiver), *refs(event.arg(0, "model") or UNKNOWN)]
         return [Params(frozenset({ParamSource(module, None)})) for module in modules]
     if event.kind is EventKind.METHOD and event.receiver is not None:
         return [*walk_contents(event.receiver), *_argument_contents(event)]
+    if event.kind is EventKind.STORE:  # `ema_p.data = d * ema_p.data + (1 - d) * p.data`: the value computed
+        return list(_argument_contents(event))
     qname = event.qname or ""
     if event.kind is EventKind.CALL and qname.startswith("torch.") and qname.count(".") == 1:
         return list(_argument_contents(event))

@@ -281,7 +281,7 @@ class Expressions:
             if left_items is not None and right_items is not None:
                 container = Obj.container(left_items + right_items, node)
                 return Ref(container)
-        return UNKNOWN
+        return _tensor_arithmetic(node.operator, left, right)
 
     def _iterated(self, value: Value) -> list[tuple[object, Value]] | None:
         """The elements of an iterable that is not a literal container, as container items."""
@@ -479,3 +479,19 @@ def _builds_objects(element: Value) -> bool:
         isinstance(option, Ref) and not option.path and option.root.kind is ObjKind.NEW and option.root.node is not None
         for option in found
     )
+
+
+_ELEMENTWISE = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)
+
+
+def _tensor_arithmetic(operator: cst.BaseBinaryOp, left: Value, right: Value) -> Value:
+    """``ema_v * decay + (1 - decay) * model_v``: elementwise arithmetic of parameters (or state
+    dict tensors) with each other or with numbers is a tensor of the same kind (a DTensor while
+    one operand is one), so the result stands for its tensor operands; anything else is unknown."""
+    if not isinstance(operator, _ELEMENTWISE):
+        return UNKNOWN
+    tensors = [option for option in (left, right) if isinstance(option, (Params, StateDict))]
+    others = [option for option in (left, right) if not isinstance(option, (Params, StateDict))]
+    if not tensors or any(option != UNKNOWN and not isinstance(const(option), (int, float)) for option in others):
+        return UNKNOWN
+    return choice(tensors)

@@ -506,9 +506,10 @@ def _state_dict_method(state: StateDict, name: str, event: Event) -> Value:  # t
 
 @VALUE_METHODS(Params)
 def _params_method(params: Params, name: str, event: Event) -> Value | None:  # type: ignore[misc]
-    """A list's copy holds the same parameters; a tensor's in-place op (`p.mul_(d)`) returns it."""
+    """A list's copy holds the same parameters; a tensor's in-place op (`p.mul_(d)`) returns it, and
+    `p.detach()` the same tensor (a DTensor while its module is sharded) outside autograd."""
     in_place = name.endswith("_") and not name.startswith("_")
-    return params if name in ("copy", "values") or in_place else None
+    return params if name in ("copy", "values", "detach") or in_place else None
 
 
 @VALUE_METHODS(Derived)

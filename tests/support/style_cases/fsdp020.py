@@ -156,4 +156,85 @@ CASES = {
             for e, p in zip(ema.parameters(), model.parameters()):
                 e.lerp_(p, 0.01)
     """,
+    "fsdp020-ema-update-arithmetic": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class ModelEmaV2:
+            def __init__(self, model, decay=0.9999):
+                self.module = copy.deepcopy(model)
+                self.decay = decay
+            @torch.no_grad()
+            def update(self, model):
+                for ema_v, model_v in zip(self.module.state_dict().values(), model.state_dict().values()):
+                    ema_v.copy_(ema_v * self.decay + (1.0 - self.decay) * model_v)
+        model = Model()
+        ema = ModelEmaV2(model)
+        fully_shard(model)
+        ema.update(model)  # expect: FSDP020
+        d = 0.999
+        with torch.no_grad():
+            for e, p in zip(ema.module.parameters(), model.parameters()):
+                e.sub_((1 - d) * (e - p))  # expect: FSDP020
+            shadow = list(ema.module.parameters())
+            for i, p in enumerate(model.parameters()):
+                shadow[i].mul_(d).add_(p.detach(), alpha=1 - d)  # expect: FSDP020
+    """,
+    "fsdp020-good-ema-arithmetic-gathered-or-sharded-too": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Model()
+        ema = copy.deepcopy(model)
+        twin = copy.deepcopy(model)
+        fully_shard(model)
+        fully_shard(twin)
+        d = 0.999
+        with torch.no_grad():
+            for ema_v, model_v in zip(ema.state_dict().values(), model.state_dict().values()):
+                ema_v.copy_(ema_v * d + (1.0 - d) * model_v.full_tensor())
+            for t, p in zip(twin.parameters(), model.parameters()):
+                t.copy_(t * d + (1 - d) * p.detach())
+            for e, t in zip(ema.parameters(), ema.parameters()):
+                e.copy_(e * d + t / 2)
+    """,
+    "fsdp020-ema-data-assigned": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class EMA:
+            def __init__(self, model, decay):
+                self.decay = decay
+                self.training_model = model
+                self.ema_model = copy.deepcopy(model)
+            def update(self):
+                for (ema_name, ema_param), (name, param) in zip(
+                    self.ema_model.named_parameters(), self.training_model.named_parameters()
+                ):
+                    ema_param.data = self.decay * ema_param.data + (1.0 - self.decay) * param.data  # expect: FSDP020
+        def train(model, mesh):
+            ema = EMA(model, 0.999)
+            for block in model.blocks:
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+            ema.update()
+            ema_sd, msd = ema.ema_model.state_dict(), model.state_dict()
+            for key in msd:
+                ema_sd[key] = 0.999 * ema_sd[key] + 0.001 * msd[key]  # expect: FSDP020
+    """,
+    "fsdp020-good-ema-data-assigned-gathered-or-swapped": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        model = Model()
+        ema = copy.deepcopy(model)
+        fully_shard(model)
+        d = 0.999
+        for e, p in zip(ema.parameters(), model.parameters()):
+            e.data = d * e.data + (1 - d) * p.full_tensor()
+            e.data = e.data * 2
+        other = copy.deepcopy(ema)
+        for e, o in zip(ema.parameters(), other.parameters()):
+            e.data = d * e.data + (1 - d) * o.data
+    """,
 }
