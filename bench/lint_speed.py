@@ -15,6 +15,7 @@ ratios README's performance targets set (Performance, "Latest figures"). Each to
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import subprocess
@@ -52,6 +53,7 @@ def main() -> int:
     parser.add_argument("--fixit", default=shutil.which("fixit"), help="fixit executable (default: from PATH)")
     parser.add_argument("--fixit-rule", default="fixit.rules:NoRedundantFString")
     parser.add_argument("--no-fixit", action="store_true", help="skip Fixit (it takes minutes on a large corpus)")
+    parser.add_argument("--profile", type=Path, help="only write where a cold serial check's time goes to this file")
     args = parser.parse_args()
 
     files = corpus_files(args.corpus, with_torch=not args.no_torch, sample=args.sample)
@@ -61,6 +63,8 @@ def main() -> int:
     print(f"corpus: {len(files)} files, {lines} lines, from {', '.join(map(str, corpus_roots(args)))}")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start (wall times grow with it)")
     print(f"prefilter: {skip_ratio(files):.1%} of the files are never parsed")
+    if args.profile:
+        return write_profile(files, args.profile)
 
     runs: dict[str, Run] = {}
     check = [sys.executable, "-m", "fsdp2_lint", "check", "--isolated", "--exit-zero", "-q"]
@@ -105,6 +109,22 @@ def main() -> int:
     peak = max(runs[key].peak_rss_mb for key in ("cold", "warm", "serial"))
     print(f"{'peak RSS of one check process':30} {peak:8.0f}   target < {RSS_TARGET_MB} MB   "
           f"{'met' if peak < RSS_TARGET_MB else 'MISSED'}")  # fmt: skip
+    return 0
+
+
+def write_profile(files: list[Path], path: Path) -> int:
+    """cProfile's cumulative table of one cold ``check --jobs 1`` (in one process) of ``files``."""
+    import pstats
+
+    with tempfile.TemporaryDirectory() as folder:
+        stats = Path(folder) / "check.prof"
+        command = [sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "fsdp2_lint", "check", "--isolated"]
+        subprocess.run([*command, "--exit-zero", "-q", "--jobs", "1", "--no-cache", *map(str, files)], check=True)
+        table = io.StringIO()
+        pstats.Stats(str(stats), stream=table).strip_dirs().sort_stats("cumulative").print_stats(PROFILED_FUNCTIONS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# bench/lint_speed.py --profile: a cold `check --jobs 1` of {len(files)} files\n{table.getvalue()}")
+    print(f"profile written to {path}")
     return 0
 
 
