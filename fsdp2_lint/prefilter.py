@@ -14,7 +14,10 @@ token counts when the code of any of them holds it, each module's code stripped 
 each module's tokens found once per run (:class:`TokenFacts`) however many files import it.
 
 A token is a substring, or a :class:`Word`: an identifier that contains a substring and that a
-predicate accepts (``local_rank`` counts as a rank, ``maintain`` or ``ranking`` do not).
+predicate accepts (``local_rank`` counts as a rank, ``maintain`` or ``ranking`` do not). A word
+that only a name in the code can stand for (a collective the interpreter resolves) may be declared
+``in_strings=False``: in the second stage it counts only outside string literals, so a docstring's
+or a log message's "all_reduce" admits nothing.
 What the prefilter reads of a rule is its ``requires`` (:class:`Gated`); it imports nothing of ours.
 """
 
@@ -46,10 +49,16 @@ class Word:
     ``accepts`` takes the whole word (a set of words, or a predicate). Non-ASCII letters end a
     word: the identifiers the interpreter classifies are ASCII, so such a word is never one of them.
     Rules give a set, or a function of a module that imports no parser: the rule index
-    (``fsdp2_lint.rules._index``) names it without importing the rule."""
+    (``fsdp2_lint.rules._index``) names it without importing the rule.
+
+    ``in_strings=False``: once comments are stripped, the word counts only in the code outside
+    string literals (an f-string counts as code: its fields are). A string becomes a name only
+    through a call that reads it (``getattr(dist, "barrier")``), so a rule that declares such
+    words also requires, in a group of their own, one of them or the name of each such call."""
 
     core: str
     accepts: frozenset[str] | Callable[[str], bool]
+    in_strings: bool = True
 
     def occurs_in(self, text: bytes) -> bool:
         core = self.core.encode()
@@ -81,16 +90,22 @@ G = TypeVar("G", bound=Gated)
 
 
 class Tokens:
-    """Token presence in one text, each token searched for at most once."""
+    """Token presence in one text, each token searched for at most once. ``bare`` is the text
+    without its string literals, where a word declared ``in_strings=False`` is looked for (by
+    default the text itself: the first stage, which keeps every word a file's bytes hold)."""
 
-    def __init__(self, text: bytes) -> None:
+    def __init__(self, text: bytes, bare: bytes | None = None) -> None:
         self.text = text
+        self.bare = text if bare is None else bare
         self.found: dict[Token, bool] = {}
 
     def has(self, token: Token) -> bool:
         present = self.found.get(token)
         if present is None:
-            present = token.occurs_in(self.text) if isinstance(token, Word) else token.encode() in self.text
+            if isinstance(token, Word):
+                present = token.occurs_in(self.text if token.in_strings else self.bare)
+            else:
+                present = token.encode() in self.text
             self.found[token] = present
         return present
 
@@ -113,10 +128,10 @@ def applicable_rules(
     passing = [rule for rule in rules if raw.satisfies(rule)]
     if not passing:
         return passing
-    code = without_comments(data)
-    if code is data:
+    code, bare = code_and_bare(data)
+    if code is data and bare is data:
         return passing
-    stripped = Tokens(code)
+    stripped = Tokens(code, bare)
     return [rule for rule in passing if stripped.satisfies(rule)]
 
 
@@ -150,10 +165,10 @@ def _present_in_code(tokens: frozenset[Token], data: bytes) -> frozenset[Token]:
     rule these tokens satisfy is one both stages of :func:`applicable_rules` admit."""
     raw = Tokens(data)
     found = [token for token in tokens if raw.has(token)]
-    code = without_comments(data) if found else data
-    if code is data:
+    code, bare = code_and_bare(data) if found else (data, data)
+    if code is data and bare is data:
         return frozenset(found)
-    stripped = Tokens(code)
+    stripped = Tokens(code, bare)
     return frozenset(token for token in found if stripped.has(token))
 
 
@@ -161,19 +176,36 @@ def without_comments(data: bytes) -> bytes:
     """The bytes with every comment removed (string literals kept whole). Returns ``data`` itself
     when a string cannot be delimited with certainty: an f-string whose replacement field reuses
     its own quote (Python 3.12+) would make the scan mistake code for a comment."""
-    pieces: list[bytes] = []
-    start = 0
+    return code_and_bare(data)[0]
+
+
+def code_and_bare(data: bytes) -> tuple[bytes, bytes]:
+    """The bytes without comments (as :func:`without_comments`), and those without their string
+    literals too, each replaced by a space (f-strings are kept: their fields are code). Both are
+    ``data`` itself when a string cannot be delimited with certainty, or when there is nothing to
+    remove."""
+    code: list[bytes] = []
+    bare: list[bytes] = []
+    start = bare_start = 0
     for match in _STRING_OR_COMMENT.finditer(data):
         literal = match.group()
         if literal[:1] == b"#":
-            pieces.append(data[start : match.start()])
+            code.append(data[start : match.start()])
             start = match.end()
-        elif _FSTRING_PREFIX.search(data, max(0, match.start() - 2), match.start()) and _open_field(literal):
-            return data
-    if not pieces:
-        return data
-    pieces.append(data[start:])
-    return b"".join(pieces)
+            bare.append(data[bare_start : match.start()])
+            bare_start = match.end()
+        elif _FSTRING_PREFIX.search(data, max(0, match.start() - 2), match.start()):
+            if _open_field(literal):
+                return data, data
+        else:
+            bare.append(data[bare_start : match.start()])
+            bare.append(b" ")
+            bare_start = match.end()
+    if code:
+        code.append(data[start:])
+    if bare:
+        bare.append(data[bare_start:])
+    return (b"".join(code) if code else data), (b"".join(bare) if bare else data)
 
 
 def _open_field(literal: bytes) -> bool:
