@@ -5,9 +5,10 @@ fire (``Rule.requires``). Parsing with libcst costs tens of milliseconds a file,
 bytes cannot satisfy any selected rule is never parsed. Two stages, both exact:
 
 1. the raw bytes, each token searched at most once per file (rules share tokens);
-2. for files that pass, the same check on the code without its comments: license headers and
-   comments mention "distributed", "checkpoint" or "rank" far more often than code calls them,
-   and comments never change what the interpreter sees.
+2. for files that pass, the same check on the code without its comments and its docstrings (string
+   literals that are a whole statement): license headers, comments and docstrings mention
+   "distributed", "checkpoint" or "rank" far more often than code calls them, and none of them
+   changes what the interpreter sees.
 
 In a project, a file is judged with the modules its analysis can read (its import closure): a
 token counts when the code of any of them holds it, each module's code stripped on its own, and
@@ -173,39 +174,85 @@ def _present_in_code(tokens: frozenset[Token], data: bytes) -> frozenset[Token]:
 
 
 def without_comments(data: bytes) -> bytes:
-    """The bytes with every comment removed (string literals kept whole). Returns ``data`` itself
-    when a string cannot be delimited with certainty: an f-string whose replacement field reuses
-    its own quote (Python 3.12+) would make the scan mistake code for a comment."""
+    """The code of ``data``: its bytes without comments and without statement strings (docstrings,
+    which the interpreter evaluates to nothing), other string literals kept whole. See
+    :func:`code_and_bare`."""
     return code_and_bare(data)[0]
 
 
 def code_and_bare(data: bytes) -> tuple[bytes, bytes]:
-    """The bytes without comments (as :func:`without_comments`), and those without their string
-    literals too, each replaced by a space (f-strings are kept: their fields are code). Both are
-    ``data`` itself when a string cannot be delimited with certainty, or when there is nothing to
-    remove."""
+    """The code of ``data`` (its bytes without comments and without the string literals that are a
+    whole statement, as docstrings are), and the bytes without comments and without any string
+    literal, each replaced by a space. An f-string is kept in both: its fields are code. Both are
+    ``data`` itself when a string cannot be delimited with certainty (an f-string whose replacement
+    field reuses its own quote, Python 3.12+, would make the scan mistake code for a comment), or
+    when there is nothing to remove. A module that reads ``__doc__`` keeps its docstrings."""
     code: list[bytes] = []
     bare: list[bytes] = []
-    start = bare_start = 0
+    start = bare_start = counted = depth = 0
+    docstrings = b"__doc__" not in data
     for match in _STRING_OR_COMMENT.finditer(data):
         literal = match.group()
+        if docstrings:  # the brackets open before this string or comment
+            depth += _brackets(data, counted, match.start())
+            counted = match.end()
         if literal[:1] == b"#":
             code.append(data[start : match.start()])
             start = match.end()
             bare.append(data[bare_start : match.start()])
             bare_start = match.end()
-        elif _FSTRING_PREFIX.search(data, max(0, match.start() - 2), match.start()):
+            continue
+        if _FSTRING_PREFIX.search(data, max(0, match.start() - 2), match.start()):
             if _open_field(literal):
                 return data, data
-        else:
-            bare.append(data[bare_start : match.start()])
-            bare.append(b" ")
-            bare_start = match.end()
+            continue
+        bare.append(data[bare_start : match.start()])
+        bare.append(b" ")
+        bare_start = match.end()
+        if docstrings and depth == 0:
+            begin = _prefix_start(data, match.start())
+            if _whole_statement(data, begin, match.end()):
+                code.append(data[start:begin])
+                start = match.end()
     if code:
         code.append(data[start:])
     if bare:
         bare.append(data[bare_start:])
     return (b"".join(code) if code else data), (b"".join(bare) if bare else data)
+
+
+_OPENING, _CLOSING = (b"(", b"[", b"{"), (b")", b"]", b"}")
+_STRING_PREFIX = frozenset(b"rRbBuU")
+_STATEMENT_END = re.compile(rb"[ \t\f]*(?:[\r\n#;]|\Z)")
+
+
+def _brackets(data: bytes, start: int, end: int) -> int:
+    """How many more brackets open than close in ``data[start:end]`` (code: no string, no comment)."""
+    piece = data[start:end]
+    return sum(map(piece.count, _OPENING)) - sum(map(piece.count, _CLOSING))
+
+
+def _prefix_start(data: bytes, quote: int) -> int:
+    """Where the string literal whose quote is at ``quote`` starts: before its prefix (``rb"..."``)."""
+    begin = quote
+    while begin > max(0, quote - 2) and data[begin - 1] in _STRING_PREFIX:
+        begin -= 1
+    return begin
+
+
+def _whole_statement(data: bytes, begin: int, end: int) -> bool:
+    """Is the string literal ``data[begin:end]``, outside any bracket, a statement of its own: the
+    first thing on its line, which does not continue the line before (``\\``), and the last
+    thing on it (a comment or ``;`` may follow)? Such a string is evaluated and thrown away."""
+    line = data.rfind(b"\n", 0, begin) + 1
+    if data[line:begin].strip(b" \t\f"):
+        return False
+    before = line - 2  # the last byte of the line before, if any
+    if before >= 0 and data[before] == 13:  # \r\n
+        before -= 1
+    if before >= 0 and data[before] == 92:  # a backslash: this line continues that one
+        return False
+    return _STATEMENT_END.match(data, end) is not None
 
 
 def _open_field(literal: bytes) -> bool:
