@@ -5,16 +5,20 @@ fire (``Rule.requires``). Parsing with libcst costs tens of milliseconds a file,
 bytes cannot satisfy any selected rule is never parsed. Two stages, both exact:
 
 1. the raw bytes, each token searched at most once per file (rules share tokens);
-2. for files that pass, the same check on the code without its comments: license headers and
-   comments mention "distributed", "checkpoint" or "rank" far more often than code calls them,
-   and comments never change what the interpreter sees.
+2. for files that pass, the same check on the code without its comments and its docstrings (string
+   literals that are a whole statement): license headers, comments and docstrings mention
+   "distributed", "checkpoint" or "rank" far more often than code calls them, and none of them
+   changes what the interpreter sees.
 
 In a project, a file is judged with the modules its analysis can read (its import closure): a
 token counts when the code of any of them holds it, each module's code stripped on its own, and
 each module's tokens found once per run (:class:`TokenFacts`) however many files import it.
 
 A token is a substring, or a :class:`Word`: an identifier that contains a substring and that a
-predicate accepts (``local_rank`` counts as a rank, ``maintain`` or ``ranking`` do not).
+predicate accepts (``local_rank`` counts as a rank, ``maintain`` or ``ranking`` do not). A word
+that only a name in the code can stand for (a collective the interpreter resolves) may be declared
+``in_strings=False``: in the second stage it counts only outside string literals, so a docstring's
+or a log message's "all_reduce" admits nothing.
 What the prefilter reads of a rule is its ``requires`` (:class:`Gated`); it imports nothing of ours.
 """
 
@@ -46,10 +50,16 @@ class Word:
     ``accepts`` takes the whole word (a set of words, or a predicate). Non-ASCII letters end a
     word: the identifiers the interpreter classifies are ASCII, so such a word is never one of them.
     Rules give a set, or a function of a module that imports no parser: the rule index
-    (``fsdp2_lint.rules._index``) names it without importing the rule."""
+    (``fsdp2_lint.rules._index``) names it without importing the rule.
+
+    ``in_strings=False``: once comments are stripped, the word counts only in the code outside
+    string literals (an f-string counts as code: its fields are). A string becomes a name only
+    through a call that reads it (``getattr(dist, "barrier")``), so a rule that declares such
+    words also requires, in a group of their own, one of them or the name of each such call."""
 
     core: str
     accepts: frozenset[str] | Callable[[str], bool]
+    in_strings: bool = True
 
     def occurs_in(self, text: bytes) -> bool:
         core = self.core.encode()
@@ -81,16 +91,22 @@ G = TypeVar("G", bound=Gated)
 
 
 class Tokens:
-    """Token presence in one text, each token searched for at most once."""
+    """Token presence in one text, each token searched for at most once. ``bare`` is the text
+    without its string literals, where a word declared ``in_strings=False`` is looked for (by
+    default the text itself: the first stage, which keeps every word a file's bytes hold)."""
 
-    def __init__(self, text: bytes) -> None:
+    def __init__(self, text: bytes, bare: bytes | None = None) -> None:
         self.text = text
+        self.bare = text if bare is None else bare
         self.found: dict[Token, bool] = {}
 
     def has(self, token: Token) -> bool:
         present = self.found.get(token)
         if present is None:
-            present = token.occurs_in(self.text) if isinstance(token, Word) else token.encode() in self.text
+            if isinstance(token, Word):
+                present = token.occurs_in(self.text if token.in_strings else self.bare)
+            else:
+                present = token.encode() in self.text
             self.found[token] = present
         return present
 
@@ -113,10 +129,10 @@ def applicable_rules(
     passing = [rule for rule in rules if raw.satisfies(rule)]
     if not passing:
         return passing
-    code = without_comments(data)
-    if code is data:
+    code, bare = code_and_bare(data)
+    if code is data and bare is data:
         return passing
-    stripped = Tokens(code)
+    stripped = Tokens(code, bare)
     return [rule for rule in passing if stripped.satisfies(rule)]
 
 
@@ -150,30 +166,93 @@ def _present_in_code(tokens: frozenset[Token], data: bytes) -> frozenset[Token]:
     rule these tokens satisfy is one both stages of :func:`applicable_rules` admit."""
     raw = Tokens(data)
     found = [token for token in tokens if raw.has(token)]
-    code = without_comments(data) if found else data
-    if code is data:
+    code, bare = code_and_bare(data) if found else (data, data)
+    if code is data and bare is data:
         return frozenset(found)
-    stripped = Tokens(code)
+    stripped = Tokens(code, bare)
     return frozenset(token for token in found if stripped.has(token))
 
 
 def without_comments(data: bytes) -> bytes:
-    """The bytes with every comment removed (string literals kept whole). Returns ``data`` itself
-    when a string cannot be delimited with certainty: an f-string whose replacement field reuses
-    its own quote (Python 3.12+) would make the scan mistake code for a comment."""
-    pieces: list[bytes] = []
-    start = 0
+    """The code of ``data``: its bytes without comments and without statement strings (docstrings,
+    which the interpreter evaluates to nothing), other string literals kept whole. See
+    :func:`code_and_bare`."""
+    return code_and_bare(data)[0]
+
+
+def code_and_bare(data: bytes) -> tuple[bytes, bytes]:
+    """The code of ``data`` (its bytes without comments and without the string literals that are a
+    whole statement, as docstrings are), and the bytes without comments and without any string
+    literal, each replaced by a space. An f-string is kept in both: its fields are code. Both are
+    ``data`` itself when a string cannot be delimited with certainty (an f-string whose replacement
+    field reuses its own quote, Python 3.12+, would make the scan mistake code for a comment), or
+    when there is nothing to remove. A module that reads ``__doc__`` keeps its docstrings."""
+    code: list[bytes] = []
+    bare: list[bytes] = []
+    start = bare_start = counted = depth = 0
+    docstrings = b"__doc__" not in data
     for match in _STRING_OR_COMMENT.finditer(data):
         literal = match.group()
+        if docstrings:  # the brackets open before this string or comment
+            depth += _brackets(data, counted, match.start())
+            counted = match.end()
         if literal[:1] == b"#":
-            pieces.append(data[start : match.start()])
+            code.append(data[start : match.start()])
             start = match.end()
-        elif _FSTRING_PREFIX.search(data, max(0, match.start() - 2), match.start()) and _open_field(literal):
-            return data
-    if not pieces:
-        return data
-    pieces.append(data[start:])
-    return b"".join(pieces)
+            bare.append(data[bare_start : match.start()])
+            bare_start = match.end()
+            continue
+        if _FSTRING_PREFIX.search(data, max(0, match.start() - 2), match.start()):
+            if _open_field(literal):
+                return data, data
+            continue
+        bare.append(data[bare_start : match.start()])
+        bare.append(b" ")
+        bare_start = match.end()
+        if docstrings and depth == 0:
+            begin = _prefix_start(data, match.start())
+            if _whole_statement(data, begin, match.end()):
+                code.append(data[start:begin])
+                start = match.end()
+    if code:
+        code.append(data[start:])
+    if bare:
+        bare.append(data[bare_start:])
+    return (b"".join(code) if code else data), (b"".join(bare) if bare else data)
+
+
+_OPENING, _CLOSING = (b"(", b"[", b"{"), (b")", b"]", b"}")
+_STRING_PREFIX = frozenset(b"rRbBuU")
+_STATEMENT_END = re.compile(rb"[ \t\f]*(?:[\r\n#;]|\Z)")
+
+
+def _brackets(data: bytes, start: int, end: int) -> int:
+    """How many more brackets open than close in ``data[start:end]`` (code: no string, no comment)."""
+    piece = data[start:end]
+    return sum(map(piece.count, _OPENING)) - sum(map(piece.count, _CLOSING))
+
+
+def _prefix_start(data: bytes, quote: int) -> int:
+    """Where the string literal whose quote is at ``quote`` starts: before its prefix (``rb"..."``)."""
+    begin = quote
+    while begin > max(0, quote - 2) and data[begin - 1] in _STRING_PREFIX:
+        begin -= 1
+    return begin
+
+
+def _whole_statement(data: bytes, begin: int, end: int) -> bool:
+    """Is the string literal ``data[begin:end]``, outside any bracket, a statement of its own: the
+    first thing on its line, which does not continue the line before (``\\``), and the last
+    thing on it (a comment or ``;`` may follow)? Such a string is evaluated and thrown away."""
+    line = data.rfind(b"\n", 0, begin) + 1
+    if data[line:begin].strip(b" \t\f"):
+        return False
+    before = line - 2  # the last byte of the line before, if any
+    if before >= 0 and data[before] == 13:  # \r\n
+        before -= 1
+    if before >= 0 and data[before] == 92:  # a backslash: this line continues that one
+        return False
+    return _STATEMENT_END.match(data, end) is not None
 
 
 def _open_field(literal: bytes) -> bool:

@@ -251,8 +251,9 @@ def _token_source(token: Token, head: RuleHead, imports: set[str]) -> str:
     if isinstance(token, str):
         return repr(token)
     accepts = token.accepts
+    tail = "" if token.in_strings else ", in_strings=False"
     if isinstance(accepts, frozenset):
-        return f"Word({token.core!r}, frozenset({sorted(accepts)!r}))"
+        return f"Word({token.core!r}, frozenset({sorted(accepts)!r}){tail})"
     module = getattr(accepts, "__module__", "") or ""
     if (
         not isinstance(accepts, types.FunctionType)
@@ -266,4 +267,4 @@ def _token_source(token: Token, head: RuleHead, imports: set[str]) -> str:
         )
     alias = "_" + module.replace(".", "_")
     imports.add(f"import {module} as {alias}")
-    return f"Word({token.core!r}, {alias}.{accepts.__qualname__})"
+    return f"Word({token.core!r}, {alias}.{accepts.__qualname__}{tail})"

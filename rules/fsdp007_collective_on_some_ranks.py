@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import libcst as cst
 
@@ -22,7 +23,7 @@ from fsdp2_lint.analysis.model import (
     walk_contents,
 )
 from fsdp2_lint.analysis.trace import Trace
-from fsdp2_lint.prefilter import Word
+from fsdp2_lint.prefilter import Token, Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 # torch.distributed collectives every rank of the group must enter (point-to-point send/recv
@@ -64,12 +65,34 @@ def _last_names(qnames: frozenset[str]) -> frozenset[str]:
     return frozenset(qname.rpartition(".")[2] for qname in qnames)
 
 
+def _with_strings(groups: tuple[tuple[Token, ...], ...]) -> tuple[tuple[Token, ...], ...]:
+    """Groups of words that count in the code only, as the conjunctive normal form of "a word of the
+    group in the code, or one in a string and a call that reads it": each group with its words
+    counted in strings too, and each with the calls added."""
+    return tuple((*(_anywhere(token) for token in group),) for group in groups) + tuple(
+        (*group, *CODE_FROM_STRINGS) for group in groups
+    )
+
+
+def _anywhere(token: Token) -> Token:
+    return replace(token, in_strings=True) if isinstance(token, Word) else token
+
+
+def _word(core: str, accepts: frozenset[str]) -> Word:
+    return Word(core, accepts, in_strings=False)  # a name in the code (see CODE_FROM_STRINGS)
+
+
+# The words a collective is named by: the interpreter resolves each from a name in the code, or
+# from a string that `getattr(dist, "barrier")` or `importlib.import_module("torch.distributed")`
+# reads (calls.py, interpreter/imports.py): those calls let a word in a string count.
+CODE_FROM_STRINGS = ("getattr", "import_module")
 DIST_WORDS = tuple(
-    Word(core, _last_names(DIST_COLLECTIVES))
+    _word(core, _last_names(DIST_COLLECTIVES))
     for core in ("reduce", "gather", "scatter", "broadcast", "barrier", "all_to_all")
 )
-DCP_WORDS = tuple(Word(core, _last_names(DCP_COLLECTIVES)) for core in ("save", "load"))
-OTHER_COLLECTIVES = ("full_tensor", "redistribute", "unshard")
+DCP_WORDS = tuple(_word(core, _last_names(DCP_COLLECTIVES)) for core in ("save", "load"))
+# Method names, whole: `.full_tensor()`, `.redistribute()`, `.unshard()` (not `unsharded`).
+OTHER_COLLECTIVES = tuple(_word(name, frozenset({name})) for name in ("full_tensor", "redistribute", "unshard"))
 # What a rank guard is built from: rank-named identifiers (`local_rank`, `is_main_process`,
 # `get_rank`, `trainer.is_global_zero`), rank-0 decorators, rank environment variables.
 RANK_TOKENS = tuple(
@@ -323,13 +346,15 @@ def save(state):
     )
     # A collective: a torch.distributed one (its module and function names as words; DCP's
     # `checkpoint` with save/load or the state-dict helpers' options), a DTensor method, or
-    # `unshard`. And a rank guard.
-    requires = (
-        (Word("distributed", frozenset({"distributed"})), *OTHER_COLLECTIVES),
-        (*DIST_WORDS, Word("checkpoint", frozenset({"checkpoint"})), *OTHER_COLLECTIVES),
-        (*DIST_WORDS, *DCP_WORDS, "full_state_dict", "broadcast_from_rank0", *OTHER_COLLECTIVES),
-        RANK_TOKENS,
-    )
+    # `unshard`. And a rank guard. Each collective group holds again with its words in strings,
+    # when the code calls what turns a string into a name.
+    requires = _with_strings(
+        (
+            (_word("distributed", frozenset({"distributed"})), *OTHER_COLLECTIVES),
+            (*DIST_WORDS, _word("checkpoint", frozenset({"checkpoint"})), *OTHER_COLLECTIVES),
+            (*DIST_WORDS, *DCP_WORDS, "full_state_dict", "broadcast_from_rank0", *OTHER_COLLECTIVES),
+        )
+    ) + (RANK_TOKENS,)
     signature = RuntimeSignature(
         evidence="hang",
         note="the run exceeds its timeout; the ranks' last events show rank 0 inside the collective",

@@ -16,7 +16,7 @@ from fsdp2_lint.config import Selection
 from fsdp2_lint.diagnostics import PARSE_ERROR
 from fsdp2_lint.engine import lint_source
 from fsdp2_lint.pipeline import LintTask, SettingsResolver, lint_files
-from fsdp2_lint.prefilter import TokenFacts, Word, applicable_rules, without_comments
+from fsdp2_lint.prefilter import TokenFacts, Word, applicable_rules, code_and_bare, without_comments
 from fsdp2_lint.rule import all_rules
 
 torch = pytest.importorskip("torch")  # its own sources are the large real corpus every CI machine has
@@ -65,6 +65,33 @@ NEAR_MISSES = {
         # fully_shard(model); dist.barrier() under `if rank == 0` hangs: distributed checkpoint
         def f(model):  # model.no_sync(), clip_grad_norm_
             return "#" + '#'  # to_local
+    """,
+    "collective-named-in-a-string": """
+        import torch.distributed as dist
+
+        SYNC = "barrier"  # getattr turns the string into the collective
+
+        def sync():
+            if dist.get_rank() == 0:
+                getattr(dist, SYNC)()
+    """,
+    "module-named-in-a-string": """
+        import importlib
+
+        dist = importlib.import_module("torch.distributed")
+
+        def sync(rank):
+            if rank == 0:
+                dist.barrier()
+    """,
+    "tokens-only-in-docstrings-and-strings": """
+        \"\"\"Helpers around fully_shard: `dist.barrier()` and `dist.all_reduce` on rank 0 hang.\"\"\"
+        import torch.distributed as dist
+
+        def report(rank, loss):
+            \"\"\"Logs the loss once the all_reduce is done (torch.distributed.checkpoint.save).\"\"\"
+            if rank == 0:
+                print(f"loss {loss}", "after all_reduce and barrier, unshard", dist.get_world_size())
     """,
     "hash-in-strings": """
         import torch.distributed as dist
@@ -198,7 +225,16 @@ def test_no_token_spans_a_line():
 
 
 @pytest.mark.parametrize(
-    "name", ["slurm-guard", "env-rank-guard", "global-zero-flag", "hash-in-strings", "rank-zero-decorator"]
+    "name",
+    [
+        "slurm-guard",
+        "env-rank-guard",
+        "global-zero-flag",
+        "hash-in-strings",
+        "rank-zero-decorator",
+        "collective-named-in-a-string",
+        "module-named-in-a-string",
+    ],
 )
 def test_rank_guards_of_every_kind_pass_the_prefilter_and_are_reported(name):
     source = textwrap.dedent(NEAR_MISSES[name]).encode()
@@ -209,6 +245,16 @@ def test_tokens_only_in_comments_do_not_get_a_file_parsed():
     source = textwrap.dedent(NEAR_MISSES["comment-only-tokens"]).encode()
     assert applicable_rules(all_rules(), source) == []
     assert [rule.code for rule in all_rules() if rule.applies_to(source)], "the raw bytes alone would admit it"
+
+
+def test_collectives_named_only_in_docstrings_and_strings_get_no_file_parsed():
+    """A collective's words count in code only (a string names one only through getattr or
+    import_module, which this file does not call), and docstrings are no code at all."""
+    source = textwrap.dedent(NEAR_MISSES["tokens-only-in-docstrings-and-strings"]).encode()
+    assert applicable_rules(all_rules(), source) == []
+    assert "FSDP007" in [rule.code for rule in all_rules() if rule.applies_to(source)], "the raw bytes admit it"
+    with_getattr = source + b"handler = getattr(dist, 'get_world_size')\n"
+    assert [rule.code for rule in applicable_rules(all_rules(), with_getattr)] == ["FSDP007"]
 
 
 def test_words_that_only_contain_rank_or_main_are_no_rank_guard():
@@ -247,6 +293,35 @@ def test_a_word_token_at_the_very_start_or_end_of_a_file_is_judged_as_a_whole_id
 )
 def test_without_comments_removes_comments_and_keeps_strings(source, code):
     assert without_comments(source) == code
+
+
+@pytest.mark.parametrize(
+    "source, code, bare",
+    [
+        (b'"""rank"""\nx = 1\n', b"\nx = 1\n", b" \nx = 1\n"),  # a module docstring
+        (
+            b'def f():\n    r"""a\n    b"""  # c\n    return 1\n',
+            b"def f():\n      \n    return 1\n",
+            b"def f():\n    r   \n    return 1\n",  # the prefix is left, a word of one letter
+        ),
+        (b'"doc"; x = 1\n', b"; x = 1\n", b" ; x = 1\n"),
+        (b'# (\n"doc"\n', b"\n\n", b"\n \n"),  # a bracket in a comment opens nothing
+        (b'y = {\n  "k": 1,\n}\n"doc"\n', b'y = {\n  "k": 1,\n}\n\n', b"y = {\n   : 1,\n}\n \n"),
+        # strings that are not a statement of their own stay in the code
+        (b'x = (\n"a"\n)\n', None, b"x = (\n \n)\n"),
+        (b'x = \\\n"a"\n', None, b"x = \\\n \n"),
+        (b'"a".join(y)\n', None, b" .join(y)\n"),
+        (b'"a" "b"\n', None, b"   \n"),
+        (b'__doc__\n"doc"\n', None, b"__doc__\n \n"),  # the module reads its docstrings
+        (b'f"{dist.barrier()}"\n', None, None),  # an f-string's fields are code
+    ],
+)
+def test_code_drops_statement_strings_and_bare_code_every_string(source, code, bare):
+    """None: the text is ``source`` itself."""
+    found_code, found_bare = code_and_bare(source)
+    assert found_code == (source if code is None else code)
+    assert found_bare == (source if bare is None else bare)
+    assert (found_code is source) == (code is None) and (found_bare is source) == (bare is None)
 
 
 def test_an_fstring_reusing_its_quote_keeps_the_file_whole():
