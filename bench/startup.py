@@ -2,7 +2,7 @@
 most commits), against `ruff check --no-cache --select E9` on the same file and against the
 interpreter's own start (`python -c pass`, the same Python).
 
-    python bench/startup.py [--runs 20] [--ruff PATH] [--file PATH] [--baseline OTHER_FSDP2_LINT]
+    python bench/startup.py [--runs 20] [--ruff PATH] [--file PATH] [--baseline OTHER_FSDP2_LINT] [--profile FILE]
 
 Every command runs in turn, round after round, so that a busy machine slows them alike; each is a
 whole process, as a hook starts it. Prints the median and the fastest wall time of each, and their
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 TARGET_MS = 100
+PROFILED_IMPORTS = 60
 # A module of a training project that no rule can fire on: no sharding, no collective, no rank test.
 CLEAN = '''\
 """Data loading for the training script."""
@@ -64,6 +65,7 @@ def main() -> int:
     parser.add_argument("--ruff", default=default_ruff, help="ruff executable (default: from PATH or beside python)")
     parser.add_argument("--file", type=Path, help="the file to check (default: a generated module no rule fires on)")
     parser.add_argument("--baseline", help="another fsdp2-lint executable to time alike (an older install)")
+    parser.add_argument("--profile", type=Path, help="also write the run's imports, slowest first (-X importtime)")
     args = parser.parse_args()
     linter = shutil.which("fsdp2-lint", path=str(Path(sys.executable).parent)) or shutil.which("fsdp2-lint")
     if linter is None:
@@ -102,6 +104,8 @@ def main() -> int:
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         modules = _imported(file, work)
+        if args.profile:
+            _write_import_profile(file, work, environment, args.profile)
     print(f"{args.runs} rounds, {file.name} ({file.stat().st_size if file.exists() else len(CLEAN)} bytes)")
     print(f"{'command':<26} {'median ms':>10} {'fastest ms':>11} {'median CPU ms':>14}")
     for name, seconds in times.items():
@@ -130,6 +134,23 @@ def _imported(file: Path, work: Path) -> list[str]:
     command = [sys.executable, "-c", RECORD.format(out=str(out)), "check", str(file)]
     subprocess.run(command, cwd=work, capture_output=True, check=False)
     return json.loads(out.read_text())
+
+
+def _write_import_profile(file: Path, work: Path, environment: dict[str, str], path: Path) -> None:
+    """What ``check`` imports, by cumulative import time (Python's ``-X importtime``), slowest first."""
+    command = [sys.executable, "-X", "importtime", "-m", "fsdp2_lint", "check", str(file)]
+    stderr = subprocess.run(command, cwd=work, capture_output=True, text=True, check=False, env=environment).stderr
+    rows = []
+    for line in stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]), int(parts[0]), parts[2].rstrip()))
+    rows.sort(reverse=True)
+    table = "\n".join(f"{cumulative:>10} {own:>8} {name}" for cumulative, own, name in rows[:PROFILED_IMPORTS])
+    header = f"# bench/startup.py --profile: `fsdp2-lint check {file.name}`, -X importtime\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{header}{'cumulative':>10} {'self':>8} module (microseconds)\n{table}\n")
+    print(f"import profile written to {path}")
 
 
 def _has(modules: list[str], name: str) -> bool:
