@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 from samples import BAD, GOOD, write
-from sarif_kit.validate import validation_errors
+from sarif_schema import validation_errors
 
 from fsdp2_lint.cli import main
 from fsdp2_lint.diagnostics import Diagnostic, Severity
@@ -127,7 +127,9 @@ def test_sarif_is_valid_2_1_0_with_every_rule_and_repository_relative_results(pr
     rules = run["tool"]["driver"]["rules"]
     assert [rule["id"] for rule in rules] == ["FSDP000"] + [rule.code for rule in all_rules()]
     optimizer_rule = rules[1]
-    assert optimizer_rule["name"] == "optimizer-before-shard" and optimizer_rule["helpUri"].endswith("/docs/rules/FSDP001.md")
+    assert optimizer_rule["name"] == "optimizer-before-shard" and optimizer_rule["helpUri"].endswith(
+        "/docs/rules/FSDP001.md"
+    )
     assert optimizer_rule["shortDescription"]["text"].startswith("optimizer built from parameters")
     assert optimizer_rule["fullDescription"]["text"] and optimizer_rule["help"]["markdown"].startswith("# FSDP001")
     assert "## Fix safety\nUnsafe: only `--fix --unsafe-fixes` applies it." in optimizer_rule["help"]["markdown"]
@@ -154,6 +156,17 @@ def test_sarif_is_valid_2_1_0_with_every_rule_and_repository_relative_results(pr
     write(project / "src" / "good.py", GOOD)
     clean = json.loads(check("--output-format", "sarif", "good.py")[1])
     assert validation_errors(clean) == [] and clean["runs"][0]["results"] == []
+
+
+def test_the_sarif_schema_check_rejects_what_the_2_1_0_schema_forbids(project):
+    """The vendored schema is the real one: a log this linter would never write fails it."""
+    write(project / "src" / "bad.py", BAD)
+    log = json.loads(check("--output-format", "sarif", "bad.py")[1])
+    log["runs"][0]["results"][0]["level"] = "fatal"  # not one of none/note/warning/error
+    del log["version"]
+    errors = validation_errors(log)
+    assert errors[0].startswith("<root>: 'version' is a required property")
+    assert any(e.startswith("runs/0/results/0/level: 'fatal' is not one of") for e in errors), errors
 
 
 def test_statistics_count_each_code_most_frequent_first(project):
