@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 from samples import BAD, write
-from sarif_kit.validate import validation_errors
+from sarif_schema import validation_errors
 
 from fsdp2_lint.cli import main
 from fsdp2_lint.diagnostics import Severity

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 from samples import BAD, GOOD, write
-from sarif_kit.validate import validation_errors
+from sarif_schema import validation_errors
 
 from fsdp2_lint.cli import main
 from fsdp2_lint.diagnostics import Diagnostic, Severity
@@ -156,6 +156,17 @@ def test_sarif_is_valid_2_1_0_with_every_rule_and_repository_relative_results(pr
     write(project / "src" / "good.py", GOOD)
     clean = json.loads(check("--output-format", "sarif", "good.py")[1])
     assert validation_errors(clean) == [] and clean["runs"][0]["results"] == []
+
+
+def test_the_sarif_schema_check_rejects_what_the_2_1_0_schema_forbids(project):
+    """The vendored schema is the real one: a log this linter would never write fails it."""
+    write(project / "src" / "bad.py", BAD)
+    log = json.loads(check("--output-format", "sarif", "bad.py")[1])
+    log["runs"][0]["results"][0]["level"] = "fatal"  # not one of none/note/warning/error
+    del log["version"]
+    errors = validation_errors(log)
+    assert errors[0].startswith("<root>: 'version' is a required property")
+    assert any(e.startswith("runs/0/results/0/level: 'fatal' is not one of") for e in errors), errors
 
 
 def test_statistics_count_each_code_most_frequent_first(project):

@@ -27,8 +27,22 @@ FSDP001 = (
     "the old, non-DTensor tensors and training silently does nothing"
 )
 LIMIT = "fsdp2-lint cannot analyse this file: it nests up to {:,} levels deep (its parser handles 1,000)"
-TOO_COMPLEX = "Python cannot compile this file: the expression is too complex for its parser"
-TOO_DEEP = "Python cannot compile this file: maximum recursion depth exceeded during compilation"
+# FSDP000 quotes the running Python's own refusal, which changed between versions (measured on
+# 3.10.13, 3.11.7, 3.12.1 and 3.13.0): 3.12's parser names its overflow (before, its MemoryError
+# was empty and fsdp2-lint supplies the reason); from 3.13 the compiler no longer runs out of
+# recursion on 8,000 `+`, `.` or `()` terms, so only fsdp2-lint's own limit is left to report.
+if sys.version_info >= (3, 12):
+    TOO_COMPLEX = "Python cannot compile this file: Parser stack overflowed - Python source too complex to parse"
+else:
+    TOO_COMPLEX = "Python cannot compile this file: the expression is too complex for its parser"
+
+
+def too_deep(depth: int) -> str:
+    if sys.version_info >= (3, 13):
+        return LIMIT.format(depth)
+    return "Python cannot compile this file: maximum recursion depth exceeded during compilation"
+
+
 # every hostile form at 8,000 terms (brackets: 300), and what FSDP000 says about it
 DEEP = {
     "and": LIMIT.format(8005),
@@ -40,9 +54,9 @@ DEEP = {
     "power": TOO_COMPLEX,
     "lambda": TOO_COMPLEX,
     "conditional": TOO_COMPLEX,
-    "plus": TOO_DEEP,
-    "attribute": TOO_DEEP,
-    "call": TOO_DEEP,
+    "plus": too_deep(8005),
+    "attribute": too_deep(8005),
+    "call": too_deep(8008),
     "brackets": "syntax error: too many nested parentheses",
 }
 

@@ -14,7 +14,7 @@ import sysconfig
 import yaml
 from fixture_marks import ROOT
 from samples import BAD
-from sarif_kit.validate import validation_errors
+from sarif_schema import validation_errors
 
 from fsdp2_lint.cli import check
 

@@ -17,6 +17,11 @@ from samples import BAD
 
 from fsdp2_lint.rule import all_rules
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -58,6 +63,19 @@ def test_wheel_ships_rules_and_fixtures_under_fsdp2_lint_only(tmp_path):
     ]
     core = [line for line in requirements if "extra ==" not in line]
     assert core and not any("torch" in line for line in core)
+
+
+def test_supported_pythons_agree_across_classifiers_requires_python_ruff_and_readme():
+    """3.10 to 3.13, said once each way: the classifiers, requires-python's lower bound, the
+    syntax ruff keeps the code to, and README's sentence (the suite runs on the oldest and newest)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    prefix = "Programming Language :: Python :: 3."
+    minors = [int(c.removeprefix(prefix)) for c in pyproject["project"]["classifiers"] if c.startswith(prefix)]
+    assert minors == list(range(minors[0], minors[-1] + 1)) == [10, 11, 12, 13]
+    assert pyproject["project"]["requires-python"] == f">=3.{minors[0]}"
+    assert pyproject["tool"]["ruff"]["target-version"] == f"py3{minors[0]}"
+    readme = (ROOT / "README.md").read_text()
+    assert f"Python 3.{minors[0]} to 3.{minors[-1]} are supported." in readme
 
 
 def test_readme_wheel_commands_build_a_wheel_that_installs_and_lints_in_a_fresh_environment(tmp_path):

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from fixture_marks import ROOT
 from pre_commit.clientlib import load_config, load_manifest
 from samples import BAD
-from sarif_kit.validate import validation_errors
+from sarif_schema import validation_errors
 
 from fsdp2_lint import __version__
 from fsdp2_lint.cache import DEFAULT_CACHE_DIR
