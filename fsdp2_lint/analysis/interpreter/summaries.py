@@ -85,9 +85,6 @@ from fsdp2_lint.analysis.model import (
 )
 
 MAX_EXPANSIONS_PER_FUNCTION = 64  # fresh expansions of one function per file (torch's own sources reach it)
-# A property is read like a setting, by every test of it, and is small: once over the function
-# cap its value would be unknown, and tests of it undecided.
-MAX_EXPANSIONS_PER_PROPERTY = 1024
 MAX_STEPS = 200_000  # statements interpreted per file
 MAX_REPLAYED = 20_000  # events replayed per file (torch's sources and the fixtures replay 506 at most)
 MAX_FOREIGN_STEPS = 30_000  # statements per file in other project modules
@@ -135,8 +132,7 @@ class Summaries:
 
     def may_expand(self, info: FunctionInfo, steps: int) -> bool:
         """Whether ``info`` may be expanded once more; if so, the expansion is counted."""
-        limit = MAX_EXPANSIONS_PER_PROPERTY if info.is_property else MAX_EXPANSIONS_PER_FUNCTION
-        if self.exhausted(steps) or self.expansions[info] >= limit:
+        if self.exhausted(steps) or self.expansions[info] >= MAX_EXPANSIONS_PER_FUNCTION:
             return False
         self.expansions[info] += 1
         return True
