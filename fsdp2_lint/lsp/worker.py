@@ -8,17 +8,24 @@ one FSDP000 diagnostic that says so; the next call starts a fresh process.
 The child must not import from the editor's working directory, where a project's own
 ``signal.py`` would run: a spawned child starts as ``python -c``, which puts that directory first
 on ``sys.path``, and imports ``signal``, ``socket``, ``threading`` and ``pickle`` before it takes
-the parent's ``sys.path``. ``PYTHONSAFEPATH`` (Python 3.11 and later) keeps it off.
+the parent's ``sys.path``, and so does multiprocessing's resource tracker. ``PYTHONSAFEPATH``
+(Python 3.11 and later) keeps it off; Python 3.10 ignores it, so both start in an empty directory
+(:func:`_started_elsewhere`), and the child goes back to the server's directory without it on its path.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import io
 import multiprocessing
 import os
 import signal
+import sys
+import tempfile
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -30,6 +37,9 @@ from fsdp2_lint.pipeline import LintTask, SettingsResolver, fix_file, imported_f
 from fsdp2_lint.rule import all_rules
 
 TIMEOUT_SECONDS = 60.0  # a 100,000-line file lints in seconds; much longer than this is a bug
+# The child's imports (libcst, every rule), on a loaded machine or before Python has compiled them:
+# not part of any call's time, so a short call timeout does not make a slow start a failed lint.
+START_TIMEOUT_SECONDS = 60.0
 READY = "ready"
 CRASH_HINT = "a bug in fsdp2-lint: please report it with the file; the editor's other files are still checked"
 Result = TypeVar("Result")
@@ -105,8 +115,11 @@ class LintWorker:
             return
         os.environ["PYTHONSAFEPATH"] = "1"  # for the child and multiprocessing's resource tracker (see above)
         ours, theirs = self._context.Pipe()
-        self._process = self._context.Process(target=_serve, args=(theirs,), name="fsdp2-lint-worker", daemon=True)
-        self._process.start()
+        self._process = self._context.Process(
+            target=_serve, args=(theirs, os.getcwd()), name="fsdp2-lint-worker", daemon=True
+        )
+        with _started_elsewhere():
+            self._process.start()
         theirs.close()
         self._connection, self._ready = ours, False
 
@@ -142,8 +155,8 @@ class LintWorker:
 
     def _exchange(self, function: Callable[..., Result], args: tuple[object, ...]) -> Result | Failure:
         if not self._ready:  # the timeout is for the call, not for the child's imports
-            if not self._connection.poll(self.timeout):
-                return Failure(f"could not start within {self.timeout:g} seconds")
+            if not self._connection.poll(START_TIMEOUT_SECONDS):
+                return Failure(f"could not start within {START_TIMEOUT_SECONDS:g} seconds")
             self._ready = self._connection.recv() == READY
         self._connection.send((function, args))
         if not self._connection.poll(self.timeout):
@@ -158,8 +171,34 @@ class LintWorker:
         return f"exit status {code}"
 
 
-def _serve(connection: Connection) -> None:
+@contextmanager
+def _started_elsewhere() -> Iterator[None]:
+    """Processes started inside run in an empty directory, where ``python -c`` finds no module
+    (Python 3.10, which ignores ``PYTHONSAFEPATH``; see the module's docs)."""
+    if sys.version_info >= (3, 11):
+        yield
+        return
+    here = os.getcwd()
+    os.chdir(_empty_directory())
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+@functools.cache
+def _empty_directory() -> str:
+    """A directory that stays empty while the server runs: a spawned child enters it again (its
+    preparation names the parent's directory) after :meth:`LintWorker.start` returns."""
+    path = tempfile.mkdtemp(prefix="fsdp2-lint-empty-")
+    atexit.register(os.rmdir, path)
+    return path
+
+
+def _serve(connection: Connection, directory: str) -> None:
     """The child's loop: run each call until the server goes away."""
+    sys.path[:] = [entry for entry in sys.path if entry not in ("", ".")]  # `python -c`'s working directory
+    os.chdir(directory)
     os.dup2(2, 1)  # the server's stdout is the protocol stream: nothing here may write to it
     all_rules()  # the rules' modules load before the first call's timeout starts
     connection.send(READY)
