@@ -173,13 +173,6 @@ def _present_in_code(tokens: frozenset[Token], data: bytes) -> frozenset[Token]:
     return frozenset(token for token in found if stripped.has(token))
 
 
-def without_comments(data: bytes) -> bytes:
-    """The code of ``data``: its bytes without comments and without statement strings (docstrings,
-    which the interpreter evaluates to nothing), other string literals kept whole. See
-    :func:`code_and_bare`."""
-    return code_and_bare(data)[0]
-
-
 def code_and_bare(data: bytes) -> tuple[bytes, bytes]:
     """The code of ``data`` (its bytes without comments and without the string literals that are a
     whole statement, as docstrings are), and the bytes without comments and without any string

@@ -16,7 +16,7 @@ from fsdp2_lint.config import Selection
 from fsdp2_lint.diagnostics import PARSE_ERROR
 from fsdp2_lint.engine import lint_source
 from fsdp2_lint.pipeline import LintTask, SettingsResolver, lint_files
-from fsdp2_lint.prefilter import TokenFacts, Word, applicable_rules, code_and_bare, without_comments
+from fsdp2_lint.prefilter import TokenFacts, Word, applicable_rules, code_and_bare
 from fsdp2_lint.rule import all_rules
 
 torch = pytest.importorskip("torch")  # its own sources are the large real corpus every CI machine has
@@ -183,7 +183,7 @@ def test_a_file_and_its_imports_are_judged_as_their_code_joined():
     compared = 0
     for start in range(0, len(texts) - 2, 3):
         first, *imported = texts[start : start + 3]
-        if any(without_comments(text) is text and b"#" in text for text in texts[start : start + 3]):
+        if any(code_and_bare(text)[0] is text and b"#" in text for text in texts[start : start + 3]):
             continue  # kept whole: the texts joined would keep the other modules' comments too
         joined = applicable_rules(all_rules(), b"\n".join(texts[start : start + 3]))
         assert applicable_rules(all_rules(), first, imported, facts) == joined
@@ -202,7 +202,7 @@ def test_tokens_only_an_imported_module_holds_count_with_or_without_a_token_memo
 def test_each_module_keeps_only_its_own_comments():
     file = textwrap.dedent(NEAR_MISSES["comment-only-tokens"]).encode()
     kept_whole = b'v = f"{d["k"]}#{x}"  # c\n'  # the scan cannot strip it
-    assert without_comments(kept_whole) is kept_whole
+    assert code_and_bare(kept_whole)[0] is kept_whole
     assert applicable_rules(all_rules(), b"\n".join([file, kept_whole])), "joined, the file's comments would count"
     assert applicable_rules(all_rules(), file, [kept_whole]) == []
 
@@ -291,8 +291,8 @@ def test_a_word_token_at_the_very_start_or_end_of_a_file_is_judged_as_a_whole_id
         (b"x = 1\n", b"x = 1\n"),
     ],
 )
-def test_without_comments_removes_comments_and_keeps_strings(source, code):
-    assert without_comments(source) == code
+def test_the_code_keeps_strings_and_drops_comments_and_docstrings(source, code):
+    assert code_and_bare(source)[0] == code
 
 
 @pytest.mark.parametrize(
@@ -326,7 +326,7 @@ def test_code_drops_statement_strings_and_bare_code_every_string(source, code, b
 
 def test_an_fstring_reusing_its_quote_keeps_the_file_whole():
     source = b'v = f"{d["k"]}#{x}"  # c\nfully_shard(m)\n'  # Python 3.12 syntax: the scan cannot be trusted
-    assert without_comments(source) is source
+    assert code_and_bare(source)[0] is source
 
 
 def test_fsdp007_word_tokens_cover_every_collective_it_knows():

@@ -832,32 +832,29 @@ def detect_divergent_forward_count(run: RunRecord) -> list[Evidence]:
     hung or failed while the ranks were in the same forward of the root and had begun the forwards
     of its sharded groups in different sequences (the ``group_forward`` events): a separately sharded
     submodule ran on some ranks only (FSDP012)."""
+    return _pass_counts_differ(run) or (_skipped_group(run) if run.timed_out or not run.completed() else [])
+
+
+def _pass_counts_differ(run: RunRecord) -> list[Evidence]:
+    """The run hung after the ranks' last ``pass`` events counted different forwards/backwards."""
     last: dict[int, Event] = {}
     for rank, event in run.of_kind(events.PASS):
         last[rank] = event
-    if (
-        run.timed_out
-        and len(last) >= 2
-        and len({(event["forwards"], event["backwards"]) for event in last.values()}) > 1
-    ):
-        parts = []
-        for rank, event in sorted(last.items()):
-            parts.append(
-                f"rank {rank} {event['forwards']} forward(s), {event['backwards']} backward(s)"
-                f" (last: {event['phase']}{_at(event.get('line'))})"
-            )
-        return [
-            Evidence(
-                kind="divergent_forward_count",
-                summary="ranks ran different numbers of passes of the sharded model before the hang: "
-                + "; ".join(parts),
-                ranks=tuple(sorted(last)),
-                lines=tuple(
-                    dict.fromkeys(event.get("line") for event in last.values() if event.get("line") is not None)
-                ),
-            )
-        ]
-    return _skipped_group(run) if run.timed_out or not run.completed() else []
+    if not run.timed_out or len(last) < 2 or len({(e["forwards"], e["backwards"]) for e in last.values()}) < 2:
+        return []
+    parts = [
+        f"rank {rank} {event['forwards']} forward(s), {event['backwards']} backward(s)"
+        f" (last: {event['phase']}{_at(event.get('line'))})"
+        for rank, event in sorted(last.items())
+    ]
+    return [
+        Evidence(
+            kind="divergent_forward_count",
+            summary="ranks ran different numbers of passes of the sharded model before the hang: " + "; ".join(parts),
+            ranks=tuple(sorted(last)),
+            lines=tuple(dict.fromkeys(event.get("line") for event in last.values() if event.get("line") is not None)),
+        )
+    ]
 
 
 def _skipped_group(run: RunRecord) -> list[Evidence]:
