@@ -263,3 +263,26 @@ def test_a_global_rebound_inside_an_arm_is_seen_by_the_next_call(monkeypatch):
     assert interpreter.summaries.hits == 0
     assert canonical(runs) == canonical(fresh)
     assert [(d.code, d.line) for d in lint_source(GLOBAL_REBOUND_IN_AN_ARM.encode(), "train.py")] == [("FSDP003", 7)]
+
+
+# --- accessors are not counted against the bound ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "accessor"),
+    [
+        ("return self._a if self._a is not None else self._b", True),
+        ('"""The configuration."""\n    return self._config', True),
+        ("return self.x.y[0] + 1", True),
+        ("return self.build()", False),  # a call runs code of its own
+        ("return [m for m in self.modules]", False),
+        ("return lambda: self._a", False),
+        ("x = self._a\n    return x", False),
+        ("return", False),
+        ("pass", False),
+    ],
+)
+def test_an_accessor_is_one_return_of_an_expression_that_calls_nothing(body, accessor):
+    function = cst.parse_module(f"def config(self):\n    {body}\n").body[0]
+    assert FunctionInfo(function, None).is_accessor is accessor
+

@@ -131,8 +131,13 @@ class Summaries:
         return steps > MAX_STEPS or self.replayed > MAX_REPLAYED
 
     def may_expand(self, info: FunctionInfo, steps: int) -> bool:
-        """Whether ``info`` may be expanded once more; if so, the expansion is counted."""
-        if self.exhausted(steps) or self.expansions[info] >= MAX_EXPANSIONS_PER_FUNCTION:
+        """Whether ``info`` may be expanded once more; if so, the expansion is counted. An accessor
+        (``return`` of an expression that calls nothing) costs too little to count."""
+        if self.exhausted(steps):
+            return False
+        if info.is_accessor:
+            return True
+        if self.expansions[info] >= MAX_EXPANSIONS_PER_FUNCTION:
             return False
         self.expansions[info] += 1
         return True

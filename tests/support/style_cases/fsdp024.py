@@ -1,5 +1,14 @@
 """Style cases for FSDP024: code written in styles the fixtures do not use."""
 
+# Methods that each read ``self.config``: more reads than the expansions a function gets per file.
+_CONFIG_READERS = "".join(
+    f"""
+            def uses_config_{n}(self):
+                self.calls = {n}
+                return self.config is not None"""
+    for n in range(80)
+)
+
 CASES = {
     "fsdp024-good-model-class-own-methods": """
         import torch
@@ -150,6 +159,55 @@ CASES = {
             def load(self, state):
                 if self.rank0_only:
                     state = to_load(state, self.model, self.optimizer, kind=self.kind)
+                self.optimizer.load_state_dict(state)
+    """,
+    # The configuration behind an accessor property (composer's ``State.fsdp_config``), read in many
+    # methods of the class before the one that tests it: an accessor is read however often.
+    "fsdp024-good-arm-ruled-out-through-an-accessor-read-everywhere": f"""
+        import torch
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        def to_load(state, model, optimizer, kind="full"):
+            if kind == "sharded":
+                return FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)
+            return state
+        class State:
+            def __init__(self, model, optimizer, config=None, legacy=None):
+                self.model = fully_shard(model)
+                self.optimizer = optimizer
+                self._config = config
+                self._legacy = legacy
+            @property
+            def config(self):
+                \"\"\"The new configuration if there is one, else the legacy one.\"\"\"
+                return self._config if self._config is not None else self._legacy{_CONFIG_READERS}
+            @property
+            def rank0_only(self):
+                return self.config is not None and self.config.kind == "full"
+            def load(self, state):
+                if self.rank0_only:
+                    state = to_load(state, self.model, self.optimizer, kind=self.config.kind)
+                self.optimizer.load_state_dict(state)
+    """,
+    "fsdp024-arm-not-ruled-out-through-an-accessor-read-everywhere": f"""
+        import torch
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        class State:
+            def __init__(self, model, optimizer, config=None, legacy=None):
+                self.model = fully_shard(model)
+                self.optimizer = optimizer
+                self._config = config
+                self._legacy = legacy
+            @property
+            def config(self):
+                return self._config if self._config is not None else self._legacy{_CONFIG_READERS}
+            @property
+            def rank0_only(self):
+                return self.config is not None and self.config.kind == "full"
+            def load(self, state):
+                if not self.rank0_only:
+                    state = FSDP.flatten_sharded_optim_state_dict(state, self.model, self.optimizer)  # expect: FSDP024
                 self.optimizer.load_state_dict(state)
     """,
     "fsdp024-good-arm-ruled-out-after-an-early-exit": """
