@@ -22,7 +22,9 @@ from fsdp2_lint.runtime.launch.torchrun import TorchrunLauncher
 CLI = [sys.executable, "-m", "fsdp2_lint.cli"]
 
 
-def confirm(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def confirm(*args: str, cwd: Path | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """``fsdp2-lint confirm ARGS``. The time limit only stops a run that hangs: the whole fixture
+    suite takes minutes, many more on a loaded machine with the CUDA build of torch."""
     command = [sys.executable, "-c", "from fsdp2_lint.cli import main; main()", "confirm", *args]
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
