@@ -2,9 +2,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import libcst as cst
+
 from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.micro_batch_loops import counted_by_tokens
 from fsdp2_lint.analysis.model import Event, EventKind, refs
 from fsdp2_lint.analysis.trace import Trace
+from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 # Calls in a skip test that read this rank's value of a tensor (the loss).
@@ -225,7 +229,8 @@ for batch in loader:
     model(batch["ids"], batch.get("pixel_values")).sum().backward()
 """,
     )
-    requires = (("fully_shard",), ("backward",), ("continue", "break", "return"))
+    # A skip exits (`continue`, `break`, `return`); a micro-batch count needs a `for` loop.
+    requires = (("fully_shard",), ("backward",), ("continue", "break", "return", Word("for", frozenset({"for"}), in_strings=False)))
     signature = RuntimeSignature(evidence="divergent_forward_count", min_ranks=2)
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
@@ -252,6 +257,7 @@ for batch in loader:
                     )
             yield from _data_skips(trace, backwards, seen)
             yield from _groups_run_with_data(trace, backwards, seen)
+            yield from _micro_batches_by_tokens(facts, trace, seen)
 
 
 def _data_skips(trace: Trace, backwards: list[Event], seen: set[int]) -> Iterator[Finding]:
@@ -305,6 +311,37 @@ def _groups_run_with_data(trace: Trace, backwards: list[Event], seen: set[int]) 
                 "without it skip that group's all-gather (and its reduce-scatter in the `backward()` every "
                 "rank runs), so the ranks' collectives pair up wrongly and the run hangs or fails; run it "
                 "on a dummy input on every rank",
+            )
+
+
+def _micro_batches_by_tokens(facts: FileFacts, trace: Trace, seen: set[int]) -> Iterator[Finding]:
+    """A loop that runs a forward of a `fully_shard`ed model once per micro-batch, where the number of
+    micro-batches follows this rank's own token counts and no collective before the loop (in the
+    same step) made the ranks agree on it."""
+    first_in: dict[int, Event] = {}
+    for event in trace.events:
+        for loop in event.ctx.loops:
+            first_in.setdefault(id(loop), event)
+    for event in trace.of_kind(EventKind.INVOKE):
+        if event.receiver is None or not any(trace.is_fsdp_module(ref, event) for ref in refs(event.receiver)):
+            continue
+        for depth, loop in enumerate(event.ctx.loops):
+            if not isinstance(loop, cst.For) or id(loop.iter) in seen:
+                continue
+            if not counted_by_tokens(facts, trace, loop):
+                continue
+            first = first_in[id(loop)]
+            if _agreed_before(trace, event.ctx.loops[:depth], first.index):
+                continue
+            seen.add(id(loop.iter))
+            yield Finding(
+                loop.iter,
+                "the number of micro-batches this loop runs follows this rank's own token counts: a rank "
+                "with more micro-batches runs extra forwards and `backward()`s of the sharded model, whose "
+                "FSDP2 all-gathers and reduce-scatters wait for partners the other ranks never start, and "
+                "the run hangs",
+                hint="agree on the count first (`dist.all_reduce(count, op=dist.ReduceOp.MAX)`) and run "
+                "the ranks that have fewer micro-batches on dummy (zero-weighted) ones up to it",
             )
 
 
