@@ -16,6 +16,7 @@ from fsdp2_lint.analysis.syntax import child_nodes, dotted
 _SAME_LENGTH = {"enumerate", "zip", "list", "tuple", "reversed", "sorted", "iter"}
 # Methods and builtins whose result counts tokens (`mask.sum()`, `ids.numel()`, `sum(lengths)`).
 _TOKEN_METHODS = {"sum", "numel", "nelement"}
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # their bodies are not the function's own code
 
 
 def iterated(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -95,7 +96,8 @@ def counts_tokens(node: cst.BaseExpression, function: cst.CSTNode, depth: int = 
     if isinstance(func, cst.Name):
         if func.value == "sum" and node.args:
             return True
-        return func.value in ("int", "float") and bool(node.args) and counts_tokens(node.args[0].value, function, depth + 1)
+        converts = func.value in ("int", "float") and bool(node.args)
+        return converts and counts_tokens(node.args[0].value, function, depth + 1)
     if isinstance(func, cst.Attribute):
         if func.attr.value in _TOKEN_METHODS:
             return True
@@ -175,6 +177,4 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(
-            child for child in child_nodes(current) if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-        )
+        stack.extend(child for child in child_nodes(current) if not isinstance(child, _SCOPES))
