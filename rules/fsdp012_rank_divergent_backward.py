@@ -72,10 +72,11 @@ the test.
 
 And flags a loop that runs a forward of a `fully_shard`ed model once per micro-batch where the
 number of micro-batches follows this rank's own token counts: a loop over what a packer returns or
-yields — a function (followed into helpers, in this module or another of the project) that starts
-a new micro-batch when `tokens + len(seq) > max_tokens` (a sum of sizes against a limit) — or over
-`range(n)` with `n = math.ceil(mask.sum() / max_tokens)` (also `-(-sum(lens) // budget)`, a helper
-returning one, `len()` of a packing). The finding is at what the loop iterates over.
+yields — a function (followed into helpers, in this module or another of the project) that
+appends in a loop testing a sum of sizes against a limit (greedy `if tokens + len(seq) >
+max_tokens:`, first fit's `if bins[i] + n <= budget:`) — or over `range(n)` with `n =
+math.ceil(mask.sum() / max_tokens)` (also `-(-sum(lens) // budget)`, `len()` of a packing, a helper
+returning either). The finding is at what the loop iterates over.
 
 Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
 same step before the test (the flag or the loss was agreed, so every rank takes the same arm);

@@ -10,9 +10,18 @@ from collections.abc import Iterator
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.microbatches import bindings, divides_tokens, iterated, packed_lists, range_count
+from fsdp2_lint.analysis.microbatches import (
+    bindings,
+    converted,
+    divides_tokens,
+    iterated,
+    packed_lists,
+    range_count,
+)
 from fsdp2_lint.analysis.syntax import child_nodes
 from fsdp2_lint.analysis.trace import Trace
+
+_MAX_DEPTH = 12  # names bound to each other in a cycle end here
 
 
 def counted_by_tokens(facts: FileFacts, trace: Trace, loop: cst.For) -> bool:
@@ -28,7 +37,7 @@ def _packs(facts: FileFacts, trace: Trace, node: cst.BaseExpression, function: c
     count = range_count(node)
     if count is not None:
         return _token_count(facts, trace, count, function, depth)
-    if depth > 4:
+    if depth > _MAX_DEPTH:
         return False
     if isinstance(node, cst.Name):
         if node.value in packed_lists(function):
@@ -44,18 +53,30 @@ def _token_count(facts: FileFacts, trace: Trace, node: cst.BaseExpression, funct
     a packing (``len(micro_batches)``)?"""
     if divides_tokens(node, function):
         return True
-    if depth > 4:
+    if depth > _MAX_DEPTH:
         return False
     if isinstance(node, cst.Name):
         return any(_token_count(facts, trace, value, function, depth + 1) for value in bindings(function, node.value))
     if not isinstance(node, cst.Call):
         return False
+    number = converted(node)
+    if number is not None:
+        return _token_count(facts, trace, number, function, depth + 1)
     if isinstance(node.func, cst.Name) and node.func.value == "len" and len(node.args) == 1:
         return _packs(facts, trace, node.args[0].value, function, depth + 1)
     return any(
-        ret.value is not None and divides_tokens(ret.value, callee)
+        ret.value is not None and (divides_tokens(ret.value, callee) or _length_of_packing(ret.value, callee))
         for callee in _callees(facts, trace, node)
         for ret in _returns(callee)
+    )
+
+
+def _length_of_packing(node: cst.BaseExpression, function: cst.CSTNode) -> bool:
+    """``len(packs)`` of a list ``function`` packs under a token budget."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len"):
+        return False
+    return len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) and (
+        node.args[0].value.value in packed_lists(function)
     )
 
 

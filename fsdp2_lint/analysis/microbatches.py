@@ -16,6 +16,7 @@ from fsdp2_lint.analysis.syntax import child_nodes, dotted
 _SAME_LENGTH = {"enumerate", "zip", "list", "tuple", "reversed", "sorted", "iter"}
 # Methods and builtins whose result counts tokens (`mask.sum()`, `ids.numel()`, `sum(lengths)`).
 _TOKEN_METHODS = {"sum", "numel", "nelement"}
+_CONVERSIONS = {"int", "float", "torch.tensor", "torch.as_tensor"}
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # their bodies are not the function's own code
 
 
@@ -49,16 +50,16 @@ def bindings(function: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
 
 
 def packed_lists(function: cst.CSTNode) -> set[str]:
-    """The names of the lists ``function`` packs under a token budget: appended to in an ``if``
-    (inside a loop) whose test compares a sum of sizes with a limit. ``"yield"`` when it yields
-    the packs instead."""
+    """The names of the lists ``function`` packs under a token budget: appended to in a loop that
+    tests a sum of sizes against a limit (greedy: `if tokens + n > budget: packs.append(current)`;
+    first fit: `if packs[i] + n <= budget: ...` with `else: packs.append(n)`). ``"yield"`` when it
+    yields the packs instead."""
     packed: set[str] = set()
     for loop in _walk(function):
-        if not isinstance(loop, (cst.For, cst.While)):
-            continue
-        for node in _walk(loop.body):
-            if isinstance(node, cst.If) and _overflows(node.test, function):
-                packed.update(_appended(node.body))
+        if isinstance(loop, (cst.For, cst.While)) and any(
+            isinstance(node, cst.If) and _budget_test(node.test, function) for node in _walk(loop.body)
+        ):
+            packed.update(_appended(loop))
     return packed
 
 
@@ -105,25 +106,37 @@ def counts_tokens(node: cst.BaseExpression, function: cst.CSTNode, depth: int = 
     return False
 
 
-def _overflows(test: cst.BaseExpression, function: cst.CSTNode) -> bool:
-    """``tokens + n > limit`` (also ``>=``, ``limit < tokens + n``, inside ``and``/``or``), where
+def converted(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The number a conversion holds: ``x`` of ``int(x)``, ``torch.tensor(x)``, ``x.item()``; else ``None``."""
+    if not isinstance(node, cst.Call):
+        return None
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value == "item" and not node.args:
+        return node.func.value
+    positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+    if dotted(node.func) in _CONVERSIONS and len(positional) == 1:  # `torch.tensor(n, device=...)`
+        return positional[0].value
+    return None
+
+
+def _budget_test(test: cst.BaseExpression, function: cst.CSTNode) -> bool:
+    """``tokens + n > limit`` (any order, ``<``/``<=``/``>``/``>=``, inside ``and``/``or``), where
     neither term of the sum is a constant and one of them is a size: a token budget, not a count of
     samples (``len(current) + 1 > mb_size``)."""
     if isinstance(test, cst.BooleanOperation):
-        return _overflows(test.left, function) or _overflows(test.right, function)
+        return _budget_test(test.left, function) or _budget_test(test.right, function)
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
-    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
-    if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
-        total = test.left
-    elif isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
-        total = right
-    else:
+    ordering = (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)
+    if not isinstance(test.comparisons[0].operator, ordering):
         return False
-    total = _unwrapped(total)
-    if not (isinstance(total, cst.BinaryOperation) and isinstance(total.operator, cst.Add)):
+    return _sum_of_sizes(test.left, function) or _sum_of_sizes(test.comparisons[0].comparator, function)
+
+
+def _sum_of_sizes(node: cst.BaseExpression, function: cst.CSTNode) -> bool:
+    node = _unwrapped(node)
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)):
         return False
-    terms = (_unwrapped(total.left), _unwrapped(total.right))
+    terms = (_unwrapped(node.left), _unwrapped(node.right))
     return not any(isinstance(term, (cst.Integer, cst.Float)) for term in terms) and any(
         _size(term, function) for term in terms
     )

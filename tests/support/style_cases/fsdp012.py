@@ -389,4 +389,56 @@ CASES = {
             for mb in split_by_tokens(local_batch, 8192):
                 model(collate(mb)).sum().backward()
     """,
+    "fsdp012-first-fit-count-helper": """
+        from torch.distributed.fsdp import fully_shard
+
+        def get_minimum_num_micro_batch_size(total_lengths, max_tokens_per_gpu):
+            batches = []
+            for l in total_lengths:
+                for i in range(len(batches)):
+                    if batches[i] + l <= max_tokens_per_gpu:
+                        batches[i] += l
+                        break
+                else:
+                    batches.append(l)
+            return len(batches)
+
+        class Actor:
+            def __init__(self, model):
+                fully_shard(model)
+                self.model = model
+
+            def train(self, rollout):
+                num_microbatches = get_minimum_num_micro_batch_size(rollout["total_lengths"], 8192)
+                for i in range(num_microbatches):  # expect: FSDP012
+                    self.model(rollout["tokens"][i]).loss.backward()
+    """,
+    "fsdp012-first-fit-count-all-reduced-near-miss": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+
+        def get_minimum_num_micro_batch_size(total_lengths, max_tokens_per_gpu):
+            batches = []
+            for l in total_lengths:
+                for i in range(len(batches)):
+                    if batches[i] + l <= max_tokens_per_gpu:
+                        batches[i] += l
+                        break
+                else:
+                    batches.append(l)
+            return len(batches)
+
+        class Actor:
+            def __init__(self, model, dp_group):
+                fully_shard(model)
+                self.model = model
+                self.dp_group = dp_group
+
+            def train(self, rollout):
+                num_microbatches = torch.tensor(get_minimum_num_micro_batch_size(rollout["total_lengths"], 8192))
+                dist.all_reduce(num_microbatches, op=dist.ReduceOp.MAX, group=self.dp_group)
+                for i in range(num_microbatches.item()):
+                    self.model(rollout["tokens"][i]).loss.backward()
+    """,
 }
