@@ -76,7 +76,8 @@ yields — a function (followed into helpers, in this module or another of the p
 appends in a loop testing a sum of sizes against a limit (greedy `if tokens + len(seq) >
 max_tokens:`, first fit's `if bins[i] + n <= budget:`) — or over `range(n)` with `n =
 math.ceil(mask.sum() / max_tokens)` (also `-(-sum(lens) // budget)`, `len()` of a packing, a helper
-returning either). The finding is at what the loop iterates over.
+returning either), or over `torch.split(x, sizes)` with `sizes` such a packing. The finding is at
+what the loop iterates over.
 
 Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
 same step before the test (the flag or the loss was agreed, so every rank takes the same arm);
@@ -124,8 +125,9 @@ Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` on the loss,
 for `None` / emptiness, are recognised; `generate()` of a sharded model without
 `synced_gpus=True` is not (left for later). A per-rank micro-batch count is recognised only in the
 spellings above: a packer whose overflow test is not a sum compared with a limit (`if tokens >
-budget:` after `tokens += n`), `torch.split(x, sizes)` with sizes packed from the data, a packing
-built by a library (`torch.utils.data` batch samplers, `itertools`), a count kept in `self` or
+budget:` after `tokens += n`), a sum whose terms are not recognisably sizes (`len()`, `.numel()`,
+`.size()`, `.sum()`, an item `lens[i]`, a name bound to one, or `n` of `for n in seq_lens` — a loop
+over something named for lengths or tokens), a packing built by a library (`torch.utils.data` batch samplers, `itertools`), a count kept in `self` or
 passed in as a parameter are not; a token count is `sum(...)`, `.sum()`,
 `.numel()` (the sequence length `x.size(1)` is not). Any collective before the loop in the same
 step counts as the agreement, whatever it reduces.

@@ -12,11 +12,13 @@ import libcst as cst
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.microbatches import (
     bindings,
+    comprehended,
     converted,
     divides_tokens,
     iterated,
     packed_lists,
     range_count,
+    split_sections,
 )
 from fsdp2_lint.analysis.syntax import child_nodes
 from fsdp2_lint.analysis.trace import Trace
@@ -39,6 +41,9 @@ def _packs(facts: FileFacts, trace: Trace, node: cst.BaseExpression, function: c
         return _token_count(facts, trace, count, function, depth)
     if depth > _MAX_DEPTH:
         return False
+    inner = split_sections(node) or comprehended(node)
+    if inner is not None:  # as many pieces as a packing has elements
+        return _packs(facts, trace, inner, function, depth + 1)
     if isinstance(node, cst.Name):
         if node.value in packed_lists(function):
             return True

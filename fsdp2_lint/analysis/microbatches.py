@@ -37,6 +37,28 @@ def range_count(node: cst.BaseExpression) -> cst.BaseExpression | None:
     return node.args[-1].value
 
 
+def split_sections(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The sizes of ``torch.split(x, sizes)`` / ``x.split(sizes)`` (also ``tensor_split``): a list
+    gives as many pieces as it has elements, so the count is its length."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return None
+    if node.func.attr.value not in ("split", "tensor_split"):
+        return None
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value in ("split_size_or_sections", "indices_or_sections"):
+            return arg.value
+    positional = [arg.value for arg in node.args if arg.keyword is None]
+    offset = 1 if dotted(node.func) in ("torch.split", "torch.tensor_split") else 0
+    return positional[offset] if len(positional) > offset else None
+
+
+def comprehended(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """What a list comprehension or generator runs once per element of: ``X`` of ``[f(g) for g in X]``."""
+    if isinstance(node, (cst.ListComp, cst.GeneratorExp)) and node.for_in.inner_for_in is None:
+        return node.for_in.iter
+    return None
+
+
 def bindings(function: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
     """The values ``name = value`` assigns anywhere in ``function`` (tuple targets included)."""
     found = []
@@ -144,8 +166,10 @@ def _sum_of_sizes(node: cst.BaseExpression, function: cst.CSTNode) -> bool:
 
 def _size(node: cst.BaseExpression, function: cst.CSTNode) -> bool:
     """A size, or a name bound to one: ``len(seq)``, ``seq.numel()``, ``x.size(-1)``, ``x.shape[0]``,
-    ``lengths[i]``, ``mask.sum()``."""
+    ``lengths[i]``, ``mask.sum()``, ``n`` of ``for n in seq_lens`` (a loop over lengths by its name)."""
     if isinstance(node, cst.Name):
+        if any(_names_lengths(iterable) for iterable in _loop_sources(function, node.value)):
+            return True
         return any(_size(_unwrapped(value), function) for value in bindings(function, node.value))
     if isinstance(node, cst.Subscript):
         return True
@@ -153,6 +177,21 @@ def _size(node: cst.BaseExpression, function: cst.CSTNode) -> bool:
         name = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted(node.func)
         return name in ("len", "size", *_TOKEN_METHODS) or counts_tokens(node, function)
     return False
+
+
+def _loop_sources(function: cst.CSTNode, name: str) -> Iterator[cst.BaseExpression]:
+    """What the ``for`` loops of ``function`` that bind ``name`` alone iterate over."""
+    for node in _walk(function):
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and node.target.value == name:
+            yield node.iter
+
+
+def _names_lengths(node: cst.BaseExpression) -> bool:
+    """``seq_lens``, ``total_lengths``, ``batch["token_counts"]``, ``x.tolist()`` of one: named for lengths."""
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        node = node.func.value
+    text = cst.Module([]).code_for_node(node).lower()
+    return any(word in text for word in ("len", "token"))
 
 
 def _appended(body: cst.CSTNode) -> Iterator[str]:

@@ -8,7 +8,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from fsdp2_lint.analysis.microbatches import converted, divides_tokens, packed_lists, range_count
+from fsdp2_lint.analysis.microbatches import converted, divides_tokens, packed_lists, range_count, split_sections
 
 GREEDY = """
 def pack(seqs, max_tokens):
@@ -109,3 +109,36 @@ def test_range_count(expression, count):
 def test_conversions_hold_their_number(expression, number):
     found = converted(cst.parse_expression(expression))
     assert (None if found is None else cst.Module([]).code_for_node(found)) == number
+
+
+@pytest.mark.parametrize(
+    ("source", "packed"),
+    [("seq_lens", {"sizes"}), ("batch['token_counts'].tolist()", {"sizes"}), ("samples", set())],
+)
+def test_a_loop_over_lengths_binds_a_size(source, packed):
+    code = f"""
+    def sizes_under(budget):
+        sizes, tokens = [], 0
+        for n in {source}:
+            if tokens + n > budget:
+                sizes.append(tokens)
+                tokens = 0
+            tokens += n
+        return sizes
+    """
+    assert packed_lists(function(code)) == packed
+
+
+@pytest.mark.parametrize(
+    ("expression", "sections"),
+    [
+        ("torch.split(x, sizes)", "sizes"),
+        ("x.split(sizes)", "sizes"),
+        ("torch.tensor_split(x, indices_or_sections=cuts)", "cuts"),
+        ("torch.split(x)", None),
+        ("x.chunk(4)", None),
+    ],
+)
+def test_split_sections(expression, sections):
+    found = split_sections(cst.parse_expression(expression))
+    assert (None if found is None else cst.Module([]).code_for_node(found)) == sections

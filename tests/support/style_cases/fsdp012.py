@@ -441,4 +441,26 @@ CASES = {
                 for i in range(num_microbatches.item()):
                     self.model(rollout["tokens"][i]).loss.backward()
     """,
+    "fsdp012-split-into-packed-sizes": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+
+        def token_budget_sizes(seq_lens, max_tokens):
+            sizes, count, tokens = [], 0, 0
+            for n in seq_lens:
+                if count and tokens + n > max_tokens:
+                    sizes.append(count)
+                    count, tokens = 0, 0
+                count += 1
+                tokens += n
+            return sizes + [count]
+
+        fully_shard(model)
+        for batch in loader:
+            sizes = token_budget_sizes(batch["seq_lens"].tolist(), 8192)
+            for mb in torch.split(batch["input_ids"], sizes):  # expect: FSDP012
+                model(mb).sum().backward()
+            for mb in batch["input_ids"].split([len(g) for g in batch["groups"]]):
+                model(mb).sum().backward()
+    """,
 }
