@@ -124,12 +124,14 @@ shards differ in size from the next group's, gloo aborts the process in the mism
 Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` on the loss, or tests a value
 for `None` / emptiness, are recognised; `generate()` of a sharded model without
 `synced_gpus=True` is not (left for later). A per-rank micro-batch count is recognised only in the
-spellings above: a packer whose overflow test is not a sum compared with a limit (`if tokens >
-budget:` after `tokens += n`), a sum whose terms are not recognisably sizes (`len()`, `.numel()`,
-`.size()`, `.sum()`, an item `lens[i]`, a name bound to one, or `n` of `for n in seq_lens` — a loop
-over something named for lengths or tokens), a packing built by a library (`torch.utils.data` batch samplers, `itertools`), a count kept in `self` or
-passed in as a parameter are not; a token count is `sum(...)`, `.sum()`,
-`.numel()` (the sequence length `x.size(1)` is not). Any collective before the loop in the same
+spellings above. Not recognised: a packer whose overflow test is not a sum compared with a limit
+(`if tokens > budget:` after `tokens += n`); a sum whose terms are not recognisably sizes (`len()`,
+`.numel()`, `.size()`, `.sum()`, an item `lens[i]`, a name bound to one, or `n` of `for n in
+seq_lens` — a loop over something named for lengths or tokens); a packing built by a library
+(`torch.utils.data` batch samplers, `itertools`); a count kept in `self` or passed in as a
+parameter. A token count is `sum(...)`, `.sum()`, `.numel()` (the sequence length `x.size(1)` is
+not). A packing of the whole data set before it is split among the ranks, looped over the same on
+every rank, is flagged. Any collective before the loop in the same
 step counts as the agreement, whatever it reduces.
 
 Whether the data come from a `DistributedSampler` (which gives every rank the same

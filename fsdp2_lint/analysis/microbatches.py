@@ -209,6 +209,8 @@ def _bound(target: cst.BaseExpression, value: cst.BaseExpression, name: str) -> 
         if len(target.elements) == len(value.elements):
             pairs = zip(target.elements, value.elements, strict=True)
             return [found for t, v in pairs for found in _bound(t.value, v.value, name)]
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call):  # `packs, index = pack(...)`
+        return [value] if any(_bound(element.value, value, name) for element in target.elements) else []
     return []
 
 

@@ -463,4 +463,29 @@ CASES = {
             for mb in batch["input_ids"].split([len(g) for g in batch["groups"]]):
                 model(mb).sum().backward()
     """,
+    "fsdp012-packer-returns-a-tuple": """
+        from torch.distributed.fsdp import fully_shard
+
+        def rearrange_micro_batches(batch, max_token_len):
+            seq_lens = batch["attention_mask"].sum(dim=1).tolist()
+            micro_batches, indices, tokens, current = [], [], 0, []
+            for i, n in enumerate(seq_lens):
+                if current and tokens + seq_lens[i] > max_token_len:
+                    micro_batches.append([batch[j] for j in current])
+                    indices.append(current)
+                    current, tokens = [], 0
+                current.append(i)
+                tokens += seq_lens[i]
+            return micro_batches, indices
+
+        class Actor:
+            def __init__(self, module):
+                fully_shard(module)
+                self.actor_module = module
+
+            def update_policy(self, data):
+                micro_batches, _ = rearrange_micro_batches(data, max_token_len=16384)
+                for micro_batch in micro_batches:  # expect: FSDP012
+                    self.actor_module(**micro_batch).logits.mean().backward()
+    """,
 }
