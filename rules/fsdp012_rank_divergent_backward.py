@@ -131,11 +131,11 @@ seq_lens` — a loop over something named for lengths or tokens); a packing buil
 (`torch.utils.data` batch samplers, `itertools`); a count kept in `self` or passed in as a
 parameter. A token count is `sum(...)`, `.sum()`, `.numel()` (the sequence length `x.size(1)` is
 not). A packing of the whole data set before it is split among the ranks, looped over the same on
-every rank, is flagged. Any collective before the loop in the same
-step counts as the agreement, whatever it reduces.
+every rank, is flagged. Any collective before the loop in the same step counts as the agreement,
+whatever it reduces.
 
-Whether the data come from a `DistributedSampler` (which gives every rank the same
-number of batches) is not considered: a `continue` on a missing batch is flagged whatever the loader.
+Whether the data come from a `DistributedSampler` (which gives every rank the same number of
+batches) is not considered: a `continue` on a missing batch is flagged whatever the loader.
 An agreement is recognised only as a collective in the same step before the test, not one made
 before the loop. A submodule run only when this rank has input is flagged only when it holds a
 `fully_shard` group of its own: on torch 2.13 the same code with the submodule inside another
