@@ -2,9 +2,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import libcst as cst
+
 from fsdp2_lint.analysis.facts import FileFacts
+from fsdp2_lint.analysis.micro_batch_loops import counted_by_tokens
 from fsdp2_lint.analysis.model import Event, EventKind, refs
 from fsdp2_lint.analysis.trace import Trace
+from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 # Calls in a skip test that read this rank's value of a tensor (the loss).
@@ -37,7 +41,7 @@ class RankDivergentBackward(Rule):
     name = "rank-divergent-backward"
     summary = (
         "a rank-local test (this rank's loss, an empty local batch) skips the forward/`backward()` of a "
-        "`fully_shard`ed model on some ranks only"
+        "`fully_shard`ed model on some ranks only, or a micro-batch count follows this rank's token counts"
     )
     hint = (
         "make the ranks agree before skipping: all-reduce the flag (`dist.all_reduce(flag, op=dist.ReduceOp.MAX)`) "
@@ -66,6 +70,15 @@ x = x + self.vision_tower(pixel_values)`, `... if pixel_values is not None else 
 run `if tokens.numel() > 0` — while the `backward()` after it runs on every rank. The finding is at
 the test.
 
+And flags a loop that runs a forward of a `fully_shard`ed model once per micro-batch where the
+number of micro-batches follows this rank's own token counts: a loop over what a packer returns or
+yields — a function (followed into helpers, in this module or another of the project) that
+appends in a loop testing a sum of sizes against a limit (greedy `if tokens + len(seq) >
+max_tokens:`, first fit's `if bins[i] + n <= budget:`) — or over `range(n)` with `n =
+math.ceil(mask.sum() / max_tokens)` (also `-(-sum(lens) // budget)`, `len()` of a packing, a helper
+returning either), or over `torch.split(x, sizes)` with `sizes` such a packing. The finding is at
+what the loop iterates over.
+
 Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
 same step before the test (the flag or the loss was agreed, so every rank takes the same arm);
 a loss test before the forward; a `raise` (the job stops; the launcher tears the other ranks down);
@@ -74,7 +87,12 @@ missing batch: that ends the loop, which is the usual end-of-data test, and the 
 if their data have different lengths; a skip after the `backward()`; a sharded submodule run on
 every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth test
 (`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything read
-from `self`.
+from `self`; a fixed micro-batch count (`batch.chunk(4)`, `torch.split(batch, mb_size)`,
+`range(grad_accum_steps)`), or one that follows the number of samples (`len(current) + 1 >
+mb_size`, `math.ceil(len(batch) / mb_size)`); a token-budget count agreed by a collective before
+the loop in the same step (`dist.all_reduce(count, op=dist.ReduceOp.MAX)`, in the packer too, as
+verl's `dp_group` fix does), the short ranks padding with dummy micro-batches; the same loop on an
+unsharded (DDP) model.
 
 ## Why is this bad?
 FSDP2's backward reduce-scatters each sharded module's gradients and its next forward all-gathers
@@ -90,7 +108,11 @@ continue` before the forward (torch 2.13, CPU/gloo, 2 ranks), rank 1 runs one fo
 fewer and the run hangs once rank 0's extra forward all-gathers against rank 1's next collective (a
 final `all_reduce` of the loss): rank 0 3 forwards, 2 backwards, in `all_gather_single`; rank 1 2
 and 2, in `all_reduce`. A script whose skipping rank reaches its end instead fails on gloo with
-`Connection closed by peer` in rank 0's all-gather. A separately sharded vision projector run only
+`Connection closed by peer` in rank 0's all-gather. Sequences packed greedily under a
+16-token budget, rank 0's lengths 8, 8, 8, 8 (2 micro-batches) and rank 1's 12, 12, 8, 4 (3), with
+gradient sync on for the last micro-batch only (torch 2.13, CPU/gloo): rank 0 hangs in the last
+backward's `reduce_scatter_single` and rank 1 in its third forward's `all_gather_single` (rank 0: 2
+forwards, 2 backwards; rank 1: 3 and 2). A separately sharded vision projector run only
 `if pixel_values is not None`, with rank 1's batch text-only at step 1: rank 0's projector
 all-gather pairs with rank 1's `layers.0` one and the run hangs (rank 0 in an all-gather, rank 1 in
 the backward's reduce-scatter); the harness sees that in forward #2 the ranks ran different sharded
@@ -100,10 +122,20 @@ shards differ in size from the next group's, gloo aborts the process in the mism
 
 ## Known problems
 Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` on the loss, or tests a value
-for `None` / emptiness, are recognised; a per-rank micro-batch count (`for mb in
-split_by_tokens(batch)`) and `generate()` of a sharded model without `synced_gpus=True` are not
-(left for later). Whether the data come from a `DistributedSampler` (which gives every rank the same
-number of batches) is not considered: a `continue` on a missing batch is flagged whatever the loader.
+for `None` / emptiness, are recognised; `generate()` of a sharded model without
+`synced_gpus=True` is not (left for later). A per-rank micro-batch count is recognised only in the
+spellings above. Not recognised: a packer whose overflow test is not a sum compared with a limit
+(`if tokens > budget:` after `tokens += n`); a sum whose terms are not recognisably sizes (`len()`,
+`.numel()`, `.size()`, `.sum()`, an item `lens[i]`, a name bound to one, or `n` of `for n in
+seq_lens` — a loop over something named for lengths or tokens); a packing built by a library
+(`torch.utils.data` batch samplers, `itertools`); a count kept in `self` or passed in as a
+parameter. A token count is `sum(...)`, `.sum()`, `.numel()` (the sequence length `x.size(1)` is
+not). A packing of the whole data set before it is split among the ranks, looped over the same on
+every rank, is flagged. Any collective before the loop in the same step counts as the agreement,
+whatever it reduces.
+
+Whether the data come from a `DistributedSampler` (which gives every rank the same number of
+batches) is not considered: a `continue` on a missing batch is flagged whatever the loader.
 An agreement is recognised only as a collective in the same step before the test, not one made
 before the loop. A submodule run only when this rank has input is flagged only when it holds a
 `fully_shard` group of its own: on torch 2.13 the same code with the submodule inside another
@@ -171,6 +203,19 @@ fully_shard(model)
 for batch in loader:
     model(batch["ids"], batch.get("pixel_values")).sum().backward()
 """,
+        """
+import math
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+for batch in loader:
+    count = torch.tensor(math.ceil(batch["attention_mask"].sum().item() / max_tokens))
+    dist.all_reduce(count, op=dist.ReduceOp.MAX)  # every rank runs the largest count
+    for i in range(int(count)):
+        model(batch["input_ids"][i::int(count)]).sum().backward()
+""",
     )
     invalid = (
         """
@@ -224,8 +269,31 @@ fully_shard(model)
 for batch in loader:
     model(batch["ids"], batch.get("pixel_values")).sum().backward()
 """,
+        """
+from torch.distributed.fsdp import fully_shard
+
+def split_by_tokens(seqs, max_tokens):
+    batch, tokens = [], 0
+    for seq in seqs:
+        if tokens + len(seq) > max_tokens:
+            yield batch
+            batch, tokens = [], 0
+        batch.append(seq)
+        tokens += len(seq)
+    yield batch
+
+fully_shard(model)
+for local_batch in loader:
+    for mb in split_by_tokens(local_batch, 4096):  # expect: FSDP012
+        model(collate(mb)).sum().backward()
+""",
     )
-    requires = (("fully_shard",), ("backward",), ("continue", "break", "return"))
+    # A skip exits (`continue`, `break`, `return`); a micro-batch count needs a `for` loop.
+    requires = (
+        ("fully_shard",),
+        ("backward",),
+        ("continue", "break", "return", Word("for", frozenset({"for"}), in_strings=False)),
+    )
     signature = RuntimeSignature(evidence="divergent_forward_count", min_ranks=2)
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
@@ -252,6 +320,7 @@ for batch in loader:
                     )
             yield from _data_skips(trace, backwards, seen)
             yield from _groups_run_with_data(trace, backwards, seen)
+            yield from _micro_batches_by_tokens(facts, trace, seen)
 
 
 def _data_skips(trace: Trace, backwards: list[Event], seen: set[int]) -> Iterator[Finding]:
@@ -306,6 +375,46 @@ def _groups_run_with_data(trace: Trace, backwards: list[Event], seen: set[int]) 
                 "rank runs), so the ranks' collectives pair up wrongly and the run hangs or fails; run it "
                 "on a dummy input on every rank",
             )
+
+
+def _micro_batches_by_tokens(facts: FileFacts, trace: Trace, seen: set[int]) -> Iterator[Finding]:
+    """A loop that runs a forward of a `fully_shard`ed model once per micro-batch, where the number of
+    micro-batches follows this rank's own token counts and no collective before the loop (in the
+    same step) made the ranks agree on it."""
+    for loop, outer, first in _loops_running_sharded_forwards(trace):
+        if id(loop.iter) in seen or not counted_by_tokens(facts, trace, loop):
+            continue
+        if _agreed_before(trace, outer, first.index):
+            continue
+        seen.add(id(loop.iter))
+        yield Finding(
+            loop.iter,
+            "the number of micro-batches this loop runs follows this rank's own token counts: a rank "
+            "with more micro-batches runs extra forwards and `backward()`s of the sharded model, whose "
+            "FSDP2 all-gathers and reduce-scatters wait for partners the other ranks never start, and "
+            "the run hangs",
+            hint="agree on the count first (`dist.all_reduce(count, op=dist.ReduceOp.MAX)`) and run "
+            "the ranks that have fewer micro-batches on dummy (zero-weighted) ones up to it",
+        )
+
+
+def _loops_running_sharded_forwards(trace: Trace) -> Iterator[tuple[cst.For, tuple[object, ...], Event]]:
+    """Each `for` loop whose body runs a forward of a `fully_shard`ed module, with the loops around
+    it and the first event in it."""
+    first_in: dict[int, Event] = {}
+    for event in trace.events:
+        for loop in event.ctx.loops:
+            first_in.setdefault(id(loop), event)
+    found: set[int] = set()
+    for event in trace.of_kind(EventKind.INVOKE):
+        loops = [loop for loop in event.ctx.loops if isinstance(loop, cst.For) and id(loop) not in found]
+        if not loops or event.receiver is None:
+            continue
+        if not any(trace.is_fsdp_module(ref, event) for ref in refs(event.receiver)):
+            continue
+        for loop in loops:
+            found.add(id(loop))
+            yield loop, event.ctx.loops[: event.ctx.loops.index(loop)], first_in[id(loop)]
 
 
 def _common_loops(events: list[Event]) -> tuple[object, ...]:

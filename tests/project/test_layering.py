@@ -174,7 +174,7 @@ PACKAGE_LAYERS = (
 )
 ANALYSIS_LAYERS = (
     ("syntax", "kinds"),
-    ("conditions", "emptiness"),  # facts about tested settings, keyed by what they test; tests of emptiness
+    ("conditions", "emptiness", "microbatches"),  # tested settings, keyed by what they test; tests of emptiness; token budgets
     ("model",),
     ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),
@@ -185,7 +185,7 @@ ANALYSIS_LAYERS = (
     ("interpreter.core",),
     ("trace",),
     ("facts",),
-    ("switches",),  # settings FSDPModule setters switch off and on (FSDP014, FSDP044)
+    ("switches", "micro_batch_loops"),  # settings FSDPModule setters switch off and on (FSDP014, FSDP044); micro-batch counts (FSDP012)
 )
 RUNTIME_LAYERS = (
     ("evidence",),  # the contract between the rank processes and the harness

@@ -253,4 +253,239 @@ CASES = {
                 if batch.get("pixel_values") is not None:
                     feats = model.vision_tower(batch["pixel_values"])
     """,
+    "fsdp012-trainer-packs-by-tokens-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+
+        class Trainer:
+            def __init__(self, model, max_tokens):
+                fully_shard(model)
+                self.model = model
+                self.max_tokens = max_tokens
+
+            def _pack(self, seqs):
+                batches, current, used = [], [], 0
+                for seq in seqs:
+                    n = len(seq)
+                    if current and used + n > self.max_tokens:
+                        batches.append(current)
+                        current, used = [], 0
+                    current.append(seq)
+                    used += n
+                return batches + [current]
+
+            def train_step(self, batch):
+                for mb in self._pack(batch["input_ids"]):  # expect: FSDP012
+                    loss = self.model(torch.cat(mb)).mean()
+                    loss.backward()
+    """,
+    "fsdp012-ceil-of-token-total-range": """
+        import math
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            local_tokens = batch["attention_mask"].sum().item()
+            num_micro = math.ceil(local_tokens / max_tokens_per_mb)
+            for i in range(num_micro):  # expect: FSDP012
+                mb = {k: v[i::num_micro] for k, v in batch.items()}
+                model(**mb).loss.backward()
+            opt.step()
+    """,
+    "fsdp012-count-helper-in-the-loop": """
+        from torch.distributed.fsdp import fully_shard
+
+        def num_micro_batches(seq_lens, budget):
+            return -(-sum(seq_lens) // budget)
+
+        def train_step(model, batch, budget):
+            n = num_micro_batches(batch["seq_lens"], budget)
+            for i in range(n):  # expect: FSDP012
+                model(batch["input_ids"][i::n]).sum().backward()
+
+        fully_shard(model)
+        for batch in loader:
+            train_step(model, batch, 4096)
+    """,
+    "fsdp012-inline-packing-generator-helper": """
+        from torch.distributed.fsdp import fully_shard
+
+        def split_by_tokens(samples, max_tokens):
+            bucket, tokens = [], 0
+            for sample in samples:
+                if tokens + sample["input_ids"].numel() >= max_tokens:
+                    yield bucket
+                    bucket, tokens = [], 0
+                bucket.append(sample)
+                tokens += sample["input_ids"].numel()
+            yield bucket
+
+        fully_shard(model)
+        for step, local_batch in enumerate(loader):
+            for mb in split_by_tokens(local_batch, 8192):  # expect: FSDP012
+                loss = model(collate(mb)).loss
+                loss.backward()
+            opt.step()
+    """,
+    "fsdp012-fixed-chunks-near-miss": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            for mb in batch.chunk(4):
+                model(mb).sum().backward()
+            for mb in torch.split(batch, mb_size):
+                model(mb).sum().backward()
+            for i in range(grad_accum_steps):
+                model(batch[i::grad_accum_steps]).sum().backward()
+            opt.step()
+    """,
+    "fsdp012-pack-by-sample-count-near-miss": """
+        import math
+        from torch.distributed.fsdp import fully_shard
+
+        def pack(samples, mb_size):
+            batches, current = [], []
+            for sample in samples:
+                if len(current) + 1 > mb_size:
+                    batches.append(current)
+                    current = []
+                current.append(sample)
+            return batches + [current]
+
+        fully_shard(model)
+        for batch in loader:
+            for mb in pack(batch, 4):
+                model(collate(mb)).sum().backward()
+            for i in range(math.ceil(len(batch) / mb_size)):
+                model(batch[i * mb_size:(i + 1) * mb_size]).sum().backward()
+    """,
+    "fsdp012-token-count-all-reduced-max-near-miss": """
+        import math
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            num_micro = torch.tensor(math.ceil(batch["attention_mask"].sum().item() / max_tokens))
+            dist.all_reduce(num_micro, op=dist.ReduceOp.MAX)
+            for i in range(int(num_micro)):
+                model(batch["input_ids"][i::int(num_micro)]).sum().backward()
+    """,
+    "fsdp012-token-packing-ddp-near-miss": """
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def split_by_tokens(samples, max_tokens):
+            bucket, tokens = [], 0
+            for sample in samples:
+                if tokens + len(sample) > max_tokens:
+                    yield bucket
+                    bucket, tokens = [], 0
+                bucket.append(sample)
+                tokens += len(sample)
+            yield bucket
+
+        model = DDP(model)
+        for local_batch in loader:
+            for mb in split_by_tokens(local_batch, 8192):
+                model(collate(mb)).sum().backward()
+    """,
+    "fsdp012-first-fit-count-helper": """
+        from torch.distributed.fsdp import fully_shard
+
+        def get_minimum_num_micro_batch_size(total_lengths, max_tokens_per_gpu):
+            batches = []
+            for l in total_lengths:
+                for i in range(len(batches)):
+                    if batches[i] + l <= max_tokens_per_gpu:
+                        batches[i] += l
+                        break
+                else:
+                    batches.append(l)
+            return len(batches)
+
+        class Actor:
+            def __init__(self, model):
+                fully_shard(model)
+                self.model = model
+
+            def train(self, rollout):
+                num_microbatches = get_minimum_num_micro_batch_size(rollout["total_lengths"], 8192)
+                for i in range(num_microbatches):  # expect: FSDP012
+                    self.model(rollout["tokens"][i]).loss.backward()
+    """,
+    "fsdp012-first-fit-count-all-reduced-near-miss": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+
+        def get_minimum_num_micro_batch_size(total_lengths, max_tokens_per_gpu):
+            batches = []
+            for l in total_lengths:
+                for i in range(len(batches)):
+                    if batches[i] + l <= max_tokens_per_gpu:
+                        batches[i] += l
+                        break
+                else:
+                    batches.append(l)
+            return len(batches)
+
+        class Actor:
+            def __init__(self, model, dp_group):
+                fully_shard(model)
+                self.model = model
+                self.dp_group = dp_group
+
+            def train(self, rollout):
+                num_microbatches = torch.tensor(get_minimum_num_micro_batch_size(rollout["total_lengths"], 8192))
+                dist.all_reduce(num_microbatches, op=dist.ReduceOp.MAX, group=self.dp_group)
+                for i in range(num_microbatches.item()):
+                    self.model(rollout["tokens"][i]).loss.backward()
+    """,
+    "fsdp012-split-into-packed-sizes": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+
+        def token_budget_sizes(seq_lens, max_tokens):
+            sizes, count, tokens = [], 0, 0
+            for n in seq_lens:
+                if count and tokens + n > max_tokens:
+                    sizes.append(count)
+                    count, tokens = 0, 0
+                count += 1
+                tokens += n
+            return sizes + [count]
+
+        fully_shard(model)
+        for batch in loader:
+            sizes = token_budget_sizes(batch["seq_lens"].tolist(), 8192)
+            for mb in torch.split(batch["input_ids"], sizes):  # expect: FSDP012
+                model(mb).sum().backward()
+            for mb in batch["input_ids"].split([len(g) for g in batch["groups"]]):
+                model(mb).sum().backward()
+    """,
+    "fsdp012-packer-returns-a-tuple": """
+        from torch.distributed.fsdp import fully_shard
+
+        def rearrange_micro_batches(batch, max_token_len):
+            seq_lens = batch["attention_mask"].sum(dim=1).tolist()
+            micro_batches, indices, tokens, current = [], [], 0, []
+            for i, n in enumerate(seq_lens):
+                if current and tokens + seq_lens[i] > max_token_len:
+                    micro_batches.append([batch[j] for j in current])
+                    indices.append(current)
+                    current, tokens = [], 0
+                current.append(i)
+                tokens += seq_lens[i]
+            return micro_batches, indices
+
+        class Actor:
+            def __init__(self, module):
+                fully_shard(module)
+                self.actor_module = module
+
+            def update_policy(self, data):
+                micro_batches, _ = rearrange_micro_batches(data, max_token_len=16384)
+                for micro_batch in micro_batches:  # expect: FSDP012
+                    self.actor_module(**micro_batch).logits.mean().backward()
+    """,
 }
