@@ -218,12 +218,15 @@ def _holds(target: Ref, module: Ref) -> bool:
 
 
 def _splits(shard: Event, tie: _Tie) -> tuple[Ref, Ref] | None:
-    targets = [canonical(t) for t in shard.targets]
-    if not targets or any(t.root is not tie.owner.root for t in targets):
-        return None
-    for alone, other in ((tie.owner, tie.source), (tie.source, tie.owner)):
-        if any(_holds(t, alone) for t in targets) and not any(may_contain(t, other) for t in targets):
-            return alone, other
+    """The tied module one of the call's groups holds without the other, and that other; each
+    iteration of a loop over a literal list makes a group of its own."""
+    for group in shard.groups:
+        targets = [canonical(t) for t in group]
+        if any(t.root is not tie.owner.root for t in targets):
+            continue
+        for alone, other in ((tie.owner, tie.source), (tie.source, tie.owner)):
+            if any(_holds(t, alone) for t in targets) and not any(may_contain(t, other) for t in targets):
+                return alone, other
     return None
 
 
