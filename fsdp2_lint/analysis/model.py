@@ -46,6 +46,12 @@ def is_any_depth(element: str) -> bool:
     return element[:2] == "**"
 
 
+def getter_element(getter: str) -> str:
+    """The module a submodule getter returns (``model.get_input_embeddings()``): one unknown
+    attribute, as ``*``, named after the getter so that two getters' modules are told apart."""
+    return ANY + getter
+
+
 def is_wildcard(element: str) -> bool:
     """An unknown element: one attribute or key (:func:`is_any`), or any depth of them."""
     return element[:1] == "*"
