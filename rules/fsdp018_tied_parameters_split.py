@@ -7,10 +7,14 @@ import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
+    ANY_DEPTH,
     Event,
     EventKind,
     Ref,
+    Value,
     canonical,
+    const,
+    getter_element,
     is_exact,
     may_contain,
     refs,
@@ -146,7 +150,7 @@ fully_shard(model)
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
-            ties = list(_ties(trace))
+            ties = [*_ties(trace), *_library_ties(trace)]
             if not ties:
                 continue
             reported: set[int] = set()  # each tie once, at the first call that splits it
@@ -162,11 +166,20 @@ fully_shard(model)
                         reported.add(id(tie))
                         yield Finding(
                             shard.node,
-                            f"`{alone.text}` shares `{tie.name}` with `{other.text}`, which this call leaves in "
-                            "another `fully_shard` group",
-                            fix=_group_adjacent(facts, trace, shard, other),
+                            _message(tie, alone, other),
+                            fix=_group_adjacent(facts, trace, shard, tie, other),
                         )
                         break
+
+
+def _message(tie: _Tie, alone: Ref, other: Ref) -> str:
+    if tie.library:
+        model = canonical(Ref(alone.root)).text
+        return (
+            f"`{model}` is loaded with `tie_word_embeddings=True`: its {alone.path[-1]} share `{tie.name}` with "
+            f"its {other.path[-1]}, which this call leaves in another `fully_shard` group"
+        )
+    return f"`{alone.text}` shares `{tie.name}` with `{other.text}`, which this call leaves in another `fully_shard` group"
 
 
 @dataclass(frozen=True)
@@ -175,6 +188,7 @@ class _Tie:
     owner: Ref  # the module given the other's parameter (`model.head`)
     source: Ref  # the module whose parameter it is (`model.emb`)
     name: str
+    library: bool = False  # a Hugging Face model's own tie: `owner` and `source` stand for its embeddings
 
 
 # Tensor attributes: storing one shares data between two parameters, not the parameter itself.
@@ -203,6 +217,74 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
                 yield _Tie(store, owner, source, store.name)
 
 
+# A Hugging Face model loaded with `tie_word_embeddings=True` ties its output embeddings to its
+# input embeddings; its class is a library's, so the tie is known by name: the getters, or the
+# attributes the common causal LMs give the two (Llama, Qwen, Mistral: `model.embed_tokens`; GPT-2:
+# `transformer.wte`; all: `lm_head`).
+_HF_LOADERS = frozenset({"from_pretrained", "from_config", "_from_config"})
+_TIE_FLAG = "tie_word_embeddings"
+def _library_ties(trace: Trace) -> Iterator[_Tie]:
+    """``AutoModelForCausalLM.from_pretrained(..., tie_word_embeddings=True)`` (or ``from_config``
+    of a config with the flag set True): the loaded model's input and output embeddings are tied.
+    The flag left to the checkpoint's default, or not known, is no tie."""
+    for load in trace.of_kind(EventKind.CALL):
+        qname = load.qname or ""
+        if load.name not in _HF_LOADERS or not qname.startswith("transformers.") or "Config." in qname:
+            continue  # not a Hugging Face model (`AutoConfig.from_pretrained` loads a config)
+        loaded = [ref for ref in refs(load.result) if not ref.path] if load.result is not None else []
+        if len(loaded) != 1 or not _ties_embeddings(trace, load):
+            continue
+        root = loaded[0].root
+        yield _Tie(load, Ref(root, (_OUTPUT,)), Ref(root, (_INPUT,)), "weight", library=True)
+
+
+def _ties_embeddings(trace: Trace, load: Event) -> bool:
+    """Is ``tie_word_embeddings`` given True: to the loader, or to the config it is given (when
+    the config was made, or set on it before the load)?"""
+    if _TIE_FLAG in load.kwargs:
+        return const(load.kwargs[_TIE_FLAG]) is True
+    config = load.kwargs.get("config") or (load.arg(0) if load.name != "from_pretrained" else None)
+    if config is None:
+        return False
+    stores = [
+        store
+        for store in trace.of_kind(EventKind.STORE)
+        if store.index < load.index and store.name == _TIE_FLAG and store.args and _same(store.receiver, config)
+    ]
+    if stores:
+        return const(stores[-1].args[0]) is True
+    made = trace.obtained(config, load)
+    return made is not None and _TIE_FLAG in made.kwargs and const(made.kwargs[_TIE_FLAG]) is True
+
+
+def _same(value: Value | None, other: Value) -> bool:
+    """Is ``value`` certainly the object ``other`` is (one object, known the same way)?"""
+    mine, theirs = list(refs(value)) if value is not None else [], list(refs(other))
+    return len(mine) == len(theirs) == 1 and mine[0].root is theirs[0].root and mine[0].path == theirs[0].path
+
+
+_INPUT, _OUTPUT = "input embeddings", "output embeddings"
+_ROLES = {
+    getter_element("get_input_embeddings"): _INPUT,
+    getter_element("get_output_embeddings"): _OUTPUT,
+    "embed_tokens": _INPUT,
+    "wte": _INPUT,
+    "lm_head": _OUTPUT,
+}
+
+
+def _as_tied(target: Ref, tie: _Tie) -> Ref | None:
+    """``target`` as the tie names its modules; for a library model, the embedding it is (by a
+    getter or by name), the whole model, or None for a module of unknown contents."""
+    if not tie.library or not target.path:
+        return target
+    path = target.path[:-1] if target.path[-1] == ANY_DEPTH else target.path
+    role = _ROLES.get(path[-1]) if path and is_exact(Ref(target.root, path[:-1])) else None
+    if role is None or (path[-1] == "lm_head" and len(path) > 1):
+        return None
+    return Ref(target.root, (role,))
+
+
 def _correlated(tie: Event, shard: Event) -> bool:
     """Do the tie and the call each run under a condition of its own (``if tie_embeddings:`` around
     the tie, ``if not tie_embeddings:`` around the call)? The two tests are usually the same
@@ -221,8 +303,8 @@ def _splits(shard: Event, tie: _Tie) -> tuple[Ref, Ref] | None:
     """The tied module one of the call's groups holds without the other, and that other; each
     iteration of a loop over a literal list makes a group of its own."""
     for group in shard.groups:
-        targets = [canonical(t) for t in group]
-        if any(t.root is not tie.owner.root for t in targets):
+        targets = [_as_tied(canonical(t), tie) for t in group]
+        if any(t is None or t.root is not tie.owner.root for t in targets):
             continue
         for alone, other in ((tie.owner, tie.source), (tie.source, tie.owner)):
             if any(_holds(t, alone) for t in targets) and not any(may_contain(t, other) for t in targets):
@@ -230,7 +312,7 @@ def _splits(shard: Event, tie: _Tie) -> tuple[Ref, Ref] | None:
     return None
 
 
-def _group_adjacent(facts: FileFacts, trace: Trace, shard: Event, tied: Ref) -> Rewrite | None:
+def _group_adjacent(facts: FileFacts, trace: Trace, shard: Event, tie: _Tie, tied: Ref) -> Rewrite | None:
     """``fully_shard(a, **kw)`` directly followed (or preceded) by ``fully_shard(b, **kw)``, each a
     statement of its own with one module, written with the same keyword arguments -> one
     ``fully_shard([a, b], **kw)`` where the first was. ``b`` must hold ``tied``, the module the
@@ -248,7 +330,10 @@ def _group_adjacent(facts: FileFacts, trace: Trace, shard: Event, tied: Ref) -> 
             continue
         call = _call_of(neighbour)
         other = next((s for s in trace.shards if s.node is call), None) if call is not None else None
-        if other is None or not _pair(facts, shard, other) or not _holds(canonical(other.targets[0]), tied):
+        if other is None or not _pair(facts, shard, other):
+            continue
+        neighbour_module = _as_tied(canonical(other.targets[0]), tie)
+        if neighbour_module is None or not _holds(neighbour_module, tied):
             continue
         first, second = (line, neighbour) if body.index(neighbour) > index else (neighbour, line)
         if _has_comment(second):
