@@ -43,11 +43,20 @@ class TiedParametersSplit(Rule):
 ## What it does
 Flags a `fully_shard` call that puts one of two modules sharing a parameter in its own group
 without the other: the file ties them (`model.head.weight = model.emb.weight`, in the flow or
-in a same-file constructor or `tie_weights()` method the flow runs), then calls
-`fully_shard(model.emb)` (or `fully_shard(model.head)`, or a block that holds one of them) while
-the other module stays in another group (the root's, or its own). Not flagged:
-`fully_shard([model.emb, model.head])`, a call on a module holding both, the tied modules left
-to the root's group, or weights that are not tied.
+in a same-file constructor, `tie_weights()` method or helper that the flow runs, including the
+script's own `model.tie_weights()` after construction), then calls `fully_shard(model.emb)` (or
+`fully_shard(model.head)`, or a block that holds one of them, or a loop over a literal list,
+`for m in [model.emb, *model.layers, model.head]: fully_shard(m)`, where each item is a group of
+its own) while the other module stays in another group (the root's, or its own). A tie under
+`if config.tie_word_embeddings:` counts when the flag is True or not known, and not when the
+config the constructor is given sets it False. A Hugging Face model loaded with
+`tie_word_embeddings=True` given explicitly (`AutoModelForCausalLM.from_pretrained(...,
+tie_word_embeddings=True)`, or `from_config` of a config that sets it True) ties its input and
+output embeddings: a call that shards `model.get_input_embeddings()` or `model.model.embed_tokens`
+(`transformer.wte`) without `model.get_output_embeddings()` or `model.lm_head`, or the reverse,
+is flagged. Not flagged: `fully_shard([model.emb, model.head])`, a call on a module holding
+both, the tied modules left to the root's group, weights that are not tied (a `tie_weights()`
+that nothing calls, a config flag set False).
 
 ## Why is this bad?
 `fully_shard` replaces each parameter of its group by a sharded DTensor. Tied parameters are one
@@ -69,12 +78,15 @@ fully_shard(model, mesh=mesh)
 ```
 
 ## Known problems
-Only ties the file shows are seen: `tie_word_embeddings=True` in a Hugging Face config, or a
-`tie_weights()` defined in a library, is not followed, so a split of such a model is not
-reported. A tie or a `fully_shard` call whose module path is not known exactly (a loop over
-blocks that may or may not hold a tied module) is not reported. A tie and a split that each
-run under a condition of their own (`if tie:` around the tie, `if not tie:` around the calls) are
-taken to be exclusive and not reported, even where the two tests are unrelated.
+Only ties the file shows are seen, and a library model's only where `tie_word_embeddings=True`
+is written: a Hugging Face model loaded with the checkpoint's default (True for GPT-2 and small
+Qwen models, False for Llama) is taken as untied, and only the names above are known as its
+embeddings (`fully_shard(model.model)`, which holds Llama's `embed_tokens` but not `lm_head`, is
+not reported). A tie or a `fully_shard` call whose module path is not known exactly (a loop over
+`model.modules()`, or over blocks that may or may not hold a tied module) is not reported. A tie
+and a split that each run under a condition of their own (`if tie:` around the tie, `if not
+tie:` around the calls) are taken to be exclusive and not reported, even where the two tests are
+unrelated.
 """
     valid = (
         """
@@ -97,6 +109,14 @@ from torch.distributed.fsdp import fully_shard
 
 fully_shard(model.emb)  # not tied
 fully_shard(model.head)
+fully_shard(model)
+""",
+        """
+from transformers import AutoModelForCausalLM
+from torch.distributed.fsdp import fully_shard
+
+model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+fully_shard([model.get_input_embeddings(), model.get_output_embeddings()])
 fully_shard(model)
 """,
     )
@@ -123,6 +143,35 @@ class LM(nn.Module):
 
 model = LM()
 fully_shard(model.head)  # expect: FSDP018
+fully_shard(model)
+""",
+        """
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+
+class LM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.dim)
+        self.lm_head = nn.Linear(config.dim, config.vocab_size, bias=False)
+
+    def tie_weights(self):
+        self.lm_head.weight = self.embed_tokens.weight
+
+
+model = LM(config)
+model.tie_weights()
+for module in [model.embed_tokens, model.lm_head]:
+    fully_shard(module)  # expect: FSDP018
+fully_shard(model)
+""",
+        """
+from transformers import AutoModelForCausalLM
+from torch.distributed.fsdp import fully_shard
+
+model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+fully_shard(model.get_input_embeddings())  # expect: FSDP018
 fully_shard(model)
 """,
     )
@@ -217,12 +266,10 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
                 yield _Tie(store, owner, source, store.name)
 
 
-# A Hugging Face model loaded with `tie_word_embeddings=True` ties its output embeddings to its
-# input embeddings; its class is a library's, so the tie is known by name: the getters, or the
-# attributes the common causal LMs give the two (Llama, Qwen, Mistral: `model.embed_tokens`; GPT-2:
-# `transformer.wte`; all: `lm_head`).
 _HF_LOADERS = frozenset({"from_pretrained", "from_config", "_from_config"})
 _TIE_FLAG = "tie_word_embeddings"
+
+
 def _library_ties(trace: Trace) -> Iterator[_Tie]:
     """``AutoModelForCausalLM.from_pretrained(..., tie_word_embeddings=True)`` (or ``from_config``
     of a config with the flag set True): the loaded model's input and output embeddings are tied.
@@ -263,26 +310,28 @@ def _same(value: Value | None, other: Value) -> bool:
     return len(mine) == len(theirs) == 1 and mine[0].root is theirs[0].root and mine[0].path == theirs[0].path
 
 
+# A library model's class is not in the project: its two tied modules are known by name, through
+# the getters or the attributes the common causal LMs give them (Llama, Qwen, Mistral:
+# `model.embed_tokens`; GPT-2: `transformer.wte`; all: a top-level `lm_head`).
 _INPUT, _OUTPUT = "input embeddings", "output embeddings"
 _ROLES = {
     getter_element("get_input_embeddings"): _INPUT,
     getter_element("get_output_embeddings"): _OUTPUT,
     "embed_tokens": _INPUT,
     "wte": _INPUT,
-    "lm_head": _OUTPUT,
 }
 
 
 def _as_tied(target: Ref, tie: _Tie) -> Ref | None:
-    """``target`` as the tie names its modules; for a library model, the embedding it is (by a
-    getter or by name), the whole model, or None for a module of unknown contents."""
+    """``target`` as the tie names its modules; for a library model, the embeddings it is, the
+    whole model, or None for a module whose contents are not known."""
     if not tie.library or not target.path:
         return target
-    path = target.path[:-1] if target.path[-1] == ANY_DEPTH else target.path
+    if target.path == ("lm_head",):
+        return Ref(target.root, (_OUTPUT,))
+    path = target.path[:-1] if target.path[-1] == ANY_DEPTH else target.path  # a getter's module
     role = _ROLES.get(path[-1]) if path and is_exact(Ref(target.root, path[:-1])) else None
-    if role is None or (path[-1] == "lm_head" and len(path) > 1):
-        return None
-    return Ref(target.root, (role,))
+    return Ref(target.root, (role,)) if role is not None else None
 
 
 def _correlated(tie: Event, shard: Event) -> bool:
