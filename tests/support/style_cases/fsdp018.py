@@ -264,6 +264,7 @@ CASES = {
             fully_shard(block)
         fully_shard(model)
         model.to_empty(device="cpu")
+        model.apply(init_weights)
         model.tie_weights()
     """,
     "fsdp018-good-hf-grouped-embeddings": """
