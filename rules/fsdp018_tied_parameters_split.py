@@ -79,8 +79,8 @@ fully_shard(model, mesh=mesh)
 
 ## Known problems
 Only ties the file shows are seen, and a library model's only where `tie_word_embeddings=True`
-is written: a Hugging Face model loaded with the checkpoint's default (True for GPT-2 and small
-Qwen models, False for Llama) is taken as untied, and only the names above are known as its
+is written: a Hugging Face model loaded with the checkpoint's default (True for GPT-2,
+False for Llama 2: it differs by checkpoint) is taken as untied, and only the names above are known as its
 embeddings (`fully_shard(model.model)`, which holds Llama's `embed_tokens` but not `lm_head`, is
 not reported). A tie or a `fully_shard` call whose module path is not known exactly (a loop over
 `model.modules()`, or over blocks that may or may not hold a tied module) is not reported. A tie
