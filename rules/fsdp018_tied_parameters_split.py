@@ -79,8 +79,8 @@ fully_shard(model, mesh=mesh)
 
 ## Known problems
 Only ties the file shows are seen, and a library model's only where `tie_word_embeddings=True`
-is written: a Hugging Face model loaded with the checkpoint's default (True for GPT-2,
-False for Llama 2: it differs by checkpoint) is taken as untied, and only the names above are known as its
+is written: a Hugging Face model loaded with the checkpoint's default (True for GPT-2, False for
+Llama 2: it differs by checkpoint) is taken as untied, and only the names above are known as its
 embeddings (`fully_shard(model.model)`, which holds Llama's `embed_tokens` but not `lm_head`, is
 not reported). A tie or a `fully_shard` call whose module path is not known exactly (a loop over
 `model.modules()`, or over blocks that may or may not hold a tied module) is not reported. A tie
@@ -207,7 +207,7 @@ fully_shard(model)
                 for tie in ties:
                     if id(tie) in reported or tie.event.index > shard.index or tie.event.exclusive_with(shard):
                         continue
-                    if _correlated(tie.event, shard):
+                    if _correlated(tie.event, shard) or _untied(trace, tie, shard):
                         continue
                     split = _splits(shard, tie)
                     if split is not None:
@@ -332,6 +332,17 @@ def _as_tied(target: Ref, tie: _Tie) -> Ref | None:
     path = target.path[:-1] if target.path[-1] == ANY_DEPTH else target.path  # a getter's module
     role = _ROLES.get(path[-1]) if path and is_exact(Ref(target.root, path[:-1])) else None
     return Ref(target.root, (role,)) if role is not None else None
+
+
+def _untied(trace: Trace, tie: _Tie, shard: Event) -> bool:
+    """Is one of the two tied parameters replaced between the tie and the call
+    (``model.lm_head.weight = nn.Parameter(...clone())`` after a tied load)?"""
+    for store in trace.of_kind(EventKind.STORE):
+        if tie.event.index < store.index < shard.index and store.name == tie.name:
+            stored = [_as_tied(canonical(receiver), tie) for receiver in refs(store.receiver)]
+            if any(module in (tie.owner, tie.source) for module in stored):
+                return True
+    return False
 
 
 def _correlated(tie: Event, shard: Event) -> bool:

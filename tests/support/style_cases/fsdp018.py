@@ -302,4 +302,24 @@ CASES = {
             fully_shard(layer)
         fully_shard(model)  # the embeddings stay together in the root's group
     """,
+    "fsdp018-good-hf-untied-after-load": """
+        import torch.nn as nn
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+        head = model.get_output_embeddings()
+        head.weight = nn.Parameter(head.weight.detach().clone())  # its own copy from here on
+        fully_shard(model.get_input_embeddings())
+        fully_shard(head)
+        fully_shard(model)
+    """,
+    "fsdp018-good-retied-then-untied": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        model.lm_head.weight = model.embed.weight
+        model.lm_head.weight = nn.Parameter(model.embed.weight.detach().clone())
+        fully_shard(model.embed)
+        fully_shard(model.lm_head)
+        fully_shard(model)
+    """,
 }
