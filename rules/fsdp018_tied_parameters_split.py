@@ -56,7 +56,8 @@ output embeddings: a call that shards `model.get_input_embeddings()` or `model.m
 (`transformer.wte`) without `model.get_output_embeddings()` or `model.lm_head`, or the reverse,
 is flagged. Not flagged: `fully_shard([model.emb, model.head])`, a call on a module holding
 both, the tied modules left to the root's group, weights that are not tied (a `tie_weights()`
-that nothing calls, a config flag set False).
+that nothing calls, a config flag set False, a tied parameter replaced by a copy of its own before
+the call).
 
 ## Why is this bad?
 `fully_shard` replaces each parameter of its group by a sharded DTensor. Tied parameters are one
