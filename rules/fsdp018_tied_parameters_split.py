@@ -7,10 +7,14 @@ import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
+    ANY_DEPTH,
     Event,
     EventKind,
     Ref,
+    Value,
     canonical,
+    const,
+    getter_element,
     is_exact,
     may_contain,
     refs,
@@ -39,11 +43,21 @@ class TiedParametersSplit(Rule):
 ## What it does
 Flags a `fully_shard` call that puts one of two modules sharing a parameter in its own group
 without the other: the file ties them (`model.head.weight = model.emb.weight`, in the flow or
-in a same-file constructor or `tie_weights()` method the flow runs), then calls
-`fully_shard(model.emb)` (or `fully_shard(model.head)`, or a block that holds one of them) while
-the other module stays in another group (the root's, or its own). Not flagged:
-`fully_shard([model.emb, model.head])`, a call on a module holding both, the tied modules left
-to the root's group, or weights that are not tied.
+in a same-file constructor, `tie_weights()` method or helper that the flow runs, including the
+script's own `model.tie_weights()` after construction), then calls `fully_shard(model.emb)` (or
+`fully_shard(model.head)`, or a block that holds one of them, or a loop over a literal list,
+`for m in [model.emb, *model.layers, model.head]: fully_shard(m)`, where each item is a group of
+its own) while the other module stays in another group (the root's, or its own). A tie under
+`if config.tie_word_embeddings:` counts when the flag is True or not known, and not when the
+config the constructor is given sets it False. A Hugging Face model loaded with
+`tie_word_embeddings=True` given explicitly (`AutoModelForCausalLM.from_pretrained(...,
+tie_word_embeddings=True)`, or `from_config` of a config that sets it True) ties its input and
+output embeddings: a call that shards `model.get_input_embeddings()` or `model.model.embed_tokens`
+(`transformer.wte`) without `model.get_output_embeddings()` or `model.lm_head`, or the reverse,
+is flagged. Not flagged: `fully_shard([model.emb, model.head])`, a call on a module holding
+both, the tied modules left to the root's group, weights that are not tied (a `tie_weights()`
+that nothing calls, a config flag set False, a tied parameter replaced by a copy of its own before
+the call).
 
 ## Why is this bad?
 `fully_shard` replaces each parameter of its group by a sharded DTensor. Tied parameters are one
@@ -65,12 +79,15 @@ fully_shard(model, mesh=mesh)
 ```
 
 ## Known problems
-Only ties the file shows are seen: `tie_word_embeddings=True` in a Hugging Face config, or a
-`tie_weights()` defined in a library, is not followed, so a split of such a model is not
-reported. A tie or a `fully_shard` call whose module path is not known exactly (a loop over
-blocks that may or may not hold a tied module) is not reported. A tie and a split that each
-run under a condition of their own (`if tie:` around the tie, `if not tie:` around the calls) are
-taken to be exclusive and not reported, even where the two tests are unrelated.
+Only ties the file shows are seen, and a library model's only where `tie_word_embeddings=True`
+is written: a Hugging Face model loaded with the checkpoint's default (True for GPT-2, False for
+Llama 2: it differs by checkpoint) is taken as untied, and only the names above are known as its
+embeddings (`fully_shard(model.model)`, which holds Llama's `embed_tokens` but not `lm_head`, is
+not reported). A tie or a `fully_shard` call whose module path is not known exactly (a loop over
+`model.modules()`, or over blocks that may or may not hold a tied module) is not reported. A tie
+and a split that each run under a condition of their own (`if tie:` around the tie, `if not
+tie:` around the calls) are taken to be exclusive and not reported, even where the two tests are
+unrelated.
 """
     valid = (
         """
@@ -93,6 +110,14 @@ from torch.distributed.fsdp import fully_shard
 
 fully_shard(model.emb)  # not tied
 fully_shard(model.head)
+fully_shard(model)
+""",
+        """
+from transformers import AutoModelForCausalLM
+from torch.distributed.fsdp import fully_shard
+
+model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+fully_shard([model.get_input_embeddings(), model.get_output_embeddings()])
 fully_shard(model)
 """,
     )
@@ -121,6 +146,35 @@ model = LM()
 fully_shard(model.head)  # expect: FSDP018
 fully_shard(model)
 """,
+        """
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+
+class LM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.dim)
+        self.lm_head = nn.Linear(config.dim, config.vocab_size, bias=False)
+
+    def tie_weights(self):
+        self.lm_head.weight = self.embed_tokens.weight
+
+
+model = LM(config)
+model.tie_weights()
+for module in [model.embed_tokens, model.lm_head]:
+    fully_shard(module)  # expect: FSDP018
+fully_shard(model)
+""",
+        """
+from transformers import AutoModelForCausalLM
+from torch.distributed.fsdp import fully_shard
+
+model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+fully_shard(model.get_input_embeddings())  # expect: FSDP018
+fully_shard(model)
+""",
     )
     fix_offer = FixOffer(
         summary="`fully_shard(model.emb, **kw)` then `fully_shard(model.head, **kw)` → "
@@ -146,7 +200,7 @@ fully_shard(model)
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for trace in facts.traces:
-            ties = list(_ties(trace))
+            ties = [*_ties(trace), *_library_ties(trace)]
             if not ties:
                 continue
             reported: set[int] = set()  # each tie once, at the first call that splits it
@@ -154,7 +208,7 @@ fully_shard(model)
                 for tie in ties:
                     if id(tie) in reported or tie.event.index > shard.index or tie.event.exclusive_with(shard):
                         continue
-                    if _correlated(tie.event, shard):
+                    if _correlated(tie.event, shard) or _untied(trace, tie, shard):
                         continue
                     split = _splits(shard, tie)
                     if split is not None:
@@ -162,11 +216,20 @@ fully_shard(model)
                         reported.add(id(tie))
                         yield Finding(
                             shard.node,
-                            f"`{alone.text}` shares `{tie.name}` with `{other.text}`, which this call leaves in "
-                            "another `fully_shard` group",
-                            fix=_group_adjacent(facts, trace, shard, other),
+                            _message(tie, alone, other),
+                            fix=_group_adjacent(facts, trace, shard, tie, other),
                         )
                         break
+
+
+def _message(tie: _Tie, alone: Ref, other: Ref) -> str:
+    if tie.library:
+        model = canonical(Ref(alone.root)).text
+        return (
+            f"`{model}` is loaded with `tie_word_embeddings=True`: its {alone.path[-1]} share `{tie.name}` with "
+            f"its {other.path[-1]}, which this call leaves in another `fully_shard` group"
+        )
+    return f"`{alone.text}` shares `{tie.name}` with `{other.text}`, which this call leaves in another `fully_shard` group"
 
 
 @dataclass(frozen=True)
@@ -175,6 +238,7 @@ class _Tie:
     owner: Ref  # the module given the other's parameter (`model.head`)
     source: Ref  # the module whose parameter it is (`model.emb`)
     name: str
+    library: bool = False  # a Hugging Face model's own tie: `owner` and `source` stand for its embeddings
 
 
 # Tensor attributes: storing one shares data between two parameters, not the parameter itself.
@@ -203,6 +267,85 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
                 yield _Tie(store, owner, source, store.name)
 
 
+_HF_LOADERS = frozenset({"from_pretrained", "from_config", "_from_config"})
+_TIE_FLAG = "tie_word_embeddings"
+
+
+def _library_ties(trace: Trace) -> Iterator[_Tie]:
+    """``AutoModelForCausalLM.from_pretrained(..., tie_word_embeddings=True)`` (or ``from_config``
+    of a config with the flag set True): the loaded model's input and output embeddings are tied.
+    The flag left to the checkpoint's default, or not known, is no tie."""
+    for load in trace.of_kind(EventKind.CALL):
+        qname = load.qname or ""
+        if load.name not in _HF_LOADERS or not qname.startswith("transformers.") or "Config." in qname:
+            continue  # not a Hugging Face model (`AutoConfig.from_pretrained` loads a config)
+        loaded = [ref for ref in refs(load.result) if not ref.path] if load.result is not None else []
+        if len(loaded) != 1 or not _ties_embeddings(trace, load):
+            continue
+        root = loaded[0].root
+        yield _Tie(load, Ref(root, (_OUTPUT,)), Ref(root, (_INPUT,)), "weight", library=True)
+
+
+def _ties_embeddings(trace: Trace, load: Event) -> bool:
+    """Is ``tie_word_embeddings`` given True: to the loader, or to the config it is given (when
+    the config was made, or set on it before the load)?"""
+    if _TIE_FLAG in load.kwargs:
+        return const(load.kwargs[_TIE_FLAG]) is True
+    config = load.kwargs.get("config") or (load.arg(0) if load.name != "from_pretrained" else None)
+    if config is None:
+        return False
+    stores = [
+        store
+        for store in trace.of_kind(EventKind.STORE)
+        if store.index < load.index and store.name == _TIE_FLAG and store.args and _same(store.receiver, config)
+    ]
+    if stores:
+        return const(stores[-1].args[0]) is True
+    made = trace.obtained(config, load)
+    return made is not None and _TIE_FLAG in made.kwargs and const(made.kwargs[_TIE_FLAG]) is True
+
+
+def _same(value: Value | None, other: Value) -> bool:
+    """Is ``value`` certainly the object ``other`` is (one object, known the same way)?"""
+    mine, theirs = list(refs(value)) if value is not None else [], list(refs(other))
+    return len(mine) == len(theirs) == 1 and mine[0].root is theirs[0].root and mine[0].path == theirs[0].path
+
+
+# A library model's class is not in the project: its two tied modules are known by name, through
+# the getters or the attributes the common causal LMs give them (Llama, Qwen, Mistral:
+# `model.embed_tokens`; GPT-2: `transformer.wte`; all: a top-level `lm_head`).
+_INPUT, _OUTPUT = "input embeddings", "output embeddings"
+_ROLES = {
+    getter_element("get_input_embeddings"): _INPUT,
+    getter_element("get_output_embeddings"): _OUTPUT,
+    "embed_tokens": _INPUT,
+    "wte": _INPUT,
+}
+
+
+def _as_tied(target: Ref, tie: _Tie) -> Ref | None:
+    """``target`` as the tie names its modules; for a library model, the embeddings it is, the
+    whole model, or None for a module whose contents are not known."""
+    if not tie.library or not target.path:
+        return target
+    if target.path == ("lm_head",):
+        return Ref(target.root, (_OUTPUT,))
+    path = target.path[:-1] if target.path[-1] == ANY_DEPTH else target.path  # a getter's module
+    role = _ROLES.get(path[-1]) if path and is_exact(Ref(target.root, path[:-1])) else None
+    return Ref(target.root, (role,)) if role is not None else None
+
+
+def _untied(trace: Trace, tie: _Tie, shard: Event) -> bool:
+    """Is one of the two tied parameters replaced between the tie and the call
+    (``model.lm_head.weight = nn.Parameter(...clone())`` after a tied load)?"""
+    for store in trace.of_kind(EventKind.STORE):
+        if tie.event.index < store.index < shard.index and store.name == tie.name:
+            stored = [_as_tied(canonical(receiver), tie) for receiver in refs(store.receiver)]
+            if any(module in (tie.owner, tie.source) for module in stored):
+                return True
+    return False
+
+
 def _correlated(tie: Event, shard: Event) -> bool:
     """Do the tie and the call each run under a condition of its own (``if tie_embeddings:`` around
     the tie, ``if not tie_embeddings:`` around the call)? The two tests are usually the same
@@ -218,16 +361,19 @@ def _holds(target: Ref, module: Ref) -> bool:
 
 
 def _splits(shard: Event, tie: _Tie) -> tuple[Ref, Ref] | None:
-    targets = [canonical(t) for t in shard.targets]
-    if not targets or any(t.root is not tie.owner.root for t in targets):
-        return None
-    for alone, other in ((tie.owner, tie.source), (tie.source, tie.owner)):
-        if any(_holds(t, alone) for t in targets) and not any(may_contain(t, other) for t in targets):
-            return alone, other
+    """The tied module one of the call's groups holds without the other, and that other; each
+    iteration of a loop over a literal list makes a group of its own."""
+    for group in shard.groups:
+        targets = [_as_tied(canonical(t), tie) for t in group]
+        if any(t is None or t.root is not tie.owner.root for t in targets):
+            continue
+        for alone, other in ((tie.owner, tie.source), (tie.source, tie.owner)):
+            if any(_holds(t, alone) for t in targets) and not any(may_contain(t, other) for t in targets):
+                return alone, other
     return None
 
 
-def _group_adjacent(facts: FileFacts, trace: Trace, shard: Event, tied: Ref) -> Rewrite | None:
+def _group_adjacent(facts: FileFacts, trace: Trace, shard: Event, tie: _Tie, tied: Ref) -> Rewrite | None:
     """``fully_shard(a, **kw)`` directly followed (or preceded) by ``fully_shard(b, **kw)``, each a
     statement of its own with one module, written with the same keyword arguments -> one
     ``fully_shard([a, b], **kw)`` where the first was. ``b`` must hold ``tied``, the module the
@@ -245,7 +391,10 @@ def _group_adjacent(facts: FileFacts, trace: Trace, shard: Event, tied: Ref) -> 
             continue
         call = _call_of(neighbour)
         other = next((s for s in trace.shards if s.node is call), None) if call is not None else None
-        if other is None or not _pair(facts, shard, other) or not _holds(canonical(other.targets[0]), tied):
+        if other is None or not _pair(facts, shard, other):
+            continue
+        neighbour_module = _as_tied(canonical(other.targets[0]), tie)
+        if neighbour_module is None or not _holds(neighbour_module, tied):
             continue
         first, second = (line, neighbour) if body.index(neighbour) > index else (neighbour, line)
         if _has_comment(second):

@@ -46,6 +46,12 @@ def is_any_depth(element: str) -> bool:
     return element[:2] == "**"
 
 
+def getter_element(getter: str) -> str:
+    """The module a submodule getter returns (``model.get_input_embeddings()``): one unknown
+    attribute, as ``*``, named after the getter so that two getters' modules are told apart."""
+    return ANY + getter
+
+
 def is_wildcard(element: str) -> bool:
     """An unknown element: one attribute or key (:func:`is_any`), or any depth of them."""
     return element[:1] == "*"
@@ -739,12 +745,18 @@ class Event:
     def targets(self) -> tuple[Ref, ...]:
         """For ``fully_shard`` calls: the modules sharded, in the order they are sharded."""
         first = self.arg(0, "module")
+        return () if first is None else _modules_in(first)
+
+    @cached_property
+    def groups(self) -> tuple[tuple[Ref, ...], ...]:
+        """For ``fully_shard`` calls: the modules of each group the call makes. One call makes one
+        group; a call in a loop over a literal list (``for m in [a, b]: fully_shard(m)``) makes one
+        per item."""
+        first = self.arg(0, "module")
         if first is None:
             return ()
-        modules = (
-            ref for value in walk_contents(first) for ref in refs(value) if ref.root.kind is not ObjKind.CONTAINER
-        )
-        return tuple(dict.fromkeys(modules))
+        items = first.options if isinstance(first, Choice) and first.sequential else (first,)
+        return tuple(group for group in map(_modules_in, items) if group)
 
     def frames(self) -> tuple[cst.CSTNode, ...]:
         return self.stack + (self.node,)
@@ -756,6 +768,11 @@ class Event:
         if any(node in mine and mine[node] != arm for node, arm in other.ctx.branches):
             return True
         return exclusive(self.ctx.conditions, other.ctx.conditions)
+
+
+def _modules_in(value: Value) -> tuple[Ref, ...]:
+    modules = (ref for item in walk_contents(value) for ref in refs(item) if ref.root.kind is not ObjKind.CONTAINER)
+    return tuple(dict.fromkeys(modules))
 
 
 # --- one module, one name ----------------------------------------------------------------------

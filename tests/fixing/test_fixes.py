@@ -193,6 +193,25 @@ def test_fsdp018_does_not_group_a_module_with_the_root():
     assert diagnostic.code == "FSDP018" and diagnostic.fix is None
 
 
+def test_fsdp018_offers_no_fix_for_a_loop_over_the_tied_modules():
+    source = TIED + "for module in [model.emb, model.head]:\n    fully_shard(module)\nfully_shard(model)\n"
+    [diagnostic] = lint_source(source.encode(), "train.py")
+    assert diagnostic.code == "FSDP018" and diagnostic.fix is None
+
+
+HF_TIED = """\
+from transformers import AutoModelForCausalLM
+from torch.distributed.fsdp import fully_shard
+
+model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+"""
+
+
+def test_fsdp018_groups_a_library_models_embeddings_named_by_attribute():
+    source = HF_TIED + "fully_shard(model.model.embed_tokens, mesh=m)\nfully_shard(model.lm_head, mesh=m)\n"
+    assert fixed_text(source, unsafe=False) == HF_TIED + "fully_shard([model.model.embed_tokens, model.lm_head], mesh=m)\n"
+
+
 GENERATOR = """\
 import torch.nn as nn
 from torch.distributed.fsdp import fully_shard

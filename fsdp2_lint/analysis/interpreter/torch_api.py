@@ -67,6 +67,7 @@ from fsdp2_lint.analysis.model import (
     choice,
     const,
     container_items,
+    getter_element,
     key_element,
     options,
     refs,
@@ -454,7 +455,7 @@ def _get_submodule(interp: Evaluator, ref: Ref, event: Event) -> Value | None:
 
 @MODULE_METHODS(*SUBMODULE_GETTERS)
 def _some_submodule(interp: Evaluator, ref: Ref, event: Event) -> Value:
-    return Ref(ref.root, ref.path + (ANY, ANY_DEPTH))
+    return Ref(ref.root, ref.path + (getter_element(event.name or ""), ANY_DEPTH))
 
 
 @MODULE_METHODS.rule

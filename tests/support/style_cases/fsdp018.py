@@ -106,4 +106,220 @@ CASES = {
         fully_shard(model.emb)
         fully_shard(model)
     """,
+    "fsdp018-tie-weights-called-by-the-script": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(8, 4)
+                self.lm_head = nn.Linear(4, 8, bias=False)
+            def tie_weights(self):
+                self.lm_head.weight = self.embed.weight
+        def build():
+            model = LM()
+            model.tie_weights()
+            return model
+        model = build()
+        fully_shard(model.lm_head, mesh=mesh)  # expect: FSDP018
+        fully_shard(model, mesh=mesh)
+    """,
+    "fsdp018-private-tie-helper-and-tuple-loop": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def _tie(dst, src):
+            dst.weight = src.weight
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tok_embeddings = nn.Embedding(8, 4)
+                self.output = nn.Linear(4, 8, bias=False)
+                self._tie_weights()
+            def _tie_weights(self):
+                _tie(self.output, self.tok_embeddings)
+        model = LM()
+        for module in (model.tok_embeddings, model.output):
+            fully_shard(module)  # expect: FSDP018
+        fully_shard(model)
+    """,
+    "fsdp018-config-flag-set-before-construction": """
+        from dataclasses import dataclass
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        @dataclass
+        class LMConfig:
+            vocab_size: int = 8
+            tie_word_embeddings: bool = False
+        class LM(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+                self.embed_tokens = nn.Embedding(config.vocab_size, 4)
+                self.lm_head = nn.Linear(4, config.vocab_size, bias=False)
+                self.post_init()
+            def post_init(self):
+                self.tie_weights()
+            def tie_weights(self):
+                if self.config.tie_word_embeddings:
+                    self.lm_head.weight = self.embed_tokens.weight
+        config = LMConfig()
+        config.tie_word_embeddings = True
+        model = LM(config)
+        fully_shard(model.lm_head)  # expect: FSDP018
+        fully_shard(model.embed_tokens)
+        fully_shard(model)
+    """,
+    "fsdp018-constructor-flag-in-a-trainer": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self, vocab, dim, tie_word_embeddings=True):
+                super().__init__()
+                self.wte = nn.Embedding(vocab, dim)
+                self.blocks = nn.ModuleList(nn.Linear(dim, dim) for _ in range(2))
+                self.lm_head = nn.Linear(dim, vocab, bias=False)
+                if tie_word_embeddings:
+                    self.lm_head.weight = self.wte.weight
+        class Trainer:
+            def __init__(self, mesh):
+                self.model = LM(8, 4)
+                for module in [self.model.wte, *self.model.blocks, self.model.lm_head]:
+                    fully_shard(module, mesh=mesh)  # expect: FSDP018
+                fully_shard(self.model, mesh=mesh)
+        trainer = Trainer(mesh)
+    """,
+    "fsdp018-hf-getters": """
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+        for layer in model.model.layers:
+            fully_shard(layer)
+        fully_shard(model.get_output_embeddings())  # expect: FSDP018
+        fully_shard(model)
+    """,
+    "fsdp018-hf-config-from-config": """
+        from transformers import AutoConfig, AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        def apply_fsdp(model, mesh):
+            fully_shard(model.model.embed_tokens, mesh=mesh)  # expect: FSDP018
+            for layer in model.model.layers:
+                fully_shard(layer, mesh=mesh)
+            fully_shard(model.lm_head, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+        config = AutoConfig.from_pretrained(name)
+        config.tie_word_embeddings = True
+        model = AutoModelForCausalLM.from_config(config)
+        apply_fsdp(model, mesh)
+    """,
+    "fsdp018-good-config-flag-false": """
+        from dataclasses import dataclass
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        @dataclass
+        class LMConfig:
+            tie_word_embeddings: bool = True
+        class LM(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.embed_tokens = nn.Embedding(8, 4)
+                self.lm_head = nn.Linear(4, 8, bias=False)
+                if config.tie_word_embeddings:
+                    self.lm_head.weight = self.embed_tokens.weight
+        model = LM(LMConfig(tie_word_embeddings=False))
+        for module in (model.embed_tokens, model.lm_head):
+            fully_shard(module)
+        fully_shard(model)
+    """,
+    "fsdp018-good-tie-weights-never-called": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(8, 4)
+                self.lm_head = nn.Linear(4, 8, bias=False)
+            def tie_weights(self):
+                self.lm_head.weight = self.embed.weight
+        model = LM()
+        fully_shard(model.embed)
+        fully_shard(model.lm_head)
+        fully_shard(model)
+    """,
+    "fsdp018-good-retied-after-to-empty": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(8, 4)
+                self.layers = nn.ModuleList([nn.Linear(4, 4)])
+                self.lm_head = nn.Linear(4, 8, bias=False)
+            def tie_weights(self):
+                self.lm_head.weight = self.embed.weight
+        with torch.device("meta"):
+            model = LM()
+        model.tie_weights()
+        for block in model.layers:
+            fully_shard(block)
+        fully_shard(model)
+        model.to_empty(device="cpu")
+        model.apply(init_weights)
+        model.tie_weights()
+    """,
+    "fsdp018-good-hf-grouped-embeddings": """
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+        for layer in model.model.layers:
+            fully_shard(layer)
+        fully_shard([model.get_input_embeddings(), model.get_output_embeddings()])
+        fully_shard(model)
+    """,
+    "fsdp018-good-hf-tie-not-given": """
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(name)  # the checkpoint's default: tied or not
+        fully_shard(model.model.embed_tokens)
+        fully_shard(model.lm_head)
+        fully_shard(model)
+    """,
+    "fsdp018-good-hf-tie-false-or-unknown": """
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=False)
+        other = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=args.tie)
+        for m in (model, other):
+            fully_shard(m.get_input_embeddings())
+            fully_shard(m.get_output_embeddings())
+            fully_shard(m)
+    """,
+    "fsdp018-good-hf-only-blocks-sharded": """
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+        for layer in model.model.layers:
+            fully_shard(layer)
+        fully_shard(model)  # the embeddings stay together in the root's group
+    """,
+    "fsdp018-good-hf-untied-after-load": """
+        import torch.nn as nn
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
+        head = model.get_output_embeddings()
+        head.weight = nn.Parameter(head.weight.detach().clone())  # its own copy from here on
+        fully_shard(model.get_input_embeddings())
+        fully_shard(head)
+        fully_shard(model)
+    """,
+    "fsdp018-good-retied-then-untied": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        model.lm_head.weight = model.embed.weight
+        model.lm_head.weight = nn.Parameter(model.embed.weight.detach().clone())
+        fully_shard(model.embed)
+        fully_shard(model.lm_head)
+        fully_shard(model)
+    """,
 }
