@@ -814,6 +814,7 @@ HEADS = (
                 "continue",
                 "break",
                 "return",
+                Word("for", frozenset(["for"]), in_strings=False),
             ),
         ),
         TorchVersions(None, None),
