@@ -2,8 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import libcst as cst
+
+from fsdp2_lint.analysis.decoding import exits_on_result
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, EventKind, refs
+from fsdp2_lint.analysis.model import Const, Event, EventKind, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -36,8 +39,8 @@ class RankDivergentBackward(Rule):
     code = "FSDP012"
     name = "rank-divergent-backward"
     summary = (
-        "a rank-local test (this rank's loss, an empty local batch) skips the forward/`backward()` of a "
-        "`fully_shard`ed model on some ranks only"
+        "a rank-local test (this rank's loss, an empty local batch, this rank's generated tokens) skips or "
+        "ends the forwards/`backward()` of a `fully_shard`ed model on some ranks only"
     )
     hint = (
         "make the ranks agree before skipping: all-reduce the flag (`dist.all_reduce(flag, op=dist.ReduceOp.MAX)`) "
@@ -66,6 +69,14 @@ x = x + self.vision_tower(pixel_values)`, `... if pixel_values is not None else 
 run `if tokens.numel() > 0` — while the `backward()` after it runs on every rank. The finding is at
 the test.
 
+And flags a loop around a forward of a `fully_shard`ed model (a hand-written decode loop, at module
+level, in a `generate()` helper or a sampler's method) that may end early on a value computed from
+that forward's output on this rank: `if (nxt == eos).all(): break` (or `return`) with `nxt` from
+`model(ids)`, `while not done:` with `done` set from the sampled tokens (also through `done |= ...`),
+with no collective in the loop. The finding is at the `if`'s test, or at the `while` test. Also
+flags `model.generate(..., synced_gpus=False)` (transformers' API) on a `fully_shard`ed model, at
+the call.
+
 Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
 same step before the test (the flag or the loss was agreed, so every rank takes the same arm);
 a loss test before the forward; a `raise` (the job stops; the launcher tears the other ranks down);
@@ -74,7 +85,14 @@ missing batch: that ends the loop, which is the usual end-of-data test, and the 
 if their data have different lengths; a skip after the `backward()`; a sharded submodule run on
 every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth test
 (`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything read
-from `self`.
+from `self`. Among decode loops: a `done` flag all-reduced (MAX or MIN) in the loop before the test
+(what transformers' `synced_gpus=True` does: a rank whose sequences are done keeps running
+forwards until every rank's are), a loop with a fixed count and no early exit, the same loop on a
+module that is not sharded (inference on a plain module, or under DDP), an exit on a setting or a
+counter (`if step >= cfg.max_new: break`) or on a sequence's length (`while ids.shape[1] <
+max_len:`), and `generate()` with `synced_gpus=True` or without `synced_gpus`: transformers
+(since about 4.45, PR #33483; check your version) defaults it to True when the model is FSDP
+managed, which a `fully_shard`ed model is.
 
 ## Why is this bad?
 FSDP2's backward reduce-scatters each sharded module's gradients and its next forward all-gathers
@@ -90,7 +108,11 @@ continue` before the forward (torch 2.13, CPU/gloo, 2 ranks), rank 1 runs one fo
 fewer and the run hangs once rank 0's extra forward all-gathers against rank 1's next collective (a
 final `all_reduce` of the loss): rank 0 3 forwards, 2 backwards, in `all_gather_single`; rank 1 2
 and 2, in `all_reduce`. A script whose skipping rank reaches its end instead fails on gloo with
-`Connection closed by peer` in rank 0's all-gather. A separately sharded vision projector run only
+`Connection closed by peer` in rank 0's all-gather. A decode loop is the same bug without a
+backward: each forward all-gathers, so ranks must run the same number of them; with each rank
+sampling its own prompt (torch 2.13, CPU/gloo, 2 ranks, `if (nxt == EOS).all(): break`), rank 1
+met EOS after 4 forwards and went on to a final `all_reduce` while rank 0 ran a fifth forward; the
+run hung, rank 0 in the forward's `all_gather_single`, rank 1 in `all_reduce`. A separately sharded vision projector run only
 `if pixel_values is not None`, with rank 1's batch text-only at step 1: rank 0's projector
 all-gather pairs with rank 1's `layers.0` one and the run hangs (rank 0 in an all-gather, rank 1 in
 the backward's reduce-scatter); the harness sees that in forward #2 the ranks ran different sharded
@@ -101,8 +123,16 @@ shards differ in size from the next group's, gloo aborts the process in the mism
 ## Known problems
 Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` on the loss, or tests a value
 for `None` / emptiness, are recognised; a per-rank micro-batch count (`for mb in
-split_by_tokens(batch)`) and `generate()` of a sharded model without `synced_gpus=True` are not
-(left for later). Whether the data come from a `DistributedSampler` (which gives every rank the same
+split_by_tokens(batch)`) is not (left for later). A decode loop is recognised only where an
+assignment in the loop binds the forward's result (`logits = model(ids)`, or a helper's result
+that runs it) and the exit test reads a name the loop computes from it by assignment: a flag set
+in an `if` on the tokens (`if nxt == eos: done = True`), a stop list filled by a method call
+(`stops.append(...)`), and a `for` over a per-rank number of steps (`range(max_len -
+prompt.shape[1])`) are missed. A loop is taken as agreed when any collective runs in it, whatever
+it reduces. Every rank computing the same tokens (the same prompt and greedy decoding on every
+rank) would make such an exit safe; that is not considered. `generate()` is flagged only with a
+literal `synced_gpus=False`, and only on the module `fully_shard` was applied to (not through a
+wrapper such as a PEFT model around it); the default was False before transformers' change above. Whether the data come from a `DistributedSampler` (which gives every rank the same
 number of batches) is not considered: a `continue` on a missing batch is flagged whatever the loader.
 An agreement is recognised only as a collective in the same step before the test, not one made
 before the loop. A submodule run only when this rank has input is flagged only when it holds a
@@ -113,6 +143,23 @@ because FSDP2 reduce-scatters only the parameters that got a gradient on this ra
 observe its cause, and a parameterless submodule run the same way is harmless).
 """
     valid = (
+        """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+done = torch.zeros(ids.shape[0], dtype=torch.bool)
+with torch.no_grad():
+    for _ in range(max_new_tokens):
+        nxt = model(ids)[:, -1].argmax(-1)
+        ids = torch.cat([ids, nxt[:, None]], dim=1)
+        done |= nxt == eos_id
+        running = (~done).any().float()
+        dist.all_reduce(running, op=dist.ReduceOp.MAX)  # some rank still decoding: all go on
+        if running.item() == 0:
+            break
+""",
         """
 import torch
 import torch.distributed as dist
@@ -178,6 +225,24 @@ import torch
 from torch.distributed.fsdp import fully_shard
 
 fully_shard(model)
+with torch.no_grad():
+    for _ in range(max_new_tokens):
+        nxt = model(ids)[:, -1].argmax(-1)
+        ids = torch.cat([ids, nxt[:, None]], dim=1)
+        if (nxt == eos_id).all():  # expect: FSDP012
+            break
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+out = model.generate(**inputs, max_new_tokens=64, synced_gpus=False)  # expect: FSDP012
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
 for batch in loader:
     loss = model(batch).sum()
     if torch.isnan(loss):  # expect: FSDP012
@@ -225,11 +290,15 @@ for batch in loader:
     model(batch["ids"], batch.get("pixel_values")).sum().backward()
 """,
     )
-    requires = (("fully_shard",), ("backward",), ("continue", "break", "return"))
+    requires = (
+        ("fully_shard",),
+        ("backward", "break", "return", "while", "synced_gpus"),
+        ("continue", "break", "return", "while", "synced_gpus"),
+    )
     signature = RuntimeSignature(evidence="divergent_forward_count", min_ranks=2)
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        seen: set[int] = set()
+        seen: set[int] = set()  # ids of the reported tests, and of the `if`s they are the tests of
         for trace in facts.traces:
             backwards = [e for e in trace.methods("backward")]
             if not backwards:
@@ -243,7 +312,7 @@ for batch in loader:
                     forward = _sharded_forward_before(trace, test)
                     if forward is None or _agreed(trace, forward, test):
                         continue
-                    seen.add(id(test.node))
+                    seen.update((id(test.node), if_id))
                     yield Finding(
                         test.node,
                         "this test reads this rank's loss and skips the `backward()` after it on this rank "
@@ -252,6 +321,52 @@ for batch in loader:
                     )
             yield from _data_skips(trace, backwards, seen)
             yield from _groups_run_with_data(trace, backwards, seen)
+        for trace in facts.traces:  # a loss test that also ends the loop is reported above, as a skip
+            yield from _exits_on_sharded_output(trace, seen)
+            yield from _generate_unsynced(trace, seen)
+
+
+def _exits_on_sharded_output(trace: Trace, seen: set[int]) -> Iterator[Finding]:
+    """Loops around a forward of a `fully_shard`ed model that may end on a value computed from its
+    output on this rank (a decode loop's `if (nxt == eos).all(): break`, `while not done:`), with no
+    collective in the loop to make the ranks agree on it."""
+    forwards: dict[int, tuple[object, set[cst.CSTNode]]] = {}
+    for event in trace.of_kind(EventKind.INVOKE):
+        if not event.ctx.loops or event.receiver is None:
+            continue
+        if any(trace.is_fsdp_module(ref, event) for ref in refs(event.receiver)):
+            for loop in event.ctx.loops:
+                forwards.setdefault(id(loop), (loop, set()))[1].update(event.frames())
+    agreed = {id(loop) for event in trace.calls(*AGREEMENTS) for loop in event.ctx.loops}
+    for key, (loop, frames) in forwards.items():
+        if key in agreed:
+            continue
+        for statement, test in exits_on_result(loop, frames):
+            if id(statement) in seen or id(test) in seen:
+                continue
+            seen.add(id(test))
+            yield Finding(
+                test,
+                "this test ends the loop on what this rank's sharded model produced (its own tokens): "
+                "ranks stop after different numbers of forwards, and the next FSDP2 all-gather of a rank "
+                "still in the loop has no partner, so the run hangs; all-reduce the flag (MAX) and test "
+                "that, as `synced_gpus=True` does",
+            )
+
+
+def _generate_unsynced(trace: Trace, seen: set[int]) -> Iterator[Finding]:
+    """`model.generate(..., synced_gpus=False)` on a `fully_shard`ed model (transformers' API)."""
+    for event in trace.methods("generate"):
+        if id(event.node) in seen or event.kwargs.get("synced_gpus") != Const(False) or event.receiver is None:
+            continue
+        if any(trace.is_fsdp_module(ref, event) for ref in refs(event.receiver)):
+            seen.add(id(event.node))
+            yield Finding(
+                event.node,
+                "`generate(..., synced_gpus=False)` on a sharded model: each rank stops when its own "
+                "sequences are done, and a rank still generating runs forwards whose FSDP2 all-gathers "
+                "have no partner, so the run hangs; leave `synced_gpus` to its default or pass True",
+            )
 
 
 def _data_skips(trace: Trace, backwards: list[Event], seen: set[int]) -> Iterator[Finding]:
