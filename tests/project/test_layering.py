@@ -174,7 +174,8 @@ PACKAGE_LAYERS = (
 )
 ANALYSIS_LAYERS = (
     ("syntax", "kinds"),
-    ("conditions", "emptiness"),  # facts about tested settings, keyed by what they test; tests of emptiness
+    ("conditions", "emptiness", "decoding"),  # facts about tested settings, keyed by what they test; tests of
+    # emptiness; loops that end on what their body computed
     ("model",),
     ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),
