@@ -102,18 +102,18 @@ reduce-scatter whose partner never comes (and the skipping rank runs its next fo
 against their reduce-scatter). Observed with torch 2.13 on CPU/gloo, 2 ranks, a NaN loss on rank 1
 at step 1: the run hangs until the collective timeout, rank 0 in the backward's
 `reduce_scatter_single` and rank 1 in an `all_gather_single`; the harness's pass counts show the
-cause (rank 0: 2 forwards, 2 backwards; rank 1: 3 forwards, 2 backwards). A skip on
-an empty local batch does the same: with rank 1's batch `None` at step 1 and `if batch is None:
-continue` before the forward (torch 2.13, CPU/gloo, 2 ranks), rank 1 runs one forward and backward
-fewer and the run hangs once rank 0's extra forward all-gathers against rank 1's next collective (a
-final `all_reduce` of the loss): rank 0 3 forwards, 2 backwards, in `all_gather_single`; rank 1 2
-and 2, in `all_reduce`. A script whose skipping rank reaches its end instead fails on gloo with
-`Connection closed by peer` in rank 0's all-gather. A decode loop is the same bug without a
-backward: each forward all-gathers, so ranks must run the same number of them; with each rank
-sampling its own prompt (torch 2.13, CPU/gloo, 2 ranks, `if (nxt == EOS).all(): break`), rank 1
-met EOS after 4 forwards and went on to a final `all_reduce` while rank 0 ran a fifth forward; the
-run hung, rank 0 in the forward's `all_gather_single`, rank 1 in `all_reduce`. A separately sharded vision projector run only
-`if pixel_values is not None`, with rank 1's batch text-only at step 1: rank 0's projector
+cause (rank 0: 2 forwards, 2 backwards; rank 1: 3 forwards, 2 backwards). A skip on an empty local
+batch does the same: with rank 1's batch `None` at step 1 and `if batch is None: continue` before
+the forward (torch 2.13, CPU/gloo, 2 ranks), rank 1 runs one forward and backward fewer and the run
+hangs once rank 0's extra forward all-gathers against rank 1's next collective (a final `all_reduce`
+of the loss): rank 0 3 forwards, 2 backwards, in `all_gather_single`; rank 1 2 and 2, in
+`all_reduce`. A script whose skipping rank reaches its end instead fails on gloo with `Connection
+closed by peer` in rank 0's all-gather. A decode loop is the same bug without a backward: each
+forward all-gathers, so ranks must run the same number of them; with each rank sampling its own
+prompt (torch 2.13, CPU/gloo, 2 ranks, `if (nxt == EOS).all(): break`), rank 1 met EOS after 4
+forwards and went on to a final `all_reduce` while rank 0 ran a fifth forward; the run hung, rank 0
+in the forward's `all_gather_single`, rank 1 in `all_reduce`. A separately sharded vision projector
+run only `if pixel_values is not None`, with rank 1's batch text-only at step 1: rank 0's projector
 all-gather pairs with rank 1's `layers.0` one and the run hangs (rank 0 in an all-gather, rank 1 in
 the backward's reduce-scatter); the harness sees that in forward #2 the ranks ran different sharded
 groups (rank 0 `vision, layers.0, layers.1`, rank 1 `layers.0, layers.1`). Where the skipped group's
@@ -124,23 +124,25 @@ shards differ in size from the next group's, gloo aborts the process in the mism
 Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` on the loss, or tests a value
 for `None` / emptiness, are recognised; a per-rank micro-batch count (`for mb in
 split_by_tokens(batch)`) is not (left for later). A decode loop is recognised only where an
-assignment in the loop binds the forward's result (`logits = model(ids)`, or a helper's result
-that runs it) and the exit test reads a name the loop computes from it by assignment: a flag set
-in an `if` on the tokens (`if nxt == eos: done = True`), a stop list filled by a method call
+assignment in the loop binds the forward's result (`logits = model(ids)`, or a helper's result that
+runs it) and the exit test reads a name the loop computes from it by assignment: a flag set in an
+`if` on the tokens (`if nxt == eos: done = True`), a stop list filled by a method call
 (`stops.append(...)`), and a `for` over a per-rank number of steps (`range(max_len -
-prompt.shape[1])`) are missed. A loop is taken as agreed when any collective runs in it, whatever
-it reduces. Every rank computing the same tokens (the same prompt and greedy decoding on every
-rank) would make such an exit safe; that is not considered. `generate()` is flagged only with a
-literal `synced_gpus=False`, and only on the module `fully_shard` was applied to (not through a
-wrapper such as a PEFT model around it); the default was False before transformers' change above. Whether the data come from a `DistributedSampler` (which gives every rank the same
-number of batches) is not considered: a `continue` on a missing batch is flagged whatever the loader.
-An agreement is recognised only as a collective in the same step before the test, not one made
-before the loop. A submodule run only when this rank has input is flagged only when it holds a
-`fully_shard` group of its own: on torch 2.13 the same code with the submodule inside another
-group (say the root's) fails too, on gloo with a SIGABRT in the backward's `reduce_scatter_single`,
-because FSDP2 reduce-scatters only the parameters that got a gradient on this rank, unless
-`set_reduce_scatter_unused_params(True)` is set; that shape is not flagged (the harness does not yet
-observe its cause, and a parameterless submodule run the same way is harmless).
+prompt.shape[1])`) are missed, and so is an exit on a sequence's length (`while ids.shape[1] <
+max_len:`), which ends at different steps where the ranks' prompts differ in length. A loop is taken
+as agreed when any collective runs in it, whatever it reduces. Every rank computing the same tokens
+(the same prompt and greedy decoding on every rank) would make such an exit safe; that is not
+considered. `generate()` is flagged only with a literal `synced_gpus=False`, and only on the module
+`fully_shard` was applied to (not through a wrapper such as a PEFT model around it); the default was
+False before transformers' change above. Whether the data come from a `DistributedSampler` (which
+gives every rank the same number of batches) is not considered: a `continue` on a missing batch is
+flagged whatever the loader. An agreement is recognised only as a collective in the same step before
+the test, not one made before the loop. A submodule run only when this rank has input is flagged
+only when it holds a `fully_shard` group of its own: on torch 2.13 the same code with the submodule
+inside another group (say the root's) fails too, on gloo with a SIGABRT in the backward's
+`reduce_scatter_single`, because FSDP2 reduce-scatters only the parameters that got a gradient on
+this rank, unless `set_reduce_scatter_unused_params(True)` is set; that shape is not flagged (the
+harness does not yet observe its cause, and a parameterless submodule run the same way is harmless).
 """
     valid = (
         """
