@@ -69,13 +69,13 @@ x = x + self.vision_tower(pixel_values)`, `... if pixel_values is not None else 
 run `if tokens.numel() > 0` — while the `backward()` after it runs on every rank. The finding is at
 the test.
 
-And flags a loop around a forward of a `fully_shard`ed model (a hand-written decode loop, at module
-level, in a `generate()` helper or a sampler's method) that may end early on a value computed from
-that forward's output on this rank: `if (nxt == eos).all(): break` (or `return`) with `nxt` from
-`model(ids)`, `while not done:` with `done` set from the sampled tokens (also through `done |= ...`),
-with no collective in the loop. The finding is at the `if`'s test, or at the `while` test. Also
-flags `model.generate(..., synced_gpus=False)` (transformers' API) on a `fully_shard`ed model, at
-the call.
+And flags a loop around a forward of a `fully_shard`ed model, or of one whose layers are sharded (a
+hand-written decode loop, at module level, in a `generate()` helper or a sampler's method) that may
+end early on a value computed from that forward's output on this rank: `if (nxt == eos).all():
+break` (or `return`) with `nxt` from `model(ids)`, `while not done:` with `done` set from the
+sampled tokens (also through `done |= ...`), with no collective in the loop. The finding is at the
+`if`'s test, or at the `while` test. Also flags `model.generate(..., synced_gpus=False)`
+(transformers' API) on a `fully_shard`ed model, at the call.
 
 Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
 same step before the test (the flag or the loss was agreed, so every rank takes the same arm);
@@ -329,14 +329,14 @@ for batch in loader:
 
 
 def _exits_on_sharded_output(trace: Trace, seen: set[int]) -> Iterator[Finding]:
-    """Loops around a forward of a `fully_shard`ed model that may end on a value computed from its
-    output on this rank (a decode loop's `if (nxt == eos).all(): break`, `while not done:`), with no
-    collective in the loop to make the ranks agree on it."""
+    """Loops around a forward of a `fully_shard`ed model (or of one whose layers are) that may end
+    on a value computed from its output on this rank (a decode loop's `if (nxt == eos).all():
+    break`, `while not done:`), with no collective in the loop to make the ranks agree on it."""
     forwards: dict[int, tuple[object, set[cst.CSTNode]]] = {}
     for event in trace.of_kind(EventKind.INVOKE):
         if not event.ctx.loops or event.receiver is None:
             continue
-        if any(trace.is_fsdp_module(ref, event) for ref in refs(event.receiver)):
+        if any(trace.holds_fsdp_module(ref, event) for ref in refs(event.receiver)):
             for loop in event.ctx.loops:
                 forwards.setdefault(id(loop), (loop, set()))[1].update(event.frames())
     agreed = {id(loop) for event in trace.calls(*AGREEMENTS) for loop in event.ctx.loops}
@@ -357,11 +357,12 @@ def _exits_on_sharded_output(trace: Trace, seen: set[int]) -> Iterator[Finding]:
 
 
 def _generate_unsynced(trace: Trace, seen: set[int]) -> Iterator[Finding]:
-    """`model.generate(..., synced_gpus=False)` on a `fully_shard`ed model (transformers' API)."""
+    """`model.generate(..., synced_gpus=False)` on a model that holds a `fully_shard`ed module
+    (transformers' API): each of its forwards all-gathers."""
     for event in trace.methods("generate"):
         if id(event.node) in seen or event.kwargs.get("synced_gpus") != Const(False) or event.receiver is None:
             continue
-        if any(trace.is_fsdp_module(ref, event) for ref in refs(event.receiver)):
+        if any(trace.holds_fsdp_module(ref, event) for ref in refs(event.receiver)):
             seen.add(id(event.node))
             yield Finding(
                 event.node,

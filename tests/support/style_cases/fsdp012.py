@@ -320,6 +320,15 @@ CASES = {
         fully_shard(model)
         out = model.generate(**inputs, max_new_tokens=128, synced_gpus=False)  # expect: FSDP012
     """,
+    "fsdp012-hf-generate-layers-only-sharded": """
+        import transformers
+        from torch.distributed.fsdp import fully_shard
+        lm = transformers.AutoModelForCausalLM.from_pretrained(path)
+        for block in lm.model.layers:
+            fully_shard(block)
+        with torch.no_grad():
+            seqs = lm.generate(input_ids, attention_mask=mask, synced_gpus=False)  # expect: FSDP012
+    """,
     "fsdp012-trainer-rollout-generate-synced-gpus-false": """
         from torch.distributed.fsdp import fully_shard
 
