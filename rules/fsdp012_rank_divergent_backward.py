@@ -78,21 +78,22 @@ sampled tokens (also through `done |= ...`), with no collective in the loop. The
 (transformers' API) on a `fully_shard`ed model, at the call.
 
 Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
-same step before the test (the flag or the loss was agreed, so every rank takes the same arm);
-a loss test before the forward; a `raise` (the job stops; the launcher tears the other ranks down);
+same step before the test (the flag or the loss was agreed, so every rank takes the same arm); a
+loss test before the forward; a `raise` (the job stops; the launcher tears the other ranks down);
 tests on the rank itself (FSDP007); a `break` (or a `return` out of the function's own loop) on a
 missing batch: that ends the loop, which is the usual end-of-data test, and the ranks diverge only
 if their data have different lengths; a skip after the `backward()`; a sharded submodule run on
 every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth test
 (`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything read
 from `self`. Among decode loops: a `done` flag all-reduced (MAX or MIN) in the loop before the test
-(what transformers' `synced_gpus=True` does: a rank whose sequences are done keeps running
-forwards until every rank's are), a loop with a fixed count and no early exit, the same loop on a
-module that is not sharded (inference on a plain module, or under DDP), an exit on a setting or a
-counter (`if step >= cfg.max_new: break`) or on a sequence's length (`while ids.shape[1] <
-max_len:`), and `generate()` with `synced_gpus=True` or without `synced_gpus`: transformers
-(since about 4.45, PR #33483; check your version) defaults it to True when the model is FSDP
-managed, which a `fully_shard`ed model is.
+(what transformers' `synced_gpus=True` does: a rank whose sequences are done keeps running forwards
+until every rank's are), a loop with a fixed count and no early exit, the same loop on a module that
+is not sharded (inference on a plain module, or under DDP), an exit on a setting or a counter (`if
+step >= cfg.max_new: break`) or on a sequence's length (`while ids.shape[1] < max_len:`), and
+`generate()` with `synced_gpus=True` or without `synced_gpus`: transformers (since about 4.45, PR
+#33483; check your version) defaults it to True when the model is FSDP managed, which a
+`fully_shard`ed model is (torch 2.13's `fully_shard` sets `_is_fsdp_managed_module` on the modules
+it manages).
 
 ## Why is this bad?
 FSDP2's backward reduce-scatters each sharded module's gradients and its next forward all-gathers
@@ -134,15 +135,17 @@ as agreed when any collective runs in it, whatever it reduces. Every rank comput
 (the same prompt and greedy decoding on every rank) would make such an exit safe; that is not
 considered. `generate()` is flagged only with a literal `synced_gpus=False`, and only on the module
 `fully_shard` was applied to (not through a wrapper such as a PEFT model around it); the default was
-False before transformers' change above. Whether the data come from a `DistributedSampler` (which
-gives every rank the same number of batches) is not considered: a `continue` on a missing batch is
-flagged whatever the loader. An agreement is recognised only as a collective in the same step before
-the test, not one made before the loop. A submodule run only when this rank has input is flagged
-only when it holds a `fully_shard` group of its own: on torch 2.13 the same code with the submodule
-inside another group (say the root's) fails too, on gloo with a SIGABRT in the backward's
-`reduce_scatter_single`, because FSDP2 reduce-scatters only the parameters that got a gradient on
-this rank, unless `set_reduce_scatter_unused_params(True)` is set; that shape is not flagged (the
-harness does not yet observe its cause, and a parameterless submodule run the same way is harmless).
+False before transformers' change above. A `generate()` left to that default on a model whose layers
+alone are sharded is not flagged, though its root is not FSDP managed, so the default stays False.
+Whether the data come from a `DistributedSampler` (which gives every rank the same number of
+batches) is not considered: a `continue` on a missing batch is flagged whatever the loader. An
+agreement is recognised only as a collective in the same step before the test, not one made before
+the loop. A submodule run only when this rank has input is flagged only when it holds a
+`fully_shard` group of its own: on torch 2.13 the same code with the submodule inside another group
+(say the root's) fails too, on gloo with a SIGABRT in the backward's `reduce_scatter_single`,
+because FSDP2 reduce-scatters only the parameters that got a gradient on this rank, unless
+`set_reduce_scatter_unused_params(True)` is set; that shape is not flagged (the harness does not yet
+observe its cause, and a parameterless submodule run the same way is harmless).
 """
     valid = (
         """
