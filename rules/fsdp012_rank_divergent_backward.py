@@ -73,26 +73,27 @@ And flags a loop around a forward of a `fully_shard`ed model, or of one whose la
 hand-written decode loop, at module level, in a `generate()` helper or a sampler's method) that may
 end early on a value computed from that forward's output on this rank: `if (nxt == eos).all():
 break` (or `return`) with `nxt` from `model(ids)`, `while not done:` with `done` set from the
-sampled tokens (also through `done |= ...`), with no collective in the loop. The finding is at the
-`if`'s test, or at the `while` test. Also flags `model.generate(..., synced_gpus=False)`
-(transformers' API) on a `fully_shard`ed model, at the call.
+sampled tokens (also through `done |= ...`), with no collective in the loop; an early stop on this
+rank's loss (`if loss.item() < target: break`) is the same exit. The finding is at the `if`'s test,
+or at the `while` test. Also flags `model.generate(..., synced_gpus=False)` (transformers' API) on a
+`fully_shard`ed model, at the call.
 
 Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
 same step before the test (the flag or the loss was agreed, so every rank takes the same arm); a
 loss test before the forward; a `raise` (the job stops; the launcher tears the other ranks down);
 tests on the rank itself (FSDP007); a `break` (or a `return` out of the function's own loop) on a
 missing batch: that ends the loop, which is the usual end-of-data test, and the ranks diverge only
-if their data have different lengths; a skip after the `backward()`; a sharded submodule run on
-every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth test
-(`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything read
-from `self`. Among decode loops: a `done` flag all-reduced (MAX or MIN) in the loop before the test
-(what transformers' `synced_gpus=True` does: a rank whose sequences are done keeps running forwards
-until every rank's are), a loop with a fixed count and no early exit, the same loop on a module that
-is not sharded (inference on a plain module, or under DDP), an exit on a setting or a counter (`if
-step >= cfg.max_new: break`) or on a sequence's length (`while ids.shape[1] < max_len:`), and
-`generate()` with `synced_gpus=True` or without `synced_gpus`: transformers (since about 4.45, PR
-#33483; check your version) defaults it to True when the model is FSDP managed, which a
-`fully_shard`ed model is (torch 2.13's `fully_shard` sets `_is_fsdp_managed_module` on the modules
+if their data have different lengths; a `continue` after the `backward()`; a sharded submodule run
+on every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth
+test (`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything
+read from `self`. Among decode loops: a `done` flag all-reduced (MAX or MIN) in the loop before the
+test (what transformers' `synced_gpus=True` does: a rank whose sequences are done keeps running
+forwards until every rank's are), a loop with a fixed count and no early exit, the same loop on a
+module that is not sharded (inference on a plain module, or under DDP), an exit on a setting or a
+counter (`if step >= cfg.max_new: break`) or on a sequence's length (`while ids.shape[1] <
+max_len:`), and `generate()` with `synced_gpus=True` or without `synced_gpus`: transformers (since
+about 4.45, PR #33483; check your version) defaults it to True when the model is FSDP managed, which
+a `fully_shard`ed model is (torch 2.13's `fully_shard` sets `_is_fsdp_managed_module` on the modules
 it manages).
 
 ## Why is this bad?
@@ -352,10 +353,10 @@ def _exits_on_sharded_output(trace: Trace, seen: set[int]) -> Iterator[Finding]:
             seen.add(id(test))
             yield Finding(
                 test,
-                "this test ends the loop on what this rank's sharded model produced (its own tokens): "
+                "this test ends the loop on what this rank's sharded model computed (its tokens, its loss): "
                 "ranks stop after different numbers of forwards, and the next FSDP2 all-gather of a rank "
                 "still in the loop has no partner, so the run hangs; all-reduce the flag (MAX) and test "
-                "that, as `synced_gpus=True` does",
+                "that, as transformers' `synced_gpus=True` does in generation",
             )
 
 

@@ -311,6 +311,32 @@ CASES = {
         fully_shard(lm)
         samples = greedy_generate(lm, prompt_ids, eos=tokenizer.eos_token_id, max_len=64)
     """,
+    "fsdp012-early-stop-on-local-loss-after-backward": """
+        import math
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            loss = model(batch).mean()
+            loss.backward()
+            opt.step()
+            if not math.isfinite(loss.item()):
+                continue
+            if loss.item() < target_loss:  # expect: FSDP012
+                break
+    """,
+    "fsdp012-early-stop-on-all-reduced-loss-near-miss": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            loss = model(batch).mean()
+            loss.backward()
+            opt.step()
+            mean_loss = loss.detach().clone()
+            dist.all_reduce(mean_loss, op=dist.ReduceOp.AVG)
+            if mean_loss.item() < target_loss:
+                break
+    """,
     "fsdp012-hf-generate-synced-gpus-false": """
         from transformers import AutoModelForCausalLM
         from torch.distributed.fsdp import fully_shard
