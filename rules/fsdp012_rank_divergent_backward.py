@@ -4,9 +4,10 @@ from collections.abc import Iterable, Iterator
 
 import libcst as cst
 
+from fsdp2_lint.analysis.decoding import exits_on_result
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.micro_batch_loops import counted_by_tokens
-from fsdp2_lint.analysis.model import Event, EventKind, refs
+from fsdp2_lint.analysis.model import Const, Event, EventKind, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
@@ -40,8 +41,9 @@ class RankDivergentBackward(Rule):
     code = "FSDP012"
     name = "rank-divergent-backward"
     summary = (
-        "a rank-local test (this rank's loss, an empty local batch) skips the forward/`backward()` of a "
-        "`fully_shard`ed model on some ranks only, or a micro-batch count follows this rank's token counts"
+        "a rank-local test (this rank's loss, an empty local batch, this rank's generated tokens) skips or "
+        "ends the forwards/`backward()` of a `fully_shard`ed model on some ranks only, or a micro-batch count "
+        "follows this rank's token counts"
     )
     hint = (
         "make the ranks agree before skipping: all-reduce the flag (`dist.all_reduce(flag, op=dist.ReduceOp.MAX)`) "
@@ -79,20 +81,37 @@ math.ceil(mask.sum() / max_tokens)` (also `-(-sum(lens) // budget)`, `len()` of 
 returning either), or over `torch.split(x, sizes)` with `sizes` such a packing. The finding is at
 what the loop iterates over.
 
+And flags a loop around a forward of a `fully_shard`ed model, or of one whose layers are sharded (a
+hand-written decode loop, at module level, in a `generate()` helper or a sampler's method) that may
+end early on a value computed from that forward's output on this rank: `if (nxt == eos).all():
+break` (or `return`) with `nxt` from `model(ids)`, `while not done:` with `done` set from the
+sampled tokens (also through `done |= ...`), with no collective in the loop; an early stop on this
+rank's loss (`if loss.item() < target: break`) is the same exit. The finding is at the `if`'s test,
+or at the `while` test. Also flags `model.generate(..., synced_gpus=False)` (transformers' API) on a
+`fully_shard`ed model, at the call.
+
 Not flagged: the same skips when a collective (`all_reduce`, `broadcast`, `all_gather`) ran in the
-same step before the test (the flag or the loss was agreed, so every rank takes the same arm);
-a loss test before the forward; a `raise` (the job stops; the launcher tears the other ranks down);
+same step before the test (the flag or the loss was agreed, so every rank takes the same arm); a
+loss test before the forward; a `raise` (the job stops; the launcher tears the other ranks down);
 tests on the rank itself (FSDP007); a `break` (or a `return` out of the function's own loop) on a
 missing batch: that ends the loop, which is the usual end-of-data test, and the ranks diverge only
-if their data have different lengths; a skip after the `backward()`; a sharded submodule run on
-every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth test
-(`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything read
-from `self`; a fixed micro-batch count (`batch.chunk(4)`, `torch.split(batch, mb_size)`,
-`range(grad_accum_steps)`), or one that follows the number of samples (`len(current) + 1 >
-mb_size`, `math.ceil(len(batch) / mb_size)`); a token-budget count agreed by a collective before
+if their data have different lengths; a `continue` after the `backward()`; a sharded submodule run
+on every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth
+test (`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything
+read from `self`. Among micro-batch loops: a fixed count (`batch.chunk(4)`, `torch.split(batch,
+mb_size)`, `range(grad_accum_steps)`), or one that follows the number of samples (`len(current) + 1
+> mb_size`, `math.ceil(len(batch) / mb_size)`); a token-budget count agreed by a collective before
 the loop in the same step (`dist.all_reduce(count, op=dist.ReduceOp.MAX)`, in the packer too, as
 verl's `dp_group` fix does), the short ranks padding with dummy micro-batches; the same loop on an
-unsharded (DDP) model.
+unsharded (DDP) model. Among decode loops: a `done` flag all-reduced (MAX or MIN) in the loop before
+the test (what transformers' `synced_gpus=True` does: a rank whose sequences are done keeps running
+forwards until every rank's are), a loop with a fixed count and no early exit, the same loop on a
+module that is not sharded (inference on a plain module, or under DDP), an exit on a setting or a
+counter (`if step >= cfg.max_new: break`) or on a sequence's length (`while ids.shape[1] <
+max_len:`), and `generate()` with `synced_gpus=True` or without `synced_gpus`: transformers (since
+about 4.45, PR #33483; check your version) defaults it to True when the model is FSDP managed, which
+a `fully_shard`ed model is (torch 2.13's `fully_shard` sets `_is_fsdp_managed_module` on the modules
+it manages).
 
 ## Why is this bad?
 FSDP2's backward reduce-scatters each sharded module's gradients and its next forward all-gathers
@@ -102,28 +121,31 @@ reduce-scatter whose partner never comes (and the skipping rank runs its next fo
 against their reduce-scatter). Observed with torch 2.13 on CPU/gloo, 2 ranks, a NaN loss on rank 1
 at step 1: the run hangs until the collective timeout, rank 0 in the backward's
 `reduce_scatter_single` and rank 1 in an `all_gather_single`; the harness's pass counts show the
-cause (rank 0: 2 forwards, 2 backwards; rank 1: 3 forwards, 2 backwards). A skip on
-an empty local batch does the same: with rank 1's batch `None` at step 1 and `if batch is None:
-continue` before the forward (torch 2.13, CPU/gloo, 2 ranks), rank 1 runs one forward and backward
-fewer and the run hangs once rank 0's extra forward all-gathers against rank 1's next collective (a
-final `all_reduce` of the loss): rank 0 3 forwards, 2 backwards, in `all_gather_single`; rank 1 2
-and 2, in `all_reduce`. A script whose skipping rank reaches its end instead fails on gloo with
-`Connection closed by peer` in rank 0's all-gather. Sequences packed greedily under a
+cause (rank 0: 2 forwards, 2 backwards; rank 1: 3 forwards, 2 backwards). A skip on an empty local
+batch does the same: with rank 1's batch `None` at step 1 and `if batch is None: continue` before
+the forward (torch 2.13, CPU/gloo, 2 ranks), rank 1 runs one forward and backward fewer and the run
+hangs once rank 0's extra forward all-gathers against rank 1's next collective (a final `all_reduce`
+of the loss): rank 0 3 forwards, 2 backwards, in `all_gather_single`; rank 1 2 and 2, in
+`all_reduce`. A script whose skipping rank reaches its end instead fails on gloo with `Connection
+closed by peer` in rank 0's all-gather. A decode loop is the same bug without a backward: each
+forward all-gathers, so ranks must run the same number of them; with each rank sampling its own
+prompt (torch 2.13, CPU/gloo, 2 ranks, `if (nxt == EOS).all(): break`), rank 1 met EOS after 4
+forwards and went on to a final `all_reduce` while rank 0 ran a fifth forward; the run hung, rank 0
+in the forward's `all_gather_single`, rank 1 in `all_reduce`. Sequences packed greedily under a
 16-token budget, rank 0's lengths 8, 8, 8, 8 (2 micro-batches) and rank 1's 12, 12, 8, 4 (3), with
 gradient sync on for the last micro-batch only (torch 2.13, CPU/gloo): rank 0 hangs in the last
 backward's `reduce_scatter_single` and rank 1 in its third forward's `all_gather_single` (rank 0: 2
-forwards, 2 backwards; rank 1: 3 and 2). A separately sharded vision projector run only
-`if pixel_values is not None`, with rank 1's batch text-only at step 1: rank 0's projector
-all-gather pairs with rank 1's `layers.0` one and the run hangs (rank 0 in an all-gather, rank 1 in
-the backward's reduce-scatter); the harness sees that in forward #2 the ranks ran different sharded
+forwards, 2 backwards; rank 1: 3 and 2). A separately sharded vision projector run only `if
+pixel_values is not None`, with rank 1's batch text-only at step 1: rank 0's projector all-gather
+pairs with rank 1's `layers.0` one and the run hangs (rank 0 in an all-gather, rank 1 in the
+backward's reduce-scatter); the harness sees that in forward #2 the ranks ran different sharded
 groups (rank 0 `vision, layers.0, layers.1`, rank 1 `layers.0, layers.1`). Where the skipped group's
 shards differ in size from the next group's, gloo aborts the process in the mismatched
 `all_gather_single` (SIGABRT) instead of hanging; NCCL does not check sizes and hangs or corrupts.
 
 ## Known problems
 Only skips whose test calls `isnan`/`isinf`/`isfinite` or `.item()` on the loss, or tests a value
-for `None` / emptiness, are recognised; `generate()` of a sharded model without
-`synced_gpus=True` is not (left for later). A per-rank micro-batch count is recognised only in the
+for `None` / emptiness, are recognised. A per-rank micro-batch count is recognised only in the
 spellings above. Not recognised: a packer whose overflow test is not a sum compared with a limit
 (`if tokens > budget:` after `tokens += n`); a sum whose terms are not recognisably sizes (`len()`,
 `.numel()`, `.size()`, `.sum()`, an item `lens[i]`, a name bound to one, or `n` of `for n in
@@ -133,18 +155,46 @@ parameter. A token count is `sum(...)`, `.sum()`, `.numel()` (the sequence lengt
 not). A packing of the whole data set before it is split among the ranks, looped over the same on
 every rank, is flagged. Any collective before the loop in the same step counts as the agreement,
 whatever it reduces.
-
-Whether the data come from a `DistributedSampler` (which gives every rank the same number of
-batches) is not considered: a `continue` on a missing batch is flagged whatever the loader.
-An agreement is recognised only as a collective in the same step before the test, not one made
-before the loop. A submodule run only when this rank has input is flagged only when it holds a
-`fully_shard` group of its own: on torch 2.13 the same code with the submodule inside another
-group (say the root's) fails too, on gloo with a SIGABRT in the backward's `reduce_scatter_single`,
+A decode loop is recognised only where an assignment in the loop binds the forward's result (`logits
+= model(ids)`, or a helper's result that runs it) and the exit test reads a name the loop computes
+from it by assignment: a flag set in an `if` on the tokens (`if nxt == eos: done = True`), a stop
+list filled by a method call (`stops.append(...)`), and a `for` over a per-rank number of steps
+(`range(max_len - prompt.shape[1])`) are missed, and so is an exit on a sequence's length (`while
+ids.shape[1] < max_len:`), which ends at different steps where the ranks' prompts differ in length.
+A loop is taken as agreed when any collective runs in it, whatever it reduces. Every rank computing
+the same tokens (the same prompt and greedy decoding on every rank) would make such an exit safe;
+that is not considered. `generate()` is flagged only with a literal `synced_gpus=False`, and only on
+the module `fully_shard` was applied to (not through a wrapper such as a PEFT model around it); the
+default was False before transformers' change above. A `generate()` left to that default on a model
+whose layers alone are sharded is not flagged, though its root is not FSDP managed, so the default
+stays False. Whether the data come from a `DistributedSampler` (which gives every rank the same
+number of batches) is not considered: a `continue` on a missing batch is flagged whatever the
+loader. An agreement is recognised only as a collective in the same step before the test, not one
+made before the loop. A submodule run only when this rank has input is flagged only when it holds a
+`fully_shard` group of its own: on torch 2.13 the same code with the submodule inside another group
+(say the root's) fails too, on gloo with a SIGABRT in the backward's `reduce_scatter_single`,
 because FSDP2 reduce-scatters only the parameters that got a gradient on this rank, unless
 `set_reduce_scatter_unused_params(True)` is set; that shape is not flagged (the harness does not yet
 observe its cause, and a parameterless submodule run the same way is harmless).
 """
     valid = (
+        """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+done = torch.zeros(ids.shape[0], dtype=torch.bool)
+with torch.no_grad():
+    for _ in range(max_new_tokens):
+        nxt = model(ids)[:, -1].argmax(-1)
+        ids = torch.cat([ids, nxt[:, None]], dim=1)
+        done |= nxt == eos_id
+        running = (~done).any().float()
+        dist.all_reduce(running, op=dist.ReduceOp.MAX)  # some rank still decoding: all go on
+        if running.item() == 0:
+            break
+""",
         """
 import torch
 import torch.distributed as dist
@@ -223,6 +273,24 @@ import torch
 from torch.distributed.fsdp import fully_shard
 
 fully_shard(model)
+with torch.no_grad():
+    for _ in range(max_new_tokens):
+        nxt = model(ids)[:, -1].argmax(-1)
+        ids = torch.cat([ids, nxt[:, None]], dim=1)
+        if (nxt == eos_id).all():  # expect: FSDP012
+            break
+""",
+        """
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+out = model.generate(**inputs, max_new_tokens=64, synced_gpus=False)  # expect: FSDP012
+""",
+        """
+import torch
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
 for batch in loader:
     loss = model(batch).sum()
     if torch.isnan(loss):  # expect: FSDP012
@@ -288,16 +356,17 @@ for local_batch in loader:
         model(collate(mb)).sum().backward()
 """,
     )
-    # A skip exits (`continue`, `break`, `return`); a micro-batch count needs a `for` loop.
+    # A skip exits (`continue`, `break`, `return`), a decode loop ends (`while`, `break`) or is
+    # `generate(synced_gpus=...)`; a micro-batch count needs a `for` loop.
     requires = (
         ("fully_shard",),
-        ("backward",),
-        ("continue", "break", "return", Word("for", frozenset({"for"}), in_strings=False)),
+        ("backward", "break", "return", "while", "synced_gpus"),
+        ("continue", "break", "return", "while", "synced_gpus", Word("for", frozenset({"for"}), in_strings=False)),
     )
     signature = RuntimeSignature(evidence="divergent_forward_count", min_ranks=2)
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        seen: set[int] = set()
+        seen: set[int] = set()  # ids of the reported tests, and of the `if`s they are the tests of
         for trace in facts.traces:
             backwards = [e for e in trace.methods("backward")]
             if not backwards:
@@ -311,7 +380,7 @@ for local_batch in loader:
                     forward = _sharded_forward_before(trace, test)
                     if forward is None or _agreed(trace, forward, test):
                         continue
-                    seen.add(id(test.node))
+                    seen.update((id(test.node), if_id))
                     yield Finding(
                         test.node,
                         "this test reads this rank's loss and skips the `backward()` after it on this rank "
@@ -321,6 +390,53 @@ for local_batch in loader:
             yield from _data_skips(trace, backwards, seen)
             yield from _groups_run_with_data(trace, backwards, seen)
             yield from _micro_batches_by_tokens(facts, trace, seen)
+        for trace in facts.traces:  # a loss test that also ends the loop is reported above, as a skip
+            yield from _exits_on_sharded_output(trace, seen)
+            yield from _generate_unsynced(trace, seen)
+
+
+def _exits_on_sharded_output(trace: Trace, seen: set[int]) -> Iterator[Finding]:
+    """Loops around a forward of a `fully_shard`ed model (or of one whose layers are) that may end
+    on a value computed from its output on this rank (a decode loop's `if (nxt == eos).all():
+    break`, `while not done:`), with no collective in the loop to make the ranks agree on it."""
+    forwards: dict[int, tuple[object, set[cst.CSTNode]]] = {}
+    for event in trace.of_kind(EventKind.INVOKE):
+        if not event.ctx.loops or event.receiver is None:
+            continue
+        if any(trace.holds_fsdp_module(ref, event) for ref in refs(event.receiver)):
+            for loop in event.ctx.loops:
+                forwards.setdefault(id(loop), (loop, set()))[1].update(event.frames())
+    agreed = {id(loop) for event in trace.calls(*AGREEMENTS) for loop in event.ctx.loops}
+    for key, (loop, frames) in forwards.items():
+        if key in agreed:
+            continue
+        for statement, test in exits_on_result(loop, frames):
+            if id(statement) in seen or id(test) in seen:
+                continue
+            seen.add(id(test))
+            yield Finding(
+                test,
+                "this test ends the loop on what this rank's sharded model computed (its tokens, its loss): "
+                "ranks stop after different numbers of forwards, and the next FSDP2 all-gather of a rank "
+                "still in the loop has no partner, so the run hangs; all-reduce the flag (MAX) and test "
+                "that, as transformers' `synced_gpus=True` does in generation",
+            )
+
+
+def _generate_unsynced(trace: Trace, seen: set[int]) -> Iterator[Finding]:
+    """`model.generate(..., synced_gpus=False)` on a model that holds a `fully_shard`ed module
+    (transformers' API): each of its forwards all-gathers."""
+    for event in trace.methods("generate"):
+        if id(event.node) in seen or event.kwargs.get("synced_gpus") != Const(False) or event.receiver is None:
+            continue
+        if any(trace.holds_fsdp_module(ref, event) for ref in refs(event.receiver)):
+            seen.add(id(event.node))
+            yield Finding(
+                event.node,
+                "`generate(..., synced_gpus=False)` on a sharded model: each rank stops when its own "
+                "sequences are done, and a rank still generating runs forwards whose FSDP2 all-gathers "
+                "have no partner, so the run hangs; leave `synced_gpus` to its default or pass True",
+            )
 
 
 def _data_skips(trace: Trace, backwards: list[Event], seen: set[int]) -> Iterator[Finding]:

@@ -174,7 +174,8 @@ PACKAGE_LAYERS = (
 )
 ANALYSIS_LAYERS = (
     ("syntax", "kinds"),
-    ("conditions", "emptiness", "microbatches"),  # tested settings, keyed by what they test; tests of emptiness; token budgets
+    ("conditions", "emptiness", "microbatches", "decoding"),  # tested settings, keyed by what they test; tests
+    # of emptiness; token budgets; loops that end on what their body computed
     ("model",),
     ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),

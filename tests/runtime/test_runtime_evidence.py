@@ -602,6 +602,19 @@ def test_divergent_forward_count_needs_a_hang_and_different_pass_counts(rank1_la
         assert matches(evidence[0], RuntimeSignature("divergent_forward_count", min_ranks=2))
 
 
+@pytest.mark.parametrize(("rank1_forwards", "found"), [(4, True), (5, False)])
+def test_divergent_forward_count_sees_a_forward_only_loop_one_rank_left_early(rank1_forwards, found):
+    """A decode loop under no_grad: no backward at all, and a rank that met its EOS first ran fewer forwards."""
+    rank0 = [START, *(_pass("forward", n, 0, 35) for n in range(1, 6))]
+    rank1 = [START, *(_pass("forward", n, 0, 35) for n in range(1, rank1_forwards + 1))]
+    run = synthetic_record({0: rank0, 1: rank1}, timed_out=(0, 1))
+    evidence = [e for e in observe(run) if e.kind == "divergent_forward_count"]
+    assert bool(evidence) is found
+    if found:
+        assert "rank 0 5 forward(s), 0 backward(s)" in evidence[0].summary
+        assert "rank 1 4 forward(s), 0 backward(s)" in evidence[0].summary
+
+
 def _group(module: str, count: int, forwards: int, line: int) -> dict:
     return {"kind": "group_forward", "module": module, "count": count, "forwards": forwards, "line": line, "site": None}
 

@@ -488,4 +488,188 @@ CASES = {
                 for micro_batch in micro_batches:  # expect: FSDP012
                     self.actor_module(**micro_batch).logits.mean().backward()
     """,
+    "fsdp012-decode-loop-eos-break": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        ids = tokenizer(prompts[rank], return_tensors="pt").input_ids
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                logits = model(ids)
+                nxt = logits[:, -1].argmax(-1)
+                ids = torch.cat([ids, nxt[:, None]], dim=1)
+                if (nxt == tokenizer.eos_token_id).all():  # expect: FSDP012
+                    break
+    """,
+    "fsdp012-sampler-while-not-done": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+
+        class Sampler:
+            def __init__(self, model, eos_id):
+                self.model = model
+                self.eos_id = eos_id
+
+            @torch.inference_mode()
+            def sample(self, input_ids, temperature=1.0):
+                done = False
+                while not done:  # expect: FSDP012
+                    out = self.model(input_ids=input_ids)
+                    probs = torch.softmax(out.logits[:, -1] / temperature, dim=-1)
+                    next_tok = torch.multinomial(probs, 1)
+                    input_ids = torch.cat([input_ids, next_tok], dim=-1)
+                    done = bool((next_tok == self.eos_id).all())
+                return input_ids
+
+        fully_shard(policy)
+        rollouts = Sampler(policy, eos_id=2).sample(batch["input_ids"])
+    """,
+    "fsdp012-generate-helper-finished-mask-return": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+
+        def greedy_generate(model, ids, eos, max_len):
+            finished = torch.zeros(ids.size(0), dtype=torch.bool)
+            for _ in range(max_len):
+                step_logits = model(ids).logits[:, -1, :]
+                tok = step_logits.argmax(dim=-1)
+                finished |= tok == eos
+                ids = torch.cat((ids, tok.unsqueeze(1)), dim=1)
+                if finished.all():  # expect: FSDP012
+                    return ids
+            return ids
+
+        for block in lm.transformer.h:
+            fully_shard(block)
+        fully_shard(lm)
+        samples = greedy_generate(lm, prompt_ids, eos=tokenizer.eos_token_id, max_len=64)
+    """,
+    "fsdp012-early-stop-on-local-loss-after-backward": """
+        import math
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            loss = model(batch).mean()
+            loss.backward()
+            opt.step()
+            if not math.isfinite(loss.item()):
+                continue
+            if loss.item() < target_loss:  # expect: FSDP012
+                break
+    """,
+    "fsdp012-early-stop-on-all-reduced-loss-near-miss": """
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        for batch in loader:
+            loss = model(batch).mean()
+            loss.backward()
+            opt.step()
+            mean_loss = loss.detach().clone()
+            dist.all_reduce(mean_loss, op=dist.ReduceOp.AVG)
+            if mean_loss.item() < target_loss:
+                break
+    """,
+    "fsdp012-hf-generate-synced-gpus-false": """
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(name)
+        for layer in model.model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        out = model.generate(**inputs, max_new_tokens=128, synced_gpus=False)  # expect: FSDP012
+    """,
+    "fsdp012-hf-generate-layers-only-sharded": """
+        import transformers
+        from torch.distributed.fsdp import fully_shard
+        lm = transformers.AutoModelForCausalLM.from_pretrained(path)
+        for block in lm.model.layers:
+            fully_shard(block)
+        with torch.no_grad():
+            seqs = lm.generate(input_ids, attention_mask=mask, synced_gpus=False)  # expect: FSDP012
+    """,
+    "fsdp012-trainer-rollout-generate-synced-gpus-false": """
+        from torch.distributed.fsdp import fully_shard
+
+        class RolloutWorker:
+            def __init__(self, policy):
+                fully_shard(policy)
+                self.policy = policy
+
+            def rollout(self, batch):
+                return self.policy.generate(  # expect: FSDP012
+                    input_ids=batch["input_ids"],
+                    do_sample=True,
+                    synced_gpus=False,
+                )
+    """,
+    "fsdp012-hf-generate-synced-gpus-default-near-miss": """
+        from transformers import AutoModelForCausalLM
+        from torch.distributed.fsdp import fully_shard
+        model = AutoModelForCausalLM.from_pretrained(name)
+        fully_shard(model)
+        a = model.generate(**inputs, max_new_tokens=128)
+        b = model.generate(**inputs, max_new_tokens=128, synced_gpus=True)
+    """,
+    "fsdp012-hf-generate-unsharded-near-miss": """
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained(name).eval()
+        out = model.generate(**inputs, max_new_tokens=128, synced_gpus=False)
+    """,
+    "fsdp012-decode-done-all-reduced-near-miss": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        done = torch.zeros(ids.shape[0], dtype=torch.bool)
+        with torch.no_grad():
+            while True:
+                nxt = model(ids)[:, -1].argmax(-1)
+                ids = torch.cat([ids, nxt[:, None]], dim=1)
+                done |= nxt == eos
+                all_done = done.all().float()
+                dist.all_reduce(all_done, op=dist.ReduceOp.MIN)
+                if all_done.item() == 1.0:
+                    break
+    """,
+    "fsdp012-decode-fixed-count-near-miss": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+
+        @torch.no_grad()
+        def decode(model, ids, steps):
+            for _ in range(steps):
+                nxt = model(ids)[:, -1].argmax(-1, keepdim=True)
+                ids = torch.cat([ids, nxt], dim=1)
+            return ids
+
+        out = decode(model, prompt_ids, steps=cfg.max_new_tokens)
+    """,
+    "fsdp012-decode-unsharded-near-miss": """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        ddp_model = DDP(model)
+        with torch.no_grad():
+            for _ in range(max_new):
+                nxt = ddp_model(ids)[:, -1].argmax(-1)
+                ids = torch.cat([ids, nxt[:, None]], dim=1)
+                if (nxt == eos).all():
+                    break
+    """,
+    "fsdp012-decode-stop-on-setting-near-miss": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        step = 0
+        with torch.no_grad():
+            while ids.shape[1] < cfg.max_len:
+                nxt = model(ids)[:, -1].argmax(-1)
+                ids = torch.cat([ids, nxt[:, None]], dim=1)
+                step += 1
+                if step >= cfg.max_new:
+                    break
+    """,
 }
