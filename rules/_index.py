@@ -809,11 +809,19 @@ HEADS = (
         Severity.ERROR,
         (
             ("fully_shard",),
-            ("backward",),
+            (
+                "backward",
+                "break",
+                "return",
+                "while",
+                "synced_gpus",
+            ),
             (
                 "continue",
                 "break",
                 "return",
+                "while",
+                "synced_gpus",
                 Word("for", frozenset(["for"]), in_strings=False),
             ),
         ),

@@ -420,6 +420,8 @@ def _exits_on_sharded_output(trace: Trace, seen: set[int]) -> Iterator[Finding]:
                 "ranks stop after different numbers of forwards, and the next FSDP2 all-gather of a rank "
                 "still in the loop has no partner, so the run hangs; all-reduce the flag (MAX) and test "
                 "that, as transformers' `synced_gpus=True` does in generation",
+                hint="all-reduce whether this rank is still decoding (`dist.all_reduce(running, "
+                "op=dist.ReduceOp.MAX)`) and stop when no rank is; a rank that is done keeps running forwards",
             )
 
 
@@ -436,6 +438,8 @@ def _generate_unsynced(trace: Trace, seen: set[int]) -> Iterator[Finding]:
                 "`generate(..., synced_gpus=False)` on a sharded model: each rank stops when its own "
                 "sequences are done, and a rank still generating runs forwards whose FSDP2 all-gathers "
                 "have no partner, so the run hangs; leave `synced_gpus` to its default or pass True",
+                hint="pass `synced_gpus=True` (or leave it out: transformers defaults it to True on an FSDP-managed "
+                "model)",
             )
 
 

@@ -25,7 +25,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis.conditions import Condition, exclusive
 from fsdp2_lint.analysis.kinds import GradTag, GuardRanks, IterKind, Order, RankKind, UniformKind
-from fsdp2_lint.analysis.syntax import child_nodes, dotted
+from fsdp2_lint.analysis.syntax import dotted, runs_no_code, sole_return
 
 ANY = "*"
 ANY_DEPTH = "**"
@@ -560,36 +560,8 @@ class FunctionInfo:
         """Is its body (a docstring aside) one ``return`` of an expression that calls nothing
         (``return self._a if self._a is not None else self._b``)? Expanding it costs the size of
         that expression, whatever the arguments."""
-        body = self.node.body.body
-        if body and _is_docstring(body[0]):
-            body = body[1:]
-        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
-            return False
-        statement = body[0].body[0]
-        return isinstance(statement, cst.Return) and statement.value is not None and _calls_nothing(statement.value)
-
-
-# Expressions that run code of their own when evaluated.
-_CODE_RUNNING = (cst.Call, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Await, cst.Yield)
-
-
-def _calls_nothing(expression: cst.CSTNode) -> bool:
-    stack = [expression]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _CODE_RUNNING):
-            return False
-        stack.extend(child_nodes(node))
-    return True
-
-
-def _is_docstring(statement: cst.CSTNode) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
+        returned = sole_return(self.node)
+        return returned is not None and runs_no_code(returned)
 
 
 @dataclass(eq=False)

@@ -25,6 +25,41 @@ def dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
+def sole_return(function: cst.FunctionDef) -> cst.BaseExpression | None:
+    """The expression a function returns when its body (a docstring aside) is that one ``return``."""
+    body = list(statements(function.body))
+    if body and _is_docstring(body[0]):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+        return None
+    statement = body[0].body[0]
+    return statement.value if isinstance(statement, cst.Return) else None
+
+
+# Expressions that run code of their own when evaluated.
+_CODE_RUNNING = (cst.Call, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Await, cst.Yield)
+
+
+def runs_no_code(expression: cst.CSTNode) -> bool:
+    """Does evaluating ``expression`` run no code of its own (no call, lambda, comprehension)?"""
+    stack = [expression]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _CODE_RUNNING):
+            return False
+        stack.extend(child_nodes(node))
+    return True
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 _LAYOUT_FIELDS = re.compile(
     r"^(whitespace|lpar|rpar|comma|semicolon|colon|equal|star|dot|lbracket|rbracket|lbrace|rbrace)"
