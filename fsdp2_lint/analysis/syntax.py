@@ -8,6 +8,7 @@ import dataclasses
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the state libcst's own code generation uses
@@ -68,18 +69,17 @@ class Layout:
     its decorators.
 
     A part of the module (its header lines, one top-level statement, its footer lines) is laid out
-    by a code-generation pass of its own, when a node in it is first asked about: a finding costs
-    the statement it is in, not the file. Where a statement starts comes from CPython's parse of
-    ``code`` (the module's text), so the statements before it are not generated; ``parents``, the
-    parent links of the module's syntax nodes (those ``child_nodes`` reaches), say which statement
-    a node is in."""
+    by a code-generation pass of its own when a node in it is first asked about: a finding costs
+    the statement it is in, not the file. ``parents``, the parent links of the module's syntax
+    nodes (those ``child_nodes`` reaches), say which statement holds a node; ``code``, the
+    module's text, where a statement starts, without generating the statements above it."""
 
     def __init__(self, module: cst.Module, code: str, parents: Mapping[int, cst.CSTNode]) -> None:
         self._module = module
+        self._code = code
         self._parents = parents
-        self._anchor_lines = _anchor_lines(module, code)
         self._parts: dict[int, int] | None = None
-        self._spans: dict[int, tuple[int, int]] = {}  # a laid-out part -> its first token, its end marker
+        self._spans: dict[int, tuple[int, int]] = {}  # a laid-out part: its first token, its end marker
         self._state = _LayoutRecorder(default_indent=module.default_indent, default_newline=module.default_newline)
         self._starts: list[tuple[int, int]] = []  # (line, column) where each token recorded starts
 
@@ -125,43 +125,83 @@ class Layout:
         return self._parts[id(node)]
 
     def _lay_out(self, part: int) -> None:
+        """Generate a part's code and note where its tokens start; an empty token marks its end."""
         if part in self._spans:
             return
         module, state = self._module, self._state
-        anchored = 0 < part < self._footer and self._anchor_lines is not None
-        first_line = 1
-        if part > 0 and not anchored:  # it starts where the part before it ends
-            for earlier in range(len(self._spans), part) if self._anchor_lines is None else (part - 1,):
-                self._lay_out(earlier)
-            first_line = self._starts[self._spans[part - 1][1]][0]
         begin = len(state.tokens)
         for node in _part_nodes(module, part):
             node._codegen(state)
         if part == self._footer and not module.header and not module.body and not module.footer:
             if module.has_trailing_newline:
                 state.add_token(state.default_newline)  # what libcst generates for an empty module
-        if anchored:
-            statement = module.body[part - 1]
-            prefix = state.tokens[begin : _anchor_index(state.ranges, statement)]
-            first_line = self._anchor_lines[part - 1] - sum(_line_breaks(token) for token in prefix)
-        state.add_token("")  # its start is where the part ends
-        self._spans[part] = (begin, len(state.tokens) - 1)
-        self._note_starts(state.tokens[begin:], first_line)
+        state.add_token("")
+        end = len(state.tokens) - 1
+        self._spans[part] = (begin, end)
+        self._starts.extend([(0, 0)] * (len(state.tokens) - len(self._starts)))  # placed below
+        first_line = 1 if part == 0 else self._found_line(begin, end) or self._parsed_line(part, begin)
+        if first_line is None:  # it starts where the part before it ends
+            self._lay_out_in_turn(part - 1)
+            first_line = self._starts[self._spans[part - 1][1]][0]
+        self._starts[begin : end + 1] = _token_starts(state.tokens[begin : end + 1], first_line)
         if part == self._footer:
             self._lay_out(0)
-            state.ranges[id(module)] = (self._spans[0][0], self._spans[part][1])
+            state.ranges[id(module)] = (self._spans[0][0], end)
 
-    def _note_starts(self, tokens: list[str], line: int) -> None:
-        """Where each of a part's tokens starts, the part starting at column 0 of ``line``."""
-        starts, column = self._starts, 0
-        for token in tokens:
-            starts.append((line, column))
-            breaks = _line_breaks(token)
-            if breaks:
-                line += breaks
-                column = len(token) - max(token.rfind("\n"), token.rfind("\r")) - 1
-            else:
-                column += len(token)
+    def _lay_out_in_turn(self, part: int) -> None:
+        """Lay out ``part`` and the parts before it not yet laid out, first to last (each then
+        finds the one before it laid out: no recursion down the file)."""
+        earliest = part
+        while earliest > 0 and earliest - 1 not in self._spans:
+            earliest -= 1
+        for earlier in range(earliest, part + 1):
+            self._lay_out(earlier)
+
+    def _found_line(self, begin: int, end: int) -> int | None:
+        """The line a part starts on where its code is found once in the module's text. libcst
+        gives back the text it parsed, so the part's code is there, where the part is; found once,
+        nowhere else. Not in a text with a form feed (libcst drops some) nor where libcst drops lines."""
+        code = self._code
+        if "\f" in code or self._drops_lines:
+            return None
+        part_code = "".join(self._state.tokens[begin:end])
+        offset = code.find(part_code)
+        if offset < 0 or code.find(part_code, offset + 1) >= 0:
+            return None
+        return 1 + code.count("\n", 0, offset) + code.count("\r", 0, offset) - code.count("\r\n", 0, offset)
+
+    def _parsed_line(self, part: int, begin: int) -> int | None:
+        """The line a statement part starts on from CPython's parse of the module's text: the
+        line of its first token after its leading lines and decorators, less the line breaks
+        generated before that token."""
+        if part == self._footer or self._anchor_lines is None:
+            return None
+        statement = self._module.body[part - 1]
+        before = self._state.tokens[begin : _anchor_index(self._state.ranges, statement)]
+        return self._anchor_lines[part - 1] - sum(_line_breaks(token) for token in before)
+
+    @cached_property
+    def _drops_lines(self) -> bool:
+        """Does libcst drop line breaks of this text (some lines that hold only a backslash)?"""
+        return _BACKSLASH_LINE.search(self._code) is not None
+
+    @cached_property
+    def _anchor_lines(self) -> list[int] | None:
+        return None if self._drops_lines else _anchor_lines(self._module, self._code)
+
+
+def _token_starts(tokens: list[str], line: int) -> list[tuple[int, int]]:
+    """(line, column) where each token starts, the first at column 0 of ``line``."""
+    starts, column = [], 0
+    for token in tokens:
+        starts.append((line, column))
+        breaks = _line_breaks(token)
+        if breaks:
+            line += breaks
+            column = len(token) - max(token.rfind("\n"), token.rfind("\r")) - 1
+        else:
+            column += len(token)
+    return starts
 
 
 def _part_nodes(module: cst.Module, part: int) -> Sequence[cst.CSTNode]:
@@ -182,10 +222,7 @@ _BACKSLASH_LINE = re.compile(r"(?:^|(?<=[\r\n]))[ \t\f]*\\(?:\r\n|\r|\n)")
 
 def _anchor_lines(module: cst.Module, code: str) -> list[int] | None:
     """The line each top-level statement of ``module`` starts on after its leading lines and
-    decorators, from CPython's parser (in C: a fraction of a code-generation pass); None where its
-    statements and libcst's may not match: then each statement is placed after the one before."""
-    if _BACKSLASH_LINE.search(code):
-        return None  # libcst drops some lines that hold only a backslash: its lines are not the file's
+    decorators, from CPython's parser; None where its statements and libcst's may not match."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning: invalid escape sequences are not ours to report

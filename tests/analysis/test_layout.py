@@ -50,7 +50,10 @@ SOURCES = (
     + [pytest.param(hostile_inputs.source(name, 20).decode(), id=f"hostile-{name}") for name in hostile_inputs.FORMS]
     + [pytest.param(path.read_text(), id=f"torch-{path.relative_to(TORCH_DISTRIBUTED)}") for path in TORCH_SAMPLE]
 )
-UNPARSABLE = "("  # code CPython refuses: each statement is placed after the one before it
+# A statement is placed where its code is found once in the text, else by CPython's line numbers,
+# else after the statement before it. A form feed in the text rules out the first way, an
+# unparsable text (given in place of the module's) both.
+PLACEMENTS = {"found": lambda source: source, "parsed": lambda source: source + "\n\f", "in-turn": lambda _: "("}
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -63,8 +66,8 @@ def test_every_nodes_position_and_every_statements_lines_are_libcsts(source):
     nodes += [node for node in expected if id(node) not in parents and node is not module]
     statements = [node for node in expected if isinstance(node, cst.BaseStatement)]
     expected_lines = {id(statement): _lines(module, statement, expected) for statement in statements}
-    for code in (source, UNPARSABLE):
-        layout = Layout(module, code, parents)
+    for placement in PLACEMENTS.values():
+        layout = Layout(module, placement(source), parents)
         assert {id(node): layout.position(node) for node in nodes} == {id(node): expected[node] for node in nodes}
         assert {id(statement): layout.statement_lines(statement) for statement in statements} == expected_lines
 
@@ -78,12 +81,13 @@ def _lines(module: cst.Module, statement: cst.BaseStatement, positions) -> tuple
     return line, line + len(source_lines(code))
 
 
-def test_a_position_generates_only_the_statement_that_holds_the_node(monkeypatch):
+@pytest.mark.parametrize("placement", ["found", "parsed"])
+def test_a_position_generates_only_the_statement_that_holds_the_node(monkeypatch, placement):
     source = "import torch\n\n\n@torch.no_grad()\ndef f():\n    return 1\n\n\nx = f()\n"
     module = cst.parse_module(source)
     call = module.body[-1].body[0].value
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)[call]
-    layout = Layout(module, source, parent_links(module))
+    layout = Layout(module, PLACEMENTS[placement](source), parent_links(module))
 
     def refuse(node, state) -> None:
         raise AssertionError(f"{type(node).__name__} generated")
