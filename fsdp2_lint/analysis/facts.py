@@ -64,8 +64,8 @@ class ModuleText:
 
     @cached_property
     def layout(self) -> Layout:
-        # Computed only for modules that have findings: it costs a walk over the syntax tree
-        # (the parent links) and CPython's parse, then a code-generation pass per statement asked about.
+        # Computed only for modules that have findings: it costs the parent links (a walk over
+        # the syntax tree), then a code-generation pass of each top-level statement asked about.
         return Layout(self.module, self.source.decode(self.module.encoding), self.parents)
 
     @cached_property
