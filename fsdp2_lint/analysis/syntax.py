@@ -132,9 +132,8 @@ class Layout:
         begin = len(state.tokens)
         for node in _part_nodes(module, part):
             node._codegen(state)
-        if part == self._footer and not module.header and not module.body and not module.footer:
-            if module.has_trailing_newline:
-                state.add_token(state.default_newline)  # what libcst generates for an empty module
+        if part == self._footer and module.has_trailing_newline and not (module.header or module.body or module.footer):
+            state.add_token(state.default_newline)  # what libcst generates for an empty module
         state.add_token("")
         end = len(state.tokens) - 1
         self._spans[part] = (begin, end)
