@@ -22,7 +22,7 @@ from libcst.metadata import CodeRange
 from fsdp2_lint.analysis.interpreter.core import Interpreter
 from fsdp2_lint.analysis.model import Event, EventKind, Ref, Value, canonical, refs
 from fsdp2_lint.analysis.project import Project
-from fsdp2_lint.analysis.syntax import Layout, child_nodes, dotted, source_lines
+from fsdp2_lint.analysis.syntax import Layout, child_nodes, dotted, parent_links, source_lines
 from fsdp2_lint.analysis.trace import Trace, share_class_sharding
 
 
@@ -64,20 +64,14 @@ class ModuleText:
 
     @cached_property
     def layout(self) -> Layout:
-        # Computed only for modules that have findings: it costs a code-generation pass.
-        return Layout(self.module)
+        # Computed only for modules that have findings: it costs the parent links (a walk over
+        # the syntax tree), then a code-generation pass of each top-level statement asked about.
+        return Layout(self.module, self.source.decode(self.module.encoding), self.parents)
 
     @cached_property
     def parents(self) -> dict[int, cst.CSTNode]:
         """The parent of every syntax node (by ``id``) but the module."""
-        parents: dict[int, cst.CSTNode] = {}
-        stack: list[cst.CSTNode] = [self.module]
-        while stack:
-            node = stack.pop()
-            for child in child_nodes(node):
-                parents[id(child)] = node
-                stack.append(child)
-        return parents
+        return parent_links(self.module)
 
     @cached_property
     def code_lines(self) -> list[str]:

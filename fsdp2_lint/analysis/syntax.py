@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import re
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the state libcst's own code generation uses
@@ -82,48 +85,191 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield from (item for item in value if isinstance(item, cst.CSTNode))
 
 
-class Layout:
-    """Where each node of a module is in its code, from one code-generation pass (what libcst's
-    ``PositionProvider`` computes, without its per-token and per-node objects): ``position`` is
-    libcst's syntactic range of a node, ``statement_lines`` the lines a statement occupies with the
-    comment lines above it and its decorators."""
+def parent_links(module: cst.Module) -> dict[int, cst.CSTNode]:
+    """The parent of every syntax node (by ``id``) but the module."""
+    parents: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        for child in child_nodes(node):
+            parents[id(child)] = node
+            stack.append(child)
+    return parents
 
-    def __init__(self, module: cst.Module) -> None:
-        state = _LayoutRecorder(default_indent=module.default_indent, default_newline=module.default_newline)
-        module._codegen(state)
-        self._ranges = state.ranges
-        self._statements = state.statements
-        self._tokens = state.tokens
-        self._starts: list[tuple[int, int]] | None = None
+
+class Layout:
+    """Where each node of a module is in its code (what libcst's ``PositionProvider`` computes,
+    without its per-token and per-node objects): ``position`` is libcst's syntactic range of a
+    node, ``statement_lines`` the lines a statement occupies with the comment lines above it and
+    its decorators.
+
+    A part of the module (its header lines, one top-level statement, its footer lines) is laid out
+    by a code-generation pass of its own when a node in it is first asked about: a finding costs
+    the statement it is in, not the file. ``parents``, the parent links of the module's syntax
+    nodes (those ``child_nodes`` reaches), say which statement holds a node; ``code``, the
+    module's text, where a statement starts, without generating the statements above it."""
+
+    def __init__(self, module: cst.Module, code: str, parents: Mapping[int, cst.CSTNode]) -> None:
+        self._module = module
+        self._code = code
+        self._parents = parents
+        self._parts: dict[int, int] | None = None
+        self._spans: dict[int, tuple[int, int]] = {}  # a laid-out part: its first token, its end marker
+        self._state = _LayoutRecorder(default_indent=module.default_indent, default_newline=module.default_newline)
+        self._starts: list[tuple[int, int]] = []  # (line, column) where each token recorded starts
 
     def holds(self, node: cst.CSTNode) -> bool:
-        """Is ``node`` part of this module?"""
-        return id(node) in self._ranges
+        """Is ``node``, a syntax node, part of this module?"""
+        return node is self._module or id(node) in self._parents
 
     def position(self, node: cst.CSTNode) -> CodeRange:
-        start, end = self._ranges[id(node)]
-        return CodeRange(CodePosition(*self._start_of(start)), CodePosition(*self._start_of(end)))
+        start, end = self._range(node, self._state.ranges)
+        return CodeRange(CodePosition(*self._starts[start]), CodePosition(*self._starts[end]))
 
     def statement_lines(self, statement: cst.BaseStatement) -> tuple[int, int]:
         """(first, end) 1-based, end exclusive."""
-        start, end = self._statements[id(statement)]
-        return self._start_of(start)[0], self._start_of(end)[0]
+        start, end = self._range(statement, self._state.statements)
+        return self._starts[start][0], self._starts[end][0]
 
-    def _start_of(self, index: int) -> tuple[int, int]:
-        """(line, column) where the token at ``index`` starts (1-based line, 0-based column)."""
-        if self._starts is None:
-            starts, line, column = [], 1, 0
-            for token in self._tokens:
-                starts.append((line, column))
-                breaks = _line_breaks(token)
-                if breaks:
-                    line += breaks
-                    column = len(token) - max(token.rfind("\n"), token.rfind("\r")) - 1
-                else:
-                    column += len(token)
-            starts.append((line, column))
-            self._starts = starts
-        return self._starts[index]
+    def _range(self, node: cst.CSTNode, ranges: dict[int, tuple[int, int]]) -> tuple[int, int]:
+        """The token indexes of ``node`` in ``ranges``, once the part that holds it is laid out."""
+        if id(node) not in ranges:
+            if self.holds(node):
+                self._lay_out(self._part_of(node))
+            else:  # whitespace or punctuation, which ``parents`` does not know: the parts in turn
+                for part in range(self._footer + 1):
+                    self._lay_out(part)
+                    if id(node) in ranges:
+                        break
+        return ranges[id(node)]
+
+    @property
+    def _footer(self) -> int:
+        """The parts: 0 the header lines, 1 to n the module's statements, n + 1 the footer lines."""
+        return len(self._module.body) + 1
+
+    def _part_of(self, node: cst.CSTNode) -> int:
+        if node is self._module:
+            return self._footer  # its range ends with the footer's
+        if self._parts is None:
+            module = self._module
+            self._parts = {id(line): 0 for line in module.header} | {id(line): self._footer for line in module.footer}
+            self._parts |= {id(statement): part for part, statement in enumerate(module.body, 1)}
+        while (parent := self._parents[id(node)]) is not self._module:
+            node = parent
+        return self._parts[id(node)]
+
+    def _lay_out(self, part: int) -> None:
+        """Generate a part's code and note where its tokens start; an empty token marks its end."""
+        if part in self._spans:
+            return
+        module, state = self._module, self._state
+        begin = len(state.tokens)
+        for node in _part_nodes(module, part):
+            node._codegen(state)
+        if part == self._footer and module.has_trailing_newline and not (module.header or module.body or module.footer):
+            state.add_token(state.default_newline)  # what libcst generates for an empty module
+        state.add_token("")
+        end = len(state.tokens) - 1
+        self._spans[part] = (begin, end)
+        self._starts.extend([(0, 0)] * (len(state.tokens) - len(self._starts)))  # placed below
+        first_line = 1 if part == 0 else self._found_line(begin, end) or self._parsed_line(part, begin)
+        if first_line is None:  # it starts where the part before it ends
+            self._lay_out_in_turn(part - 1)
+            first_line = self._starts[self._spans[part - 1][1]][0]
+        self._starts[begin : end + 1] = _token_starts(state.tokens[begin : end + 1], first_line)
+        if part == self._footer:
+            self._lay_out(0)
+            state.ranges[id(module)] = (self._spans[0][0], end)
+
+    def _lay_out_in_turn(self, part: int) -> None:
+        """Lay out ``part`` and the parts before it not yet laid out, first to last (each then
+        finds the one before it laid out: no recursion down the file)."""
+        earliest = part
+        while earliest > 0 and earliest - 1 not in self._spans:
+            earliest -= 1
+        for earlier in range(earliest, part + 1):
+            self._lay_out(earlier)
+
+    def _found_line(self, begin: int, end: int) -> int | None:
+        """The line a part starts on where its code is found once in the module's text. libcst
+        gives back the text it parsed, so the part's code is there, where the part is; found once,
+        nowhere else. Not in a text with a form feed (libcst drops some) nor where libcst drops lines."""
+        code = self._code
+        if "\f" in code or self._drops_lines:
+            return None
+        part_code = "".join(self._state.tokens[begin:end])
+        offset = code.find(part_code)
+        if offset < 0 or code.find(part_code, offset + 1) >= 0:
+            return None
+        return 1 + code.count("\n", 0, offset) + code.count("\r", 0, offset) - code.count("\r\n", 0, offset)
+
+    def _parsed_line(self, part: int, begin: int) -> int | None:
+        """The line a statement part starts on from CPython's parse of the module's text: the
+        line of its first token after its leading lines and decorators, less the line breaks
+        generated before that token."""
+        if part == self._footer or self._anchor_lines is None:
+            return None
+        statement = self._module.body[part - 1]
+        before = self._state.tokens[begin : _anchor_index(self._state.ranges, statement)]
+        return self._anchor_lines[part - 1] - sum(_line_breaks(token) for token in before)
+
+    @cached_property
+    def _drops_lines(self) -> bool:
+        """Does libcst drop line breaks of this text (some lines that hold only a backslash)?"""
+        return _BACKSLASH_LINE.search(self._code) is not None
+
+    @cached_property
+    def _anchor_lines(self) -> list[int] | None:
+        return None if self._drops_lines else _anchor_lines(self._module, self._code)
+
+
+def _token_starts(tokens: list[str], line: int) -> list[tuple[int, int]]:
+    """(line, column) where each token starts, the first at column 0 of ``line``."""
+    starts, column = [], 0
+    for token in tokens:
+        starts.append((line, column))
+        breaks = _line_breaks(token)
+        if breaks:
+            line += breaks
+            column = len(token) - max(token.rfind("\n"), token.rfind("\r")) - 1
+        else:
+            column += len(token)
+    return starts
+
+
+def _part_nodes(module: cst.Module, part: int) -> Sequence[cst.CSTNode]:
+    if part == 0:
+        return module.header
+    return module.footer if part == len(module.body) + 1 else (module.body[part - 1],)
+
+
+def _anchor_index(ranges: dict[int, tuple[int, int]], statement: cst.BaseStatement) -> int:
+    """The index of a statement's first token after its leading lines and decorators: where
+    CPython starts it (libcst's syntactic range of it, or of its first small statement)."""
+    first = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else statement
+    return ranges[id(first)][0]
+
+
+_BACKSLASH_LINE = re.compile(r"(?:^|(?<=[\r\n]))[ \t\f]*\\(?:\r\n|\r|\n)")
+
+
+def _anchor_lines(module: cst.Module, code: str) -> list[int] | None:
+    """The line each top-level statement of ``module`` starts on after its leading lines and
+    decorators, from CPython's parser; None where its statements and libcst's may not match."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning: invalid escape sequences are not ours to report
+            body = ast.parse(code.removeprefix("\ufeff")).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a null byte
+        return None
+    lines, index = [], 0
+    for statement in module.body:
+        if index >= len(body):
+            return None
+        lines.append(body[index].lineno)
+        index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+    return lines if index == len(body) else None
 
 
 def generate(module: cst.Module, nodes: Iterable[cst.CSTNode], indent: Iterable[str]) -> str:
@@ -145,10 +291,8 @@ class _LayoutRecorder(CodegenState):
     ranges: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
     statements: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
     _open: list[int] = dataclasses.field(default_factory=list)
-
-    def pop_trailing_newline(self) -> None:
-        """Keep the newline a file does not end with: libcst's positions count it (a statement
-        on the last line ends at the start of the next)."""
+    # No pop_trailing_newline: the module's own code generation, which calls it for a file that
+    # does not end with a newline, is not run, and libcst's positions count that newline.
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         self._open.append(len(self.tokens))
