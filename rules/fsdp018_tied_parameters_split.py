@@ -188,7 +188,7 @@ fully_shard(model)
     )
     requires = (("fully_shard",),)
     signature = RuntimeSignature(
-        evidence="exception",
+        evidence="tie_broken",  # the meta-init shape is silent; the split raises
         exception=("ValueError",),
         message=r"is shared with a parameter already managed by another FSDP group",
         torch_versions=TorchVersions(
@@ -220,6 +220,67 @@ fully_shard(model)
                             fix=_group_adjacent(facts, trace, shard, tie, other),
                         )
                         break
+            yield from _broken_by_to_empty(trace, ties)
+
+
+def _broken_by_to_empty(trace: Trace, ties: list[_Tie]) -> Iterator[Finding]:
+    """``to_empty()`` on an unsharded module holding a tie made on the meta device, with nothing
+    tying the two again afterwards: ``to_empty()`` gives each name a tensor of its own."""
+    for to_empty in trace.methods("to_empty"):
+        modules = [canonical(ref) for ref in refs(to_empty.receiver)]
+        if not modules or trace.handed_off(modules, to_empty.index) is not None:
+            continue  # code this trace does not show may tie them again
+        for tie in ties:
+            if tie.library or not tie.event.ctx.meta_device or tie.event.index > to_empty.index:
+                continue
+            if tie.event.exclusive_with(to_empty) or not any(_holds_both(m, tie) for m in modules):
+                continue
+            if _sharded_whole(trace, tie, to_empty) or _tied_again(trace, tie, to_empty, modules):
+                continue
+            yield Finding(
+                to_empty.node,
+                f"`to_empty()` gives `{tie.owner.text}.{tie.name}` a tensor of its own: its tie to "
+                f"`{tie.source.text}.{tie.name}`, made on the meta device, breaks and nothing ties them again, "
+                "so the two modules train separate copies",
+                hint="tie the weights again after `to_empty()` (`model.tie_weights()`, "
+                "`model.head.weight = model.emb.weight`), or call `to_empty()` after `fully_shard(model)`",
+                related=((tie.event.node, "tied here, on the meta device"),),
+            )
+            break  # one finding per call
+
+
+def _holds_both(module: Ref, tie: _Tie) -> bool:
+    return _holds(module, tie.owner) and _holds(module, tie.source)
+
+
+def _sharded_whole(trace: Trace, tie: _Tie, to_empty: Event) -> bool:
+    """Does a ``fully_shard`` group that may hold both tied modules run between the tie and
+    ``to_empty()``? The tie is then one DTensor, which ``to_empty()`` keeps."""
+    return any(
+        tie.event.index < shard.index < to_empty.index
+        and any(
+            any(may_contain(canonical(t), tie.owner) for t in group)
+            and any(may_contain(canonical(t), tie.source) for t in group)
+            for group in shard.groups
+        )
+        for shard in trace.shards
+    )
+
+
+def _tied_again(trace: Trace, tie: _Tie, to_empty: Event, modules: list[Ref]) -> bool:
+    """After ``to_empty()``: a store of the tied attribute on one of the two modules (the same
+    tie made again, in the flow or a same-file ``tie_weights()``), or a ``tie_weights()`` call on
+    the model whose code the file does not show (a Hugging Face model's)."""
+    for event in trace.events[to_empty.index + 1 :]:
+        if event.exclusive_with(to_empty):
+            continue
+        if event.kind is EventKind.STORE and event.name == tie.name:
+            if any(canonical(receiver) in (tie.owner, tie.source) for receiver in refs(event.receiver)):
+                return True
+        if event.kind is EventKind.METHOD and event.name == "tie_weights":
+            if any(canonical(receiver) in modules for receiver in refs(event.receiver)):
+                return True
+    return False
 
 
 def _message(tie: _Tie, alone: Ref, other: Ref) -> str:
