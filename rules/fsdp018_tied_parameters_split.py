@@ -59,6 +59,13 @@ both, the tied modules left to the root's group, weights that are not tied (a `t
 that nothing calls, a config flag set False, a tied parameter replaced by a copy of its own before
 the call).
 
+Also flagged, at the `to_empty()` call: a model built on the meta device (`with
+torch.device("meta"):`) whose constructor (or a method or helper it runs) ties two of its modules,
+materialised by `model.to_empty(...)` before any `fully_shard` group holds both tied modules, with
+nothing tying them again afterwards. Not flagged: `to_empty()` after `fully_shard(model)` (or a
+group holding both), a tie made again after `to_empty()` (`model.tie_weights()`,
+`model.head.weight = model.emb.weight`), a tie made after `to_empty()`, a model with no tie.
+
 ## Why is this bad?
 `fully_shard` replaces each parameter of its group by a sharded DTensor. Tied parameters are one
 `nn.Parameter` owned by two modules; when the modules land in different groups, the first group
@@ -71,11 +78,25 @@ does not raise). Torch 2.11 does not raise (checked on an H100 with NCCL, 2026-1
 checked): the tie is silently broken and the two copies train separately, so the rule runs for
 every version and `confirm` reports its bad fixtures as not reproducible before 2.13.
 
+`to_empty()` gives each registered name of each module a new tensor of its own, so on an
+unsharded model the two names of a tied parameter end up with two tensors: with torch 2.13 the tie
+breaks silently (`model.head.weight is model.emb.weight` is `False` afterwards, the later
+`fully_shard` raises nothing, and the two modules train separate copies; checked on torch 2.13.0,
+CPU/gloo, 2 ranks). `init_weights()` or `reset_parameters()` do not tie them again. Once a
+`fully_shard` group holds both modules the tie is one DTensor, which `to_empty()` keeps.
+
 Use instead:
 
 ```python
 fully_shard([model.emb, model.head], mesh=mesh)  # one group: the tie stays one parameter
 fully_shard(model, mesh=mesh)
+```
+
+or, after meta-device construction:
+
+```python
+model.to_empty(device="cuda")
+model.tie_weights()  # to_empty() gave each name a tensor of its own
 ```
 
 ## Known problems
@@ -87,7 +108,11 @@ not reported). A tie or a `fully_shard` call whose module path is not known exac
 `model.modules()`, or over blocks that may or may not hold a tied module) is not reported. A tie
 and a split that each run under a condition of their own (`if tie:` around the tie, `if not
 tie:` around the calls) are taken to be exclusive and not reported, even where the two tests are
-unrelated.
+unrelated. After `to_empty()`, any store of the tied attribute on one of the two modules counts as
+tying them again, as does any `tie_weights()` call on the model and handing the model to code the
+file does not show; a `fully_shard` group that may hold both tied modules (a module whose path is
+not known exactly) counts as keeping the tie. A Hugging Face model built on the meta device is not
+checked for this.
 """
     valid = (
         """
@@ -118,6 +143,26 @@ from torch.distributed.fsdp import fully_shard
 
 model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
 fully_shard([model.get_input_embeddings(), model.get_output_embeddings()])
+fully_shard(model)
+""",
+        """
+import torch
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(32, 16)
+        self.head = nn.Linear(16, 32, bias=False)
+        self.head.weight = self.emb.weight
+
+
+with torch.device("meta"):
+    model = LM()
+model.to_empty(device="cuda")
+model.head.weight = model.emb.weight  # tied again
 fully_shard(model)
 """,
     )
@@ -175,6 +220,25 @@ model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
 fully_shard(model.get_input_embeddings())  # expect: FSDP018
 fully_shard(model)
 """,
+        """
+import torch
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(32, 16)
+        self.head = nn.Linear(16, 32, bias=False)
+        self.head.weight = self.emb.weight
+
+
+with torch.device("meta"):
+    model = LM()
+model.to_empty(device="cuda")  # expect: FSDP018
+fully_shard(model)
+""",
     )
     fix_offer = FixOffer(
         summary="`fully_shard(model.emb, **kw)` then `fully_shard(model.head, **kw)` → "
@@ -194,7 +258,8 @@ fully_shard(model)
         torch_versions=TorchVersions(
             since="2.13",
             why="fully_shard's duplicate-parameter check; torch 2.11 has none and the tie breaks silently "
-            "(an H100 run, 2026-11-26); 2.12 not checked",
+            "(an H100 run, 2026-11-26); 2.12 not checked. The meta-init tie that to_empty() breaks is "
+            "silent in 2.13 too (tie_broken evidence); older versions not checked",
         ),
     )
 
