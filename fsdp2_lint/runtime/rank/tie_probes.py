@@ -34,7 +34,12 @@ class Ties(NamedTuple):
 
     def broken(self) -> list[list[str]]:
         """The groups whose names no longer resolve to one parameter."""
-        return [names for names in self.groups if len({id(self.module.get_parameter(n)) for n in names}) > 1]
+        return [names for names in self.groups if len({id(self._current(name)) for name in names}) > 1]
+
+    def _current(self, name: str) -> object:
+        """What the module holds under ``name`` now (a script may have put a plain tensor there)."""
+        owner, _, attr = name.rpartition(".")
+        return getattr(self.module.get_submodule(owner), attr, None)
 
 
 def tied_names(module: torch.nn.Module) -> list[list[str]]:
