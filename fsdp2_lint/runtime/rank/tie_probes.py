@@ -72,7 +72,9 @@ class TieProbe:
 
     def _on_to_empty(self, module: torch.nn.Module, groups: list[list[str]], frame: FrameType) -> None:
         if groups:
-            self.pending.append(Ties(module, type(module).__name__, self.probes.locator.locate_stack(frame)["line"], groups))
+            self.pending.append(
+                Ties(module, type(module).__name__, self.probes.locator.locate_stack(frame)["line"], groups)
+            )
 
     def _before_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         if not self.pending:
