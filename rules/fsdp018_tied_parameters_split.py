@@ -59,6 +59,13 @@ both, the tied modules left to the root's group, weights that are not tied (a `t
 that nothing calls, a config flag set False, a tied parameter replaced by a copy of its own before
 the call).
 
+Also flagged, at the `to_empty()` call: a model built on the meta device (`with
+torch.device("meta"):`) whose constructor (or a method or helper it runs) ties two of its modules,
+materialised by `model.to_empty(...)` before any `fully_shard` group holds both tied modules, with
+nothing tying them again afterwards. Not flagged: `to_empty()` after `fully_shard(model)` (or a
+group holding both), a tie made again after `to_empty()` (`model.tie_weights()`,
+`model.head.weight = model.emb.weight`), a tie made after `to_empty()`, a model with no tie.
+
 ## Why is this bad?
 `fully_shard` replaces each parameter of its group by a sharded DTensor. Tied parameters are one
 `nn.Parameter` owned by two modules; when the modules land in different groups, the first group
@@ -71,11 +78,25 @@ does not raise). Torch 2.11 does not raise (checked on an H100 with NCCL, 2026-1
 checked): the tie is silently broken and the two copies train separately, so the rule runs for
 every version and `confirm` reports its bad fixtures as not reproducible before 2.13.
 
+`to_empty()` gives each registered name of each module a new tensor of its own, so on an
+unsharded model the two names of a tied parameter end up with two tensors: with torch 2.13 the tie
+breaks silently (`model.head.weight is model.emb.weight` is `False` afterwards, the later
+`fully_shard` raises nothing, and the two modules train separate copies; checked on torch 2.13.0,
+CPU/gloo, 2 ranks). `init_weights()` or `reset_parameters()` do not tie them again. Once a
+`fully_shard` group holds both modules the tie is one DTensor, which `to_empty()` keeps.
+
 Use instead:
 
 ```python
 fully_shard([model.emb, model.head], mesh=mesh)  # one group: the tie stays one parameter
 fully_shard(model, mesh=mesh)
+```
+
+or, after meta-device construction:
+
+```python
+model.to_empty(device="cuda")
+model.tie_weights()  # to_empty() gave each name a tensor of its own
 ```
 
 ## Known problems
@@ -87,7 +108,11 @@ not reported). A tie or a `fully_shard` call whose module path is not known exac
 `model.modules()`, or over blocks that may or may not hold a tied module) is not reported. A tie
 and a split that each run under a condition of their own (`if tie:` around the tie, `if not
 tie:` around the calls) are taken to be exclusive and not reported, even where the two tests are
-unrelated.
+unrelated. After `to_empty()`, any store of the tied attribute on one of the two modules counts as
+tying them again, as does any `tie_weights()` call on the model and handing the model to code the
+file does not show; a `fully_shard` group that may hold both tied modules (a module whose path is
+not known exactly) counts as keeping the tie. A Hugging Face model built on the meta device is not
+checked for this.
 """
     valid = (
         """
@@ -118,6 +143,26 @@ from torch.distributed.fsdp import fully_shard
 
 model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
 fully_shard([model.get_input_embeddings(), model.get_output_embeddings()])
+fully_shard(model)
+""",
+        """
+import torch
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(32, 16)
+        self.head = nn.Linear(16, 32, bias=False)
+        self.head.weight = self.emb.weight
+
+
+with torch.device("meta"):
+    model = LM()
+model.to_empty(device="cuda")
+model.head.weight = model.emb.weight  # tied again
 fully_shard(model)
 """,
     )
@@ -175,6 +220,25 @@ model = AutoModelForCausalLM.from_pretrained(name, tie_word_embeddings=True)
 fully_shard(model.get_input_embeddings())  # expect: FSDP018
 fully_shard(model)
 """,
+        """
+import torch
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(32, 16)
+        self.head = nn.Linear(16, 32, bias=False)
+        self.head.weight = self.emb.weight
+
+
+with torch.device("meta"):
+    model = LM()
+model.to_empty(device="cuda")  # expect: FSDP018
+fully_shard(model)
+""",
     )
     fix_offer = FixOffer(
         summary="`fully_shard(model.emb, **kw)` then `fully_shard(model.head, **kw)` → "
@@ -188,13 +252,14 @@ fully_shard(model)
     )
     requires = (("fully_shard",),)
     signature = RuntimeSignature(
-        evidence="exception",
+        evidence="tie_broken",  # the meta-init shape is silent; the split raises
         exception=("ValueError",),
         message=r"is shared with a parameter already managed by another FSDP group",
         torch_versions=TorchVersions(
             since="2.13",
             why="fully_shard's duplicate-parameter check; torch 2.11 has none and the tie breaks silently "
-            "(an H100 run, 2026-11-26); 2.12 not checked",
+            "(an H100 run, 2026-11-26); 2.12 not checked. The meta-init tie that to_empty() breaks is "
+            "silent in 2.13 too (tie_broken evidence); older versions not checked",
         ),
     )
 
@@ -220,6 +285,67 @@ fully_shard(model)
                             fix=_group_adjacent(facts, trace, shard, tie, other),
                         )
                         break
+            yield from _broken_by_to_empty(trace, ties)
+
+
+def _broken_by_to_empty(trace: Trace, ties: list[_Tie]) -> Iterator[Finding]:
+    """``to_empty()`` on an unsharded module holding a tie made on the meta device, with nothing
+    tying the two again afterwards: ``to_empty()`` gives each name a tensor of its own."""
+    for to_empty in trace.methods("to_empty"):
+        modules = [canonical(ref) for ref in refs(to_empty.receiver)]
+        if not modules or trace.handed_off(modules, to_empty.index) is not None:
+            continue  # code this trace does not show may tie them again
+        for tie in ties:
+            if tie.library or not tie.event.ctx.meta_device or tie.event.index > to_empty.index:
+                continue
+            if tie.event.exclusive_with(to_empty) or not any(_holds_both(m, tie) for m in modules):
+                continue
+            if _sharded_whole(trace, tie, to_empty) or _tied_again(trace, tie, to_empty, modules):
+                continue
+            yield Finding(
+                to_empty.node,
+                f"`to_empty()` gives `{tie.owner.text}.{tie.name}` a tensor of its own: its tie to "
+                f"`{tie.source.text}.{tie.name}`, made on the meta device, breaks and nothing ties them again, "
+                "so the two modules train separate copies",
+                hint="tie the weights again after `to_empty()` (`model.tie_weights()`, "
+                "`model.head.weight = model.emb.weight`), or call `to_empty()` after `fully_shard(model)`",
+                related=((tie.event.node, "tied here, on the meta device"),),
+            )
+            break  # one finding per call
+
+
+def _holds_both(module: Ref, tie: _Tie) -> bool:
+    return _holds(module, tie.owner) and _holds(module, tie.source)
+
+
+def _sharded_whole(trace: Trace, tie: _Tie, to_empty: Event) -> bool:
+    """Does a ``fully_shard`` group that may hold both tied modules run between the tie and
+    ``to_empty()``? The tie is then one DTensor, which ``to_empty()`` keeps."""
+    return any(
+        tie.event.index < shard.index < to_empty.index
+        and any(
+            any(may_contain(canonical(t), tie.owner) for t in group)
+            and any(may_contain(canonical(t), tie.source) for t in group)
+            for group in shard.groups
+        )
+        for shard in trace.shards
+    )
+
+
+def _tied_again(trace: Trace, tie: _Tie, to_empty: Event, modules: list[Ref]) -> bool:
+    """After ``to_empty()``: a store of the tied attribute on one of the two modules (the same
+    tie made again, in the flow or a same-file ``tie_weights()``), or a ``tie_weights()`` call on
+    the model whose code the file does not show (a Hugging Face model's)."""
+    for event in trace.events[to_empty.index + 1 :]:
+        if event.exclusive_with(to_empty):
+            continue
+        if event.kind is EventKind.STORE and event.name == tie.name:
+            if any(canonical(receiver) in (tie.owner, tie.source) for receiver in refs(event.receiver)):
+                return True
+        if event.kind is EventKind.METHOD and event.name == "tie_weights":
+            if any(canonical(receiver) in modules for receiver in refs(event.receiver)):
+                return True
+    return False
 
 
 def _message(tie: _Tie, alone: Ref, other: Ref) -> str:

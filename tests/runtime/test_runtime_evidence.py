@@ -556,6 +556,25 @@ def test_buffer_not_recomputed_needs_a_buffer_still_as_to_empty_left_it():
     assert observe(synthetic_record({0: [START, buffers(0), EXIT], 1: [START, buffers(0), EXIT]})) == []
 
 
+def ties(broken: list[list[str]]) -> dict:
+    return {"kind": "ties_after_to_empty", "to_empty_line": 30, "module": "LM", "ties": 1, "broken": broken,
+            "broken_count": len(broken), "line": 40}  # fmt: skip
+
+
+def test_tie_broken_needs_tied_names_that_hold_distinct_tensors():
+    broken = ties([["emb.weight", "head.weight"]])
+    [evidence] = observe(synthetic_record({0: [START, broken, EXIT], 1: [START, broken, EXIT]}))
+    assert evidence.kind == "tie_broken" and evidence.lines == (30, 40) and evidence.ranks == (0, 1)
+    assert "LM.to_empty() at line 30 broke 1 of 1 ties (emb.weight = head.weight)" in evidence.summary
+    signature = RuntimeSignature("tie_broken", exception=("ValueError",), message="shared with a parameter")
+    assert matches(evidence, signature)
+    shared = {"kind": "exception", "types": ["ValueError"], "message": "Parameter 'emb.weight' is shared with a "
+              "parameter already managed by another FSDP group", "line": 50}  # fmt: skip
+    [raised] = observe(synthetic_record({0: [START, shared], 1: [START, shared]}))
+    assert matches(raised, signature) and not matches(raised, RuntimeSignature("tie_broken"))
+    assert observe(synthetic_record({0: [START, ties([]), EXIT], 1: [START, ties([]), EXIT]})) == []
+
+
 def stale_unsharded(stale: int, names: tuple[str, ...] = ("layers.0.weight", "layers.0.bias")) -> dict:
     return {"kind": "stale_unsharded", "line": 26, "module": "FSDPLinear", "params": 2, "stale": stale,
             "names": list(names)}  # fmt: skip

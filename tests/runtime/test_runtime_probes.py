@@ -863,6 +863,51 @@ def test_buffer_probe_sees_non_persistent_buffers_nothing_recomputed_after_to_em
         assert event["compared"] == 1 and event["untouched_count"] == 0
 
 
+# FSDP018: a tie made on the meta device, through to_empty() before or after fully_shard, tied again or not.
+META_TIE = """
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 8)
+        self.body = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 16, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, tok):
+        return self.head(self.body(self.emb(tok)))
+
+with torch.device("meta"):
+    model = LM()
+if ORDER == "shard first":
+    fully_shard(model.body)
+    fully_shard(model)
+model.to_empty(device="cpu")  # <to_empty>
+if ORDER == "retie":
+    model.head.weight = model.emb.weight
+if ORDER != "shard first":
+    fully_shard(model.body)
+    fully_shard(model)
+with torch.no_grad():
+    model.emb.weight.normal_()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+tok = torch.randint(0, 16, (2, 4))
+model(tok).sum().backward()
+optimizer.step()
+"""
+
+
+def test_tie_probe_sees_a_tie_to_empty_broke_and_nothing_restored(run_scripts):
+    scripts = [f"ORDER = {order!r}" + META_TIE for order in ("broken", "shard first", "retie")]
+    broken, shard_first, retied = run_scripts(*scripts)
+    [evidence] = [e for e in observe(broken) if e.kind == "tie_broken"]
+    assert evidence.ranks == (0, 1) and "(emb.weight = head.weight)" in evidence.summary
+    assert evidence.lines[0] == line_of(script_source(scripts[0]), "# <to_empty>")
+    for record in (shard_first, retied):
+        assert record.completed() and "tie_broken" not in kinds(record)
+        [(_, event), _] = record.of_kind(events.TIES_AFTER_TO_EMPTY)
+        assert event["ties"] == 1 and event["broken_count"] == 0
+
+
 # FSDP044: parameters left unsharded across the optimizer step.
 RESHARD_OFF = """
 model = shard(make_model())

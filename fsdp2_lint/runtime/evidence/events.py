@@ -32,6 +32,9 @@ TO_EMPTY = "to_empty"  # line, module, params
 MATERIALIZED = "materialized"  # at the first step: to_empty_line, compared, untouched(_count)
 # at the first step: to_empty_line, compared (non-persistent buffers), untouched ("Class.name"), untouched_count
 BUFFERS_AFTER_TO_EMPTY = "buffers_after_to_empty"
+# at the first step: to_empty_line, module, ties (parameters registered under several names just before
+# to_empty), broken (their name groups that now hold distinct tensors), broken_count, line
+TIES_AFTER_TO_EMPTY = "ties_after_to_empty"
 # line, optimizer, params, dtensor_params, replaced_params (tensors fully_shard replaced), unsharded_params
 # (plain tensors that were the sharded model's parameters when it was built), optimizer_id
 OPTIMIZER = "optimizer"

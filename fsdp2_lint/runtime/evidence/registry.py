@@ -793,6 +793,31 @@ def detect_buffer_not_recomputed(run: RunRecord) -> list[Evidence]:
     )
 
 
+# tie_broken (FSDP018) -----------------------------------------------------------------------------
+
+
+@evidence_kind(
+    "tie_broken",
+    _describe_or_exception("parameters tied before to_empty() are separate tensors at the first step"),
+    _kind_or_exception("tie_broken"),
+)
+def detect_tie_broken(run: RunRecord) -> list[Evidence]:
+    """At the first optimizer step, names that shared one parameter just before ``to_empty()`` hold
+    distinct tensors: the tie broke and nothing tied them again, so each trains a copy (FSDP018)."""
+    return _grouped_evidence(
+        run,
+        "tie_broken",
+        events.TIES_AFTER_TO_EMPTY,
+        lambda event: event["broken_count"] > 0,
+        lambda event: (
+            f"{event['module']}.to_empty(){_at(event['to_empty_line'])} broke {event['broken_count']} of "
+            f"{event['ties']} ties ({'; '.join(' = '.join(names) for names in event['broken'])}): they are separate "
+            f"tensors at the first optimizer step{_at(event.get('line'))}"
+        ),
+        lambda event: (event["to_empty_line"], event.get("line")),
+    )
+
+
 # stale_unsharded_params (FSDP044) -----------------------------------------------------------------
 
 

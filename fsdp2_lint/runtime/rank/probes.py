@@ -49,6 +49,7 @@ from fsdp2_lint.runtime.rank.reentrant_checkpoint_probe import ReentrantCheckpoi
 from fsdp2_lint.runtime.rank.sharded_operand_probe import ShardedOperandProbe
 from fsdp2_lint.runtime.rank.stale_unshard_probe import StaleUnshardProbe
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
+from fsdp2_lint.runtime.rank.tie_probes import TieProbe
 from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
 from fsdp2_lint.runtime.rank.view_output_probe import ViewOutputProbe
 
@@ -224,6 +225,7 @@ class Probes(ProbeCore):
         ReduceScatterProbe(self).install()
         self._wrap_to_empty()
         BufferProbe(self).install()
+        TieProbe(self).install()
         self._wrap_optimizer_init()
         register_optimizer_step_pre_hook(self.guarded("step", self._before_step))
         register_optimizer_step_post_hook(self.guarded("step", self._after_step))

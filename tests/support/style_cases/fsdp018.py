@@ -322,4 +322,109 @@ CASES = {
         fully_shard(model.lm_head)
         fully_shard(model)
     """,
+    "fsdp018-meta-to-empty-in-a-trainer": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.wte = nn.Embedding(8, 4)
+                self.blocks = nn.ModuleList(nn.Linear(4, 4) for _ in range(2))
+                self.lm_head = nn.Linear(4, 8, bias=False)
+                self.lm_head.weight = self.wte.weight
+        class Trainer:
+            def __init__(self, mesh):
+                with torch.device("meta"):
+                    self.model = LM()
+                self.model.to_empty(device="cuda")  # expect: FSDP018
+                for block in self.model.blocks:
+                    fully_shard(block, mesh=mesh)
+                fully_shard(self.model, mesh=mesh)
+        trainer = Trainer(mesh)
+    """,
+    "fsdp018-meta-to-empty-in-a-helper-blocks-sharded-first": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(8, 4)
+                self.layers = nn.ModuleList([nn.Linear(4, 4)])
+                self.head = nn.Linear(4, 8, bias=False)
+                self.tie()
+            def tie(self):
+                self.head.weight = self.embed.weight
+        def materialize(model):
+            model.to_empty(device="cpu")  # expect: FSDP018
+        with torch.device("meta"):
+            model = LM()
+        for layer in model.layers:
+            fully_shard(layer)  # the blocks hold neither tied module
+        materialize(model)
+        fully_shard(model)
+    """,
+    "fsdp018-good-meta-retied-by-assignment-in-a-trainer": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.wte = nn.Embedding(8, 4)
+                self.lm_head = nn.Linear(4, 8, bias=False)
+                self.lm_head.weight = self.wte.weight
+        class Trainer:
+            def __init__(self, mesh):
+                with torch.device("meta"):
+                    self.model = LM()
+                self.model.to_empty(device="cuda")
+                self.model.lm_head.weight = self.model.wte.weight
+                fully_shard(self.model, mesh=mesh)
+        trainer = Trainer(mesh)
+    """,
+    "fsdp018-good-meta-root-sharded-before-to-empty": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(8, 4)
+                self.layers = nn.ModuleList([nn.Linear(4, 4)])
+                self.head = nn.Linear(4, 8, bias=False)
+                self.head.weight = self.embed.weight
+        with torch.device("meta"):
+            model = LM()
+        for module in [*model.layers, model]:
+            fully_shard(module)  # the root's group holds the tie as one DTensor
+        model.to_empty(device="cpu")
+    """,
+    "fsdp018-good-meta-tied-after-to-empty": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(8, 4)
+                self.head = nn.Linear(4, 8, bias=False)
+            def tie_weights(self):
+                self.head.weight = self.embed.weight
+        with torch.device("meta"):
+            model = LM()
+        model.to_empty(device="cpu")
+        model.tie_weights()
+        fully_shard(model)
+    """,
+    "fsdp018-good-meta-untied": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        with torch.device("meta"):
+            model = nn.Sequential(nn.Embedding(8, 4), nn.Linear(4, 8, bias=False))
+        model.to_empty(device="cpu")
+        fully_shard(model)
+    """,
 }
