@@ -30,14 +30,17 @@ from fsdp2_lint.torch_version import TorchVersions
 class TiedParametersSplit(Rule):
     code = "FSDP018"
     name = "tied-parameters-split"
-    summary = "tied (shared) parameters are sharded in different `fully_shard` groups"
+    summary = (
+        "tied (shared) parameters are sharded in different `fully_shard` groups, or a tie made on the meta "
+        "device is broken by `to_empty()` before sharding"
+    )
     hint = (
         "shard the two modules that share the parameter in one group, `fully_shard([model.emb, model.head])`, "
         "or leave both to the root's group"
     )
     failure = (
         "`ValueError: Parameter '...' is shared with a parameter already managed by another FSDP group` "
-        "at the first forward"
+        "at the first forward; a tie broken by `to_empty()` fails silently: the two modules train separate copies"
     )
     docs = """
 ## What it does
@@ -163,6 +166,7 @@ with torch.device("meta"):
     model = LM()
 model.to_empty(device="cuda")
 model.head.weight = model.emb.weight  # tied again
+model.apply(init_weights)
 fully_shard(model)
 """,
     )
@@ -237,6 +241,7 @@ class LM(nn.Module):
 with torch.device("meta"):
     model = LM()
 model.to_empty(device="cuda")  # expect: FSDP018
+model.apply(init_weights)
 fully_shard(model)
 """,
     )

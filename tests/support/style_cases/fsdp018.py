@@ -338,6 +338,7 @@ CASES = {
                 with torch.device("meta"):
                     self.model = LM()
                 self.model.to_empty(device="cuda")  # expect: FSDP018
+                self.model.apply(init_weights)  # to_empty() leaves memory uninitialised
                 for block in self.model.blocks:
                     fully_shard(block, mesh=mesh)
                 fully_shard(self.model, mesh=mesh)
@@ -358,6 +359,7 @@ CASES = {
                 self.head.weight = self.embed.weight
         def materialize(model):
             model.to_empty(device="cpu")  # expect: FSDP018
+            model.apply(init_weights)  # to_empty() leaves memory uninitialised
         with torch.device("meta"):
             model = LM()
         for layer in model.layers:
@@ -381,6 +383,7 @@ CASES = {
                     self.model = LM()
                 self.model.to_empty(device="cuda")
                 self.model.lm_head.weight = self.model.wte.weight
+                self.model.apply(init_weights)  # to_empty() leaves memory uninitialised
                 fully_shard(self.model, mesh=mesh)
         trainer = Trainer(mesh)
     """,
@@ -400,6 +403,7 @@ CASES = {
         for module in [*model.layers, model]:
             fully_shard(module)  # the root's group holds the tie as one DTensor
         model.to_empty(device="cpu")
+        model.apply(init_weights)  # to_empty() leaves memory uninitialised
     """,
     "fsdp018-good-meta-tied-after-to-empty": """
         import torch
@@ -416,6 +420,7 @@ CASES = {
             model = LM()
         model.to_empty(device="cpu")
         model.tie_weights()
+        model.apply(init_weights)  # to_empty() leaves memory uninitialised
         fully_shard(model)
     """,
     "fsdp018-good-meta-untied": """
@@ -425,6 +430,7 @@ CASES = {
         with torch.device("meta"):
             model = nn.Sequential(nn.Embedding(8, 4), nn.Linear(4, 8, bias=False))
         model.to_empty(device="cpu")
+        model.apply(init_weights)  # to_empty() leaves memory uninitialised
         fully_shard(model)
     """,
 }
