@@ -479,6 +479,34 @@ fully_shard(model, offload_policy=CPUOffloadPolicy(), mp_policy=mixed)
     assert fixed_text(source) == expected
 
 
+def test_fsdp023_adds_the_policies_to_a_parenthesized_import_without_copying_its_comments():
+    source = """\
+import torch
+from torch.distributed.fsdp import (
+    CPUOffload,  # FSDP1's, until the migration
+    FSDPModule,  # the type the trainer checks
+    MixedPrecision,
+    fully_shard,
+)
+
+fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=MixedPrecision(param_dtype=torch.bfloat16))
+"""
+    expected = """\
+import torch
+from torch.distributed.fsdp import (
+    CPUOffload,  # FSDP1's, until the migration
+    CPUOffloadPolicy,
+    FSDPModule,  # the type the trainer checks
+    MixedPrecision,
+    MixedPrecisionPolicy,
+    fully_shard,
+)
+
+fully_shard(model, offload_policy=CPUOffloadPolicy(), mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+"""
+    assert fixed_text(source) == expected
+
+
 def test_fsdp023_names_the_policy_through_a_module_alias():
     source = """\
 import torch.distributed.fsdp as fsdp
