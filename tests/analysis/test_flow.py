@@ -312,6 +312,37 @@ def test_filter_keeps_the_modules_its_predicates_true_arm_leaves(predicate, root
     assert (module.path[-2:-1] != (ANY,)) is root_included
 
 
+def test_filter_over_a_submodules_walk_keeps_modules_under_that_submodule():
+    facts = facts_of(
+        """
+        def main(model, x):
+            for m in filter(is_block, model.encoder.modules()):
+                m.forward(x)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "main")
+    (module,) = options(call.receiver)
+    assert module.path[:2] == ("encoder", ANY)  # the encoder's modules, less the encoder itself
+
+
+def test_the_rest_of_a_loop_body_runs_in_the_arm_that_falls_through_an_elif_chain_that_always_exits():
+    facts = facts_of(
+        """
+        def main(model, batches):
+            for b in batches:
+                if b is None:
+                    model = fully_shard(Net())
+                elif len(b) == 0:
+                    continue
+                else:
+                    continue
+                model.forward(b)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "main")
+    assert made_by(facts, call) == {SHARDED}
+
+
 def test_a_function_called_in_an_arm_reads_what_the_arm_bound():
     """An arm runs in its scope's own variables: a helper defined outside the branch reads a global
     the arm rebound, and after the branch the global is the join of the arms."""
