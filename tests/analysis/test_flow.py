@@ -343,6 +343,41 @@ def test_the_rest_of_a_loop_body_runs_in_the_arm_that_falls_through_an_elif_chai
     assert made_by(facts, call) == {SHARDED}
 
 
+def test_an_early_return_inside_an_if_that_always_runs_guards_the_rest_of_the_function():
+    facts = facts_of(
+        """
+        def main(model, x, rank):
+            if True:
+                if rank != 0:
+                    return
+            model.forward(x)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "main")
+    assert call.ctx.rank_guard  # rank 0 only
+
+
+def test_a_write_in_a_conditional_expressions_arm_is_overwritten_by_a_later_store():
+    """A conditional expression's arms always fall through: what they write is joined after the
+    expression, and a later store replaces it (it does not come back at the end of the function)."""
+    facts = facts_of(
+        """
+        class A:
+            def attach(self):
+                self.m = fully_shard(Net())
+                return self.m
+            def setup(self, c, x):
+                y = self.attach() if c else None
+                self.m = Other()
+            def run(self, c, x):
+                self.setup(c, x)
+                self.m.forward(x)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "A.run")
+    assert made_by(facts, call) == {OTHER}
+
+
 def test_a_function_called_in_an_arm_reads_what_the_arm_bound():
     """An arm runs in its scope's own variables: a helper defined outside the branch reads a global
     the arm rebound, and after the branch the global is the join of the arms."""
