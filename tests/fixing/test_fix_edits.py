@@ -82,3 +82,15 @@ def test_a_fix_deep_in_a_long_function_generates_only_the_statements_it_changes(
     edits = [edit for fix in fixes for edit in text_edits(facts, fix)]
     assert applied(source, edits) == source.replace("model.forward(x)", "model(x)")
     assert generated and all(code.count("\n") <= 2 for code in generated)  # the statement, not main()
+
+
+def test_a_statement_added_after_a_last_line_without_a_line_break_goes_on_a_line_of_its_own():
+    source = HEADER + "fully_shard(model)\nmodel.forward(x)"
+    facts, _ = fixes_of(source)
+    last = facts.module.body[-1]
+    added = Rewrite(
+        "synchronize", {last: cst.FlattenSentinel([last, cst.parse_statement("torch.cuda.synchronize()\n")])}
+    )
+    fixed = applied(source, text_edits(facts, added))
+    assert fixed == apply_rewrites(facts.module, [added]).code
+    assert fixed.endswith("model.forward(x)\ntorch.cuda.synchronize()")
