@@ -507,6 +507,30 @@ fully_shard(model, offload_policy=CPUOffloadPolicy(), mp_policy=MixedPrecisionPo
     assert fixed_text(source) == expected
 
 
+@pytest.mark.parametrize(
+    "imports, fixed_imports",
+    [
+        (  # the line's names in isort's order: `BackwardPrefetch` is a class, sorted before `CPUOffload`
+            "from torch.distributed.fsdp import BackwardPrefetch, CPUOffload, MixedPrecision, fully_shard\n",
+            "from torch.distributed.fsdp import BackwardPrefetch, CPUOffload, CPUOffloadPolicy, MixedPrecision, fully_shard\n",
+        ),
+        (  # no line imports from torch.distributed.fsdp: a new one after the last import
+            "from torch.distributed._composable.fsdp import fully_shard\nfrom torch.distributed.fsdp.api import CPUOffload\n",
+            "from torch.distributed._composable.fsdp import fully_shard\nfrom torch.distributed.fsdp.api import CPUOffload\n"
+            "from torch.distributed.fsdp import CPUOffloadPolicy\n",
+        ),
+    ],
+    ids=["extended", "new-line"],
+)
+def test_fsdp023_adds_the_policy_to_the_import_line_in_order_or_a_new_line_after_the_imports(imports, fixed_imports):
+    call = "\nfully_shard(model, offload_policy=CPUOffload(offload_params=True))\n"
+    fixed_call = "\nfully_shard(model, offload_policy=CPUOffloadPolicy())\n"
+    assert (
+        fixed_text("import os\nimport torch\n" + imports + call)
+        == "import os\nimport torch\n" + fixed_imports + fixed_call
+    )
+
+
 def test_fsdp023_names_the_policy_through_a_module_alias():
     source = """\
 import torch.distributed.fsdp as fsdp
