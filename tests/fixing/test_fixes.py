@@ -519,8 +519,14 @@ fully_shard(model, offload_policy=CPUOffloadPolicy(), mp_policy=MixedPrecisionPo
             "from torch.distributed._composable.fsdp import fully_shard\nfrom torch.distributed.fsdp.api import CPUOffload\n"
             "from torch.distributed.fsdp import CPUOffloadPolicy\n",
         ),
+        (  # it sorts after every name in the line: it goes last
+            "from torch.distributed.fsdp import BackwardPrefetch, CPUOffload\n"
+            "from torch.distributed._composable.fsdp import fully_shard\n",
+            "from torch.distributed.fsdp import BackwardPrefetch, CPUOffload, CPUOffloadPolicy\n"
+            "from torch.distributed._composable.fsdp import fully_shard\n",
+        ),
     ],
-    ids=["extended", "new-line"],
+    ids=["extended", "new-line", "appended"],
 )
 def test_fsdp023_adds_the_policy_to_the_import_line_in_order_or_a_new_line_after_the_imports(imports, fixed_imports):
     call = "\nfully_shard(model, offload_policy=CPUOffload(offload_params=True))\n"
