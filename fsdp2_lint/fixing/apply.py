@@ -108,11 +108,19 @@ def _with_name(names: list[cst.ImportAlias], name: str) -> list[cst.ImportAlias]
     separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if position < len(names):  # a comma follows the new name: the one after its predecessor
         before = names[position - 1].comma if position else names[0].comma
-        added = cst.ImportAlias(cst.Name(name), comma=before if isinstance(before, cst.Comma) else separator)
-        return [*names[:position], added, *names[position:]]
+        before = _uncommented(before) if isinstance(before, cst.Comma) else separator
+        return [*names[:position], cst.ImportAlias(cst.Name(name), comma=before), *names[position:]]
     last, between = names[-1], names[-2].comma if len(names) > 1 else separator
-    between = between if isinstance(between, cst.Comma) else separator
+    between = _uncommented(between) if isinstance(between, cst.Comma) else separator
     return [*names[:-1], last.with_changes(comma=between), cst.ImportAlias(cst.Name(name), comma=last.comma)]
+
+
+def _uncommented(comma: cst.Comma) -> cst.Comma:
+    """A separator copied from another name, less the comment that ends that name's line."""
+    space = comma.whitespace_after
+    if isinstance(space, cst.ParenthesizedWhitespace) and space.first_line.comment is not None:
+        return comma.with_changes(whitespace_after=space.with_changes(first_line=cst.TrailingWhitespace()))
+    return comma
 
 
 def _import_order(name: str) -> tuple[int, str]:

@@ -153,6 +153,13 @@ NARROWING = {
                     self.model.forward(x)
                 self.model.forward(x)
         """,
+    "if, another name it narrows rebound in the arm": """
+        def main(model, other, x):
+            if isinstance(other, DDP) and isinstance(model, DDP):
+                other = None
+                model.forward(x)
+            model.forward(x)
+        """,
     "while": """
         def main(model, x):
             while isinstance(model, DDP):
@@ -310,6 +317,123 @@ def test_filter_keeps_the_modules_its_predicates_true_arm_leaves(predicate, root
     (call,) = calls_of(facts, "forward", "main")
     (module,) = options(call.receiver)
     assert (module.path[-2:-1] != (ANY,)) is root_included
+
+
+def test_filter_over_a_submodules_walk_keeps_modules_under_that_submodule():
+    facts = facts_of(
+        """
+        def main(model, x):
+            for m in filter(is_block, model.encoder.modules()):
+                m.forward(x)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "main")
+    (module,) = options(call.receiver)
+    assert module.path[:2] == ("encoder", ANY)  # the encoder's modules, less the encoder itself
+
+
+def test_the_rest_of_a_loop_body_runs_in_the_arm_that_falls_through_an_elif_chain_that_always_exits():
+    facts = facts_of(
+        """
+        def main(model, batches):
+            for b in batches:
+                if b is None:
+                    model = fully_shard(Net())
+                elif len(b) == 0:
+                    continue
+                else:
+                    continue
+                model.forward(b)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "main")
+    assert made_by(facts, call) == {SHARDED}
+
+
+def test_an_early_return_inside_an_if_that_always_runs_guards_the_rest_of_the_function():
+    facts = facts_of(
+        """
+        def main(model, x, rank):
+            if True:
+                if rank != 0:
+                    return
+            model.forward(x)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "main")
+    assert call.ctx.rank_guard  # rank 0 only
+
+
+def test_a_write_in_a_conditional_expressions_arm_is_overwritten_by_a_later_store():
+    """A conditional expression's arms always fall through: what they write is joined after the
+    expression, and a later store replaces it (it does not come back at the end of the function)."""
+    facts = facts_of(
+        """
+        class A:
+            def attach(self):
+                self.m = fully_shard(Net())
+                return self.m
+            def setup(self, c, x):
+                y = self.attach() if c else None
+                self.m = Other()
+            def run(self, c, x):
+                self.setup(c, x)
+                self.m.forward(x)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "A.run")
+    assert made_by(facts, call) == {OTHER}
+
+
+def test_a_continue_after_other_statements_on_the_line_still_skips_the_step():
+    facts = facts_of(
+        """
+        def main(model, batches):
+            for b in batches:
+                if b is None:
+                    log(b); continue
+                model.forward(b)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "main")
+    assert call.ctx.skipped  # the rest of the loop body runs only where the step was not skipped
+    assert call.ctx.data_skips  # skipped where there was no data
+
+
+def test_a_write_in_a_comprehensions_if_arm_is_overwritten_by_a_later_store():
+    facts = facts_of(
+        """
+        class A:
+            def attach(self):
+                self.m = fully_shard(Net())
+                return self.m
+            def setup(self, cs):
+                ms = [self.attach() for c in cs if c]
+                self.m = Other()
+            def run(self, cs, x):
+                self.setup(cs)
+                self.m.forward(x)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "A.run")
+    assert made_by(facts, call) == {OTHER}
+
+
+def test_code_after_an_if_whose_arm_may_return_early_follows_only_the_paths_that_did_not():
+    facts = facts_of(
+        """
+        def main(model, x, rank, a):
+            if a:
+                if rank != 0:
+                    return
+                y = 1
+            else:
+                y = 2
+            model.forward(x)
+        """
+    )
+    (call,) = calls_of(facts, "forward", "main")
+    assert len(call.ctx.branches) == 1  # the arm of the inner `if` that falls through
 
 
 def test_a_function_called_in_an_arm_reads_what_the_arm_bound():

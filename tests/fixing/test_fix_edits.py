@@ -6,7 +6,8 @@ import libcst as cst
 import pytest
 
 from fsdp2_lint.analysis.facts import FileFacts, interpret
-from fsdp2_lint.analysis.syntax import source_lines
+from fsdp2_lint.analysis.syntax import generate, source_lines
+from fsdp2_lint.fixing import text_edits as text_edits_module
 from fsdp2_lint.fixing.apply import apply_rewrites
 from fsdp2_lint.fixing.rewrite import Rewrite
 from fsdp2_lint.fixing.text_edits import text_edits
@@ -64,3 +65,32 @@ def test_a_change_to_the_files_header_falls_back_to_comparing_whole_files():
     comment = facts.module.header[0]
     header_fix = Rewrite("drop the comment", {comment: cst.RemoveFromParent()})
     assert applied(source, text_edits(facts, header_fix)) == source.replace("# a training script\n", "")
+
+
+def test_a_fix_deep_in_a_long_function_generates_only_the_statements_it_changes(monkeypatch):
+    steps = "".join(f"    step{i}(model)\n" for i in range(30))
+    middle = "    if ready:\n        out = model.forward(x)\n"
+    source = HEADER + "def main():\n    fully_shard(model)\n" + steps + middle + steps + "    return out\n"
+    facts, fixes = fixes_of(source)
+    generated: list[str] = []
+
+    def recorded(module, statements, indent):
+        generated.append(generate(module, statements, indent))
+        return generated[-1]
+
+    monkeypatch.setattr(text_edits_module, "generate", recorded)
+    edits = [edit for fix in fixes for edit in text_edits(facts, fix)]
+    assert applied(source, edits) == source.replace("model.forward(x)", "model(x)")
+    assert generated and all(code.count("\n") <= 2 for code in generated)  # the statement, not main()
+
+
+def test_a_statement_added_after_a_last_line_without_a_line_break_goes_on_a_line_of_its_own():
+    source = HEADER + "fully_shard(model)\nmodel.forward(x)"
+    facts, _ = fixes_of(source)
+    last = facts.module.body[-1]
+    added = Rewrite(
+        "synchronize", {last: cst.FlattenSentinel([last, cst.parse_statement("torch.cuda.synchronize()\n")])}
+    )
+    fixed = applied(source, text_edits(facts, added))
+    assert fixed == apply_rewrites(facts.module, [added]).code
+    assert fixed.endswith("model.forward(x)\ntorch.cuda.synchronize()")

@@ -479,6 +479,64 @@ fully_shard(model, offload_policy=CPUOffloadPolicy(), mp_policy=mixed)
     assert fixed_text(source) == expected
 
 
+def test_fsdp023_adds_the_policies_to_a_parenthesized_import_without_copying_its_comments():
+    source = """\
+import torch
+from torch.distributed.fsdp import (
+    CPUOffload,  # FSDP1's, until the migration
+    FSDPModule,  # the type the trainer checks
+    MixedPrecision,
+    fully_shard,
+)
+
+fully_shard(model, offload_policy=CPUOffload(offload_params=True), mp_policy=MixedPrecision(param_dtype=torch.bfloat16))
+"""
+    expected = """\
+import torch
+from torch.distributed.fsdp import (
+    CPUOffload,  # FSDP1's, until the migration
+    CPUOffloadPolicy,
+    FSDPModule,  # the type the trainer checks
+    MixedPrecision,
+    MixedPrecisionPolicy,
+    fully_shard,
+)
+
+fully_shard(model, offload_policy=CPUOffloadPolicy(), mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+"""
+    assert fixed_text(source) == expected
+
+
+@pytest.mark.parametrize(
+    "imports, fixed_imports",
+    [
+        (  # the line's names in isort's order: `BackwardPrefetch` is a class, sorted before `CPUOffload`
+            "from torch.distributed.fsdp import BackwardPrefetch, CPUOffload, MixedPrecision, fully_shard\n",
+            "from torch.distributed.fsdp import BackwardPrefetch, CPUOffload, CPUOffloadPolicy, MixedPrecision, fully_shard\n",
+        ),
+        (  # no line imports from torch.distributed.fsdp: a new one after the last import
+            "from torch.distributed._composable.fsdp import fully_shard\nfrom torch.distributed.fsdp.api import CPUOffload\n",
+            "from torch.distributed._composable.fsdp import fully_shard\nfrom torch.distributed.fsdp.api import CPUOffload\n"
+            "from torch.distributed.fsdp import CPUOffloadPolicy\n",
+        ),
+        (  # it sorts after every name in the line: it goes last
+            "from torch.distributed.fsdp import BackwardPrefetch, CPUOffload\n"
+            "from torch.distributed._composable.fsdp import fully_shard\n",
+            "from torch.distributed.fsdp import BackwardPrefetch, CPUOffload, CPUOffloadPolicy\n"
+            "from torch.distributed._composable.fsdp import fully_shard\n",
+        ),
+    ],
+    ids=["extended", "new-line", "appended"],
+)
+def test_fsdp023_adds_the_policy_to_the_import_line_in_order_or_a_new_line_after_the_imports(imports, fixed_imports):
+    call = "\nfully_shard(model, offload_policy=CPUOffload(offload_params=True))\n"
+    fixed_call = "\nfully_shard(model, offload_policy=CPUOffloadPolicy())\n"
+    assert (
+        fixed_text("import os\nimport torch\n" + imports + call)
+        == "import os\nimport torch\n" + fixed_imports + fixed_call
+    )
+
+
 def test_fsdp023_names_the_policy_through_a_module_alias():
     source = """\
 import torch.distributed.fsdp as fsdp
