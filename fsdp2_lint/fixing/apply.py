@@ -112,7 +112,20 @@ def _with_name(names: list[cst.ImportAlias], name: str) -> list[cst.ImportAlias]
         return [*names[:position], cst.ImportAlias(cst.Name(name), comma=before), *names[position:]]
     last, between = names[-1], names[-2].comma if len(names) > 1 else separator
     between = _uncommented(between) if isinstance(between, cst.Comma) else separator
-    return [*names[:-1], last.with_changes(comma=between), cst.ImportAlias(cst.Name(name), comma=last.comma)]
+    ending = last.comma
+    if _on_lines_of_their_own(between, ending):  # the comment ending the last name's line stays with it
+        kept = ending.whitespace_after.first_line
+        between = between.with_changes(whitespace_after=between.whitespace_after.with_changes(first_line=kept))
+        ending = _uncommented(ending)
+    return [*names[:-1], last.with_changes(comma=between), cst.ImportAlias(cst.Name(name), comma=ending)]
+
+
+def _on_lines_of_their_own(*separators: object) -> bool:
+    """Is each a comma that ends its name's line (a parenthesized import, one name a line)?"""
+    return all(
+        isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace)
+        for comma in separators
+    )
 
 
 def _uncommented(comma: cst.Comma) -> cst.Comma:

@@ -507,6 +507,29 @@ fully_shard(model, offload_policy=CPUOffloadPolicy(), mp_policy=MixedPrecisionPo
     assert fixed_text(source) == expected
 
 
+def test_fsdp023_appends_the_policy_to_a_parenthesized_import_whose_last_name_keeps_its_comment():
+    source = """\
+from torch.distributed.fsdp import (
+    BackwardPrefetch,
+    CPUOffload,  # FSDP1's, until the migration
+)
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model, offload_policy=CPUOffload(offload_params=True))
+"""
+    expected = """\
+from torch.distributed.fsdp import (
+    BackwardPrefetch,
+    CPUOffload,  # FSDP1's, until the migration
+    CPUOffloadPolicy,
+)
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model, offload_policy=CPUOffloadPolicy())
+"""
+    assert fixed_text(source) == expected
+
+
 @pytest.mark.parametrize(
     "imports, fixed_imports",
     [
