@@ -9,6 +9,7 @@ from fsdp2_lint.analysis.facts import FileFacts, interpret
 from fsdp2_lint.analysis.syntax import generate, source_lines
 from fsdp2_lint.fixing import text_edits as text_edits_module
 from fsdp2_lint.fixing.apply import apply_rewrites
+from fsdp2_lint.fixing.lines import keep_dropped, line_edits
 from fsdp2_lint.fixing.rewrite import Rewrite
 from fsdp2_lint.fixing.text_edits import text_edits
 from fsdp2_lint.rule import all_rules
@@ -94,3 +95,26 @@ def test_a_statement_added_after_a_last_line_without_a_line_break_goes_on_a_line
     fixed = applied(source, text_edits(facts, added))
     assert fixed == apply_rewrites(facts.module, [added]).code
     assert fixed.endswith("model.forward(x)\ntorch.cuda.synchronize()")
+
+
+# Lines the old and new text share at either end are set aside before diffing; repeated lines there
+# must not be taken for shared ones.
+LINE_CHANGES = {
+    "a copy of the last line appended": ("a = 1\nb = 2\n", "a = 1\nb = 2\nb = 2\n"),
+    "the last line moved to the top": ("p = 1\nq = 2\n", "q = 2\np = 1\n"),
+    "the first line replaced, the last line's copy after it": ("p = 1\nq = 2\np = 1\n", "r = 3\np = 1\np = 1\n"),
+}
+
+
+@pytest.mark.parametrize(("old", "new"), LINE_CHANGES.values(), ids=LINE_CHANGES.keys())
+def test_line_edits_turn_the_old_text_into_the_new_when_lines_repeat_at_either_end(old, new):
+    assert applied(old, line_edits(old, new)) == new
+
+
+def test_a_fixed_line_keeps_more_form_feeds_than_its_statement_is_long():
+    text = "\f" * 8 + "x = 1\ny = 2\n"
+    assert keep_dropped(text, "x = 1\ny = 2\n", "x = 3\ny = 2\n") == "\f" * 8 + "x = 3\ny = 2\n"
+
+
+def test_a_file_ending_in_a_blank_line_of_a_lone_carriage_return_keeps_it_when_fixed():
+    assert keep_dropped("x = 1\n\r", "x = 1\n", "x = 2\n") == "x = 2\n\r"
