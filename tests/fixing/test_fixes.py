@@ -383,8 +383,37 @@ def test_fsdp015_clips_the_modules_current_parameters():
         fully_shard(model)
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         """,
+        # `nonlocal`: a closure beside this one may rebind `model` (here `restore`)
+        """\
+        def train():
+            model = None
+
+            def restore():
+                nonlocal model
+                model = other
+
+            def step():
+                nonlocal model
+                model = Net()
+                params = list(model.parameters())
+                fully_shard(model)
+                restore()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+
+            step()
+        """,
+        # `global`: another function may rebind `model` (here `restore`)
+        """\
+        def step():
+            global model
+            model = Net()
+            params = list(model.parameters())
+            fully_shard(model)
+            restore()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+        """,
     ],
-    ids=["rebound", "helper", "filtered"],
+    ids=["rebound", "helper", "filtered", "nonlocal", "global"],
 )
 def test_fsdp015_offers_no_fix_when_the_module_is_not_certain(body):
     diagnostics = lint_source(case(body).encode(), "train.py")
@@ -797,3 +826,75 @@ def test_a_file_that_does_not_parse_is_left_as_it_is():
 def test_noqa_keeps_a_diagnostic_and_its_fix_out_of_fixing():
     source = case("fully_shard(model)\nout = model.forward(x)  # noqa: FSDP003\n")
     assert fixed_text(source) == source
+
+
+def test_fsdp011_calls_torchs_set_device_when_the_file_imports_another_set_device():
+    source = (
+        "import torch.distributed as dist\nfrom torch.distributed.fsdp import fully_shard\n"
+        "from mylib.devices import set_device\n\n"
+        'dist.init_process_group(backend="nccl")\nfully_shard(model.cuda())\n'
+    )
+    fixed = fixed_text(source, rules=[RULES["FSDP011"]])
+    assert 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))' in fixed
+    assert "\nimport torch\n" in fixed
+
+
+FSDP022_TRAILING = "import torch\nfrom torch.distributed.fsdp import fully_shard\n\nmodel = torch.nn.Linear(2, 2)\n"
+DROPPED_LAST_ARGUMENT = {
+    "the kept argument's comment stays, after a comma": (
+        "fully_shard(\n    model,  # the whole model\n    limit_all_gathers=True\n)\n",
+        "fully_shard(\n    model,  # the whole model\n)\n",
+    ),
+    "the closing parenthesis keeps its indentation": (
+        "fully_shard(\n    model,  # the whole model\n    limit_all_gathers=True\n    )\n",
+        "fully_shard(\n    model,  # the whole model\n    )\n",
+    ),
+    "no comment: the call ends as it did, without a comma": (
+        "fully_shard(\n    model,\n    limit_all_gathers=True\n)\n",
+        "fully_shard(\n    model\n)\n",
+    ),
+}
+
+
+@pytest.mark.parametrize(("call", "expected"), DROPPED_LAST_ARGUMENT.values(), ids=DROPPED_LAST_ARGUMENT.keys())
+def test_fsdp022_dropping_the_last_argument_of_a_call_split_over_lines(call, expected):
+    assert fixed_text(FSDP022_TRAILING + call, rules=[RULES["FSDP022"]]) == FSDP022_TRAILING + expected
+
+
+def test_fsdp001_moving_the_optimizer_past_a_blank_line_and_a_comment_keeps_one_blank_line():
+    source = case("""\
+        model = Net()
+
+        opt = torch.optim.AdamW(model.parameters())
+
+        # shard the model
+        fully_shard(model)
+        opt.step()
+        """)
+    assert fixed_text(source, rules=[RULES["FSDP001"]]) == case("""\
+        model = Net()
+
+        # shard the model
+        fully_shard(model)
+        opt = torch.optim.AdamW(model.parameters())
+        opt.step()
+        """)
+
+
+def test_fsdp001_moving_the_optimizer_leaves_the_blank_line_above_it_in_place():
+    source = case("""\
+        model = Net()
+
+        opt = torch.optim.AdamW(model.parameters())
+        loss_fn = torch.nn.MSELoss()
+        fully_shard(model)
+        opt.step()
+        """)
+    assert fixed_text(source, rules=[RULES["FSDP001"]]) == case("""\
+        model = Net()
+
+        loss_fn = torch.nn.MSELoss()
+        fully_shard(model)
+        opt = torch.optim.AdamW(model.parameters())
+        opt.step()
+        """)
