@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from fsdp2_lint.analysis.syntax import child_nodes
+from fsdp2_lint.analysis.syntax import own_nodes
 
 
 class _Truth:
@@ -164,26 +164,18 @@ def implied_tests(function: cst.FunctionDef) -> tuple[cst.BaseExpression, ...]:
     ``and`` it returns (``return a and b``), also through a local name built once (``ok = a and
     b``) and only narrowed after that (``ok = ok and c``). Nothing when it returns in more than
     one place, or binds the name any other way."""
-    returns = [node for node in _own_nodes(function.body) if isinstance(node, cst.Return)]
+    returns = [node for node in own_nodes(function.body) if isinstance(node, cst.Return)]
     if len(returns) != 1 or returns[0].value is None:
         return ()
     returned = returns[0].value
     if not isinstance(returned, cst.Name):
         return _conjuncts(returned)
     name = returned.value
-    bindings = [node for node in _own_nodes(function.body) if _binds(node, name)]
+    bindings = [node for node in own_nodes(function.body) if _binds(node, name)]
     built = [node.value for node in bindings if isinstance(node, cst.Assign) and not _narrows(node.value, name)]
     if len(built) != 1 or not all(isinstance(node, cst.Assign) for node in bindings):
         return ()
     return _conjuncts(built[0])
-
-
-def _own_nodes(node: cst.CSTNode):
-    """The nodes of a function body, not those of functions or classes defined in it."""
-    for child in child_nodes(node):
-        yield child
-        if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            yield from _own_nodes(child)
 
 
 def _binds(node: cst.CSTNode, name: str) -> bool:
@@ -196,7 +188,7 @@ def _binds(node: cst.CSTNode, name: str) -> bool:
         targets = [node.target]
     elif isinstance(node, cst.AsName):
         targets = [node.name]
-    return any(any(isinstance(n, cst.Name) and n.value == name for n in (t, *_own_nodes(t))) for t in targets)
+    return any(any(isinstance(n, cst.Name) and n.value == name for n in (t, *own_nodes(t))) for t in targets)
 
 
 def _narrows(value: cst.BaseExpression, name: str) -> bool:

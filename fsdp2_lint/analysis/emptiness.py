@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fsdp2_lint.analysis.syntax import is_zero
+
 # Comparisons of a size with an integer, and whether the true arm means "empty".
 _EMPTY_WHEN = {
     (cst.Equal, 0): True,
@@ -78,13 +80,9 @@ def _size(node: cst.BaseExpression) -> bool:
         if func.attr.value in ("numel", "nelement"):
             return not node.args
         if func.attr.value == "size":
-            return len(node.args) == 1 and _is_zero(node.args[0].value)
+            return len(node.args) == 1 and is_zero(node.args[0].value)
     return False
 
 
 def _first_index(node: cst.Subscript) -> bool:
-    return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and _is_zero(node.slice[0].slice.value)
-
-
-def _is_zero(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Integer) and int(node.evaluated_value) == 0
+    return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and is_zero(node.slice[0].slice.value)

@@ -5,8 +5,6 @@ syntax), and calls into the functions the interpreter ran for them, in whichever
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import libcst as cst
 
 from fsdp2_lint.analysis.facts import FileFacts
@@ -20,7 +18,7 @@ from fsdp2_lint.analysis.microbatches import (
     range_count,
     split_sections,
 )
-from fsdp2_lint.analysis.syntax import child_nodes
+from fsdp2_lint.analysis.syntax import own_nodes
 from fsdp2_lint.analysis.trace import Trace
 
 _MAX_DEPTH = 12  # names bound to each other in a cycle end here
@@ -72,7 +70,8 @@ def _token_count(facts: FileFacts, trace: Trace, node: cst.BaseExpression, funct
     return any(
         ret.value is not None and (divides_tokens(ret.value, callee) or _length_of_packing(ret.value, callee))
         for callee in _callees(facts, trace, node)
-        for ret in _returns(callee)
+        for ret in own_nodes(callee)
+        if isinstance(ret, cst.Return)
     )
 
 
@@ -80,8 +79,10 @@ def _length_of_packing(node: cst.BaseExpression, function: cst.CSTNode) -> bool:
     """``len(packs)`` of a list ``function`` packs under a token budget."""
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len"):
         return False
-    return len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) and (
-        node.args[0].value.value in packed_lists(function)
+    return (
+        len(node.args) == 1
+        and isinstance(node.args[0].value, cst.Name)
+        and (node.args[0].value.value in packed_lists(function))
     )
 
 
@@ -94,13 +95,3 @@ def _callees(facts: FileFacts, trace: Trace, call: cst.Call) -> list[cst.CSTNode
             if function is not None:
                 found.setdefault(id(function), function)
     return list(found.values())
-
-
-def _returns(function: cst.CSTNode) -> Iterator[cst.Return]:
-    """The ``return`` statements of ``function`` itself (not of the functions it defines)."""
-    stack = [function]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return):
-            yield node
-        stack.extend(child for child in child_nodes(node) if not isinstance(child, (cst.FunctionDef, cst.ClassDef)))

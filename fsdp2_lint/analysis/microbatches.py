@@ -10,14 +10,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from fsdp2_lint.analysis.syntax import child_nodes, dotted
+from fsdp2_lint.analysis.syntax import dotted, is_zero, own_nodes
 
 # Calls that pass a sequence's length through (`for i, mb in enumerate(batches)`).
 _SAME_LENGTH = {"enumerate", "zip", "list", "tuple", "reversed", "sorted", "iter"}
 # Methods and builtins whose result counts tokens (`mask.sum()`, `ids.numel()`, `sum(lengths)`).
 _TOKEN_METHODS = {"sum", "numel", "nelement"}
 _CONVERSIONS = {"int", "float", "torch.tensor", "torch.as_tensor"}
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # their bodies are not the function's own code
 
 
 def iterated(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -32,7 +31,7 @@ def range_count(node: cst.BaseExpression) -> cst.BaseExpression | None:
     """The count of ``range(n)`` / ``range(0, n)``, or ``None`` for anything else."""
     if not (isinstance(node, cst.Call) and dotted(node.func) == "range" and 1 <= len(node.args) <= 2):
         return None
-    if len(node.args) == 2 and not _is_zero(node.args[0].value):
+    if len(node.args) == 2 and not is_zero(node.args[0].value):
         return None
     return node.args[-1].value
 
@@ -62,7 +61,7 @@ def comprehended(node: cst.BaseExpression) -> cst.BaseExpression | None:
 def bindings(function: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
     """The values ``name = value`` assigns anywhere in ``function`` (tuple targets included)."""
     found = []
-    for node in _walk(function):
+    for node in own_nodes(function):
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 found.extend(_bound(target.target, node.value, name))
@@ -77,9 +76,9 @@ def packed_lists(function: cst.CSTNode) -> set[str]:
     first fit: `if packs[i] + n <= budget: ...` with `else: packs.append(n)`). ``"yield"`` when it
     yields the packs instead."""
     packed: set[str] = set()
-    for loop in _walk(function):
+    for loop in own_nodes(function):
         if isinstance(loop, (cst.For, cst.While)) and any(
-            isinstance(node, cst.If) and _budget_test(node.test, function) for node in _walk(loop.body)
+            isinstance(node, cst.If) and _budget_test(node.test, function) for node in own_nodes(loop.body)
         ):
             packed.update(_appended(loop))
     return packed
@@ -181,7 +180,7 @@ def _size(node: cst.BaseExpression, function: cst.CSTNode) -> bool:
 
 def _loop_sources(function: cst.CSTNode, name: str) -> Iterator[cst.BaseExpression]:
     """What the ``for`` loops of ``function`` that bind ``name`` alone iterate over."""
-    for node in _walk(function):
+    for node in own_nodes(function):
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and node.target.value == name:
             yield node.iter
 
@@ -195,7 +194,7 @@ def _names_lengths(node: cst.BaseExpression) -> bool:
 
 
 def _appended(body: cst.CSTNode) -> Iterator[str]:
-    for node in _walk(body):
+    for node in own_nodes(body):
         if isinstance(node, (cst.Yield,)):
             yield "yield"
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "append":
@@ -219,16 +218,3 @@ def _unwrapped(node: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "item":
         return _unwrapped(node.func.value)
     return node
-
-
-def _is_zero(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Integer) and int(node.evaluated_value) == 0
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node`` and everything under it, not entering nested functions and classes."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(child for child in child_nodes(current) if not isinstance(child, _SCOPES))

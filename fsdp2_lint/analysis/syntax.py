@@ -54,6 +54,26 @@ def runs_no_code(expression: cst.CSTNode) -> bool:
     return True
 
 
+# Definitions whose bodies are not the enclosing function's own code.
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes under ``node`` that its own code holds: not those of functions, classes or lambdas
+    defined in it (the definitions themselves are yielded)."""
+    stack = list(child_nodes(node))
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, _SCOPES):
+            stack.extend(child_nodes(current))
+
+
+def is_zero(node: cst.BaseExpression) -> bool:
+    """Is ``node`` the literal ``0``?"""
+    return isinstance(node, cst.Integer) and int(node.evaluated_value) == 0
+
+
 def _is_docstring(statement: cst.CSTNode) -> bool:
     return (
         isinstance(statement, cst.SimpleStatementLine)
