@@ -1,5 +1,5 @@
 """The project a linted file belongs to, and its own modules: where they are, read and parsed at most
-once per run.
+once per run (while their trees fit the process's budget: :class:`ParsedModules`).
 
 - **Root**: the nearest folder above the file with ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or
   ``.git`` (:func:`find_root`).
@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,10 @@ AUTO_ROOTS = ("src", "python")
 RESERVED = "torch"
 INSTALLED_PACKAGES = frozenset({"site-packages", "dist-packages"})  # folders pip installs packages into
 MAX_WALK_UP = 8  # folders above an importing script searched for its sibling modules
+# Source bytes of parsed modules one process keeps for the files that import them. libcst's tree
+# takes 15 to 30 times its source in Python objects: this holds one large repository's imported
+# modules (torchtitan's), and bounds a run over many repositories to a few hundred MB of trees.
+KEPT_SOURCE_BYTES = 8 * 2**20
 # Import statements as text, wherever a statement starts (a line, after `;`, after the `:` of a
 # one-line `if`/`try`), lines continued with a backslash: `import a.b as c, d`, `from ..a import
 # (b, c)`, and `import_module("a.b")` or `import_module(".b", package=__name__)` with a literal name
@@ -130,8 +135,39 @@ class ProjectModule:
         return package_of(self.name, self.path)
 
 
+class ParsedModules:
+    """The parsed project modules a process keeps, shared by its projects; once their sources pass
+    ``budget`` bytes the least recently used are dropped (and parsed again when asked for). Without a
+    bound a worker that lints many projects' files keeps every tree it ever parsed: gigabytes."""
+
+    def __init__(self, budget: int = KEPT_SOURCE_BYTES) -> None:
+        self.budget = budget
+        self._kept: OrderedDict[tuple[Project, Path], ProjectModule | None] = OrderedDict()
+        self._bytes = 0
+
+    def __contains__(self, key: tuple[Project, Path]) -> bool:
+        return key in self._kept
+
+    def get(self, key: tuple[Project, Path]) -> ProjectModule | None:
+        self._kept.move_to_end(key)
+        return self._kept[key]
+
+    def keep(self, key: tuple[Project, Path], parsed: ProjectModule | None) -> ProjectModule | None:
+        self._kept[key] = parsed
+        self._bytes += _size(parsed)
+        while self._bytes > self.budget and len(self._kept) > 1:
+            _, dropped = self._kept.popitem(last=False)
+            self._bytes -= _size(dropped)
+        return parsed
+
+
+def _size(parsed: ProjectModule | None) -> int:
+    return 0 if parsed is None else len(parsed.source)
+
+
 class Project:
-    """One project's modules, found and parsed on demand, each at most once."""
+    """One project's modules, found and parsed on demand, each at most once while the process's
+    :class:`ParsedModules` keep it."""
 
     def __init__(
         self,
@@ -139,6 +175,7 @@ class Project:
         roots: Sequence[Path] | None = None,
         sources: Sources | None = None,
         parseable: Callable[[bytes], bool] | None = None,
+        kept: ParsedModules | None = None,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         self.roots = tuple(roots) if roots is not None else import_roots(self.root)
@@ -146,7 +183,7 @@ class Project:
         self.parseable = parseable or (lambda data: True)
         self._found: dict[tuple[str, Path | None], Path | None] = {}
         self._located: dict[tuple[Path, str], Path | None] = {}
-        self._parsed: dict[Path, ProjectModule | None] = {}
+        self._parsed = kept if kept is not None else ParsedModules()
         self._imported: dict[tuple[Path, bytes], list[tuple[Path, bytes]]] = {}
         self._edges_of: dict[Path, tuple[Path, ...]] = {}
         self._reached: dict[Path, frozenset[Path]] = {}
@@ -365,20 +402,20 @@ class Project:
     def parse(self, path: Path) -> ProjectModule | None:
         """The module in ``path`` parsed; None when it cannot be read, is refused by ``parseable``
         (too large, nested too deep) or does not parse: its names are then unknown."""
-        if path not in self._parsed:
-            self._parsed[path] = self._parse(path)
-        return self._parsed[path]
+        key = (self, path)
+        return self._parsed.get(key) if key in self._parsed else self._parsed.keep(key, self._parse(path))
 
     def parse_linted(self, path: Path, data: bytes, parse: Callable[[bytes], cst.Module]) -> cst.Module:
         """The linted file ``path`` (text ``data``) parsed: as the project module it is when another
         file's analysis read it already, else by ``parse`` (whose errors propagate), kept for the files
         that import it. Each module is parsed once per run, whether it is linted or imported."""
-        known = self._parsed.get(path)
+        key = (self, path)
+        known = self._parsed.get(key) if key in self._parsed else None
         if known is not None and known.source == data:
             return known.module
         module = parse(data)
-        if path not in self._parsed and self.sources.get(path) == data and self.parseable(data):
-            self._parsed[path] = ProjectModule(self.module_name(path), path, data, module)
+        if key not in self._parsed and self.sources.get(path) == data and self.parseable(data):
+            self._parsed.keep(key, ProjectModule(self.module_name(path), path, data, module))
         return module
 
     def _parse(self, path: Path) -> ProjectModule | None:
@@ -427,14 +464,21 @@ class Projects:
     ``problems``: what the user should know about the projects' layout (a project's own ``torch``),
     by path, for the run to report once."""
 
-    def __init__(self, overlays: Mapping[Path, bytes] | None = None, parseable: Callable[[bytes], bool] | None = None):
+    def __init__(
+        self,
+        overlays: Mapping[Path, bytes] | None = None,
+        parseable: Callable[[bytes], bool] | None = None,
+        kept: ParsedModules | None = None,
+    ):
         self.overlays = {Path(os.path.realpath(path)): data for path, data in (overlays or {}).items()}
         self.parseable = parseable
         self.problems: dict[Path, str] = {}
         self._projects: dict[tuple[Path, tuple[Path, ...], int], Project] = {}
+        self._kept = kept if kept is not None else ParsedModules()
 
     def __getstate__(self) -> dict:
-        return {"overlays": self.overlays, "parseable": self.parseable, "problems": {}, "_projects": {}}
+        fresh = {"problems": {}, "_projects": {}, "_kept": ParsedModules(self._kept.budget)}
+        return {"overlays": self.overlays, "parseable": self.parseable, **fresh}
 
     def for_file(self, file: Path, roots: Sequence[Path] = (), max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> Project:
         """The project of ``file``: under the configured import roots (their folder's project), or
@@ -443,7 +487,7 @@ class Projects:
         key = (root, tuple(Path(os.path.realpath(r)) for r in roots), max_file_size)
         if key not in self._projects:
             sources = Sources(self.overlays, max_file_size)
-            project = self._projects[key] = Project(root, key[1] or None, sources, self.parseable)
+            project = self._projects[key] = Project(root, key[1] or None, sources, self.parseable, self._kept)
             for shadow in project.reserved_shadows():
                 self.problems[shadow] = (
                     f"{shadow}: the project's own `{RESERVED}` is not analysed: fsdp2-lint treats `{RESERVED}` "

@@ -7,7 +7,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from fsdp2_lint.analysis.project import Project
+from fsdp2_lint.analysis.project import ParsedModules, Project, Projects
 
 SOURCE = b"import torch\n\n\ndef build():\n    return torch.nn.Linear(2, 2)\n"
 
@@ -67,3 +67,31 @@ def test_a_syntax_error_propagates_and_nothing_is_kept(module_file: Path) -> Non
     with pytest.raises(cst.ParserSyntaxError):
         project.parse_linted(module_file, b"def (:\n", cst.parse_module)
     assert project.parse(module_file) is None
+
+
+def test_trees_past_the_budget_are_dropped_oldest_first_and_parsed_again(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    paths = [tmp_path / f"m{index}.py" for index in range(3)]
+    for path in paths:
+        path.write_bytes(SOURCE)
+    project = Project(tmp_path, kept=ParsedModules(budget=2 * len(SOURCE)))
+    first = project.parse(paths[0])
+    assert project.parse(paths[0]) is first  # kept: the same tree
+    project.parse(paths[1])
+    assert project.parse(paths[0]) is first  # used last, so m1 goes before it
+    project.parse(paths[2])
+    again = project.parse(paths[1])
+    assert again is not None and again.source == SOURCE and project.parse(paths[0]) is not first
+
+
+def test_the_projects_of_a_run_share_one_budget(tmp_path: Path) -> None:
+    files = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyproject.toml").write_text("")
+        files.append(tmp_path / name / "helpers.py")
+        files[-1].write_bytes(SOURCE)
+    projects = Projects(kept=ParsedModules(budget=len(SOURCE)))
+    first = projects.for_file(files[0]).parse(files[0])
+    projects.for_file(files[1]).parse(files[1])
+    assert projects.for_file(files[0]).parse(files[0]) is not first
