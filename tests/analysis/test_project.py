@@ -497,6 +497,52 @@ def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_fi
     ]
 
 
+def test_the_linted_files_own_findings_come_first_and_related_places_keep_their_columns(tmp_path: Path) -> None:
+    """checkpoint.py sorts before train.py, whose own finding still comes first; the sharding both
+    findings name is given with its columns (an odd one here)."""
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/model.py": MODEL,
+            "trainer/parallel.py": """
+                from torch.distributed.fsdp import fully_shard
+
+
+                def shard_model(model):
+                    return fully_shard(model)
+                """,
+            "trainer/checkpoint.py": """
+                import torch
+
+
+                def save(model, path):
+                    torch.save(model.state_dict(), path)
+                """,
+            "trainer/train.py": """
+                import torch
+
+                from trainer.checkpoint import save
+                from trainer.model import Model
+                from trainer.parallel import shard_model
+
+
+                def main():
+                    model = shard_model(Model())
+                    save(model, "ckpt.pt")
+                    torch.save(model.state_dict(), "final.pt")
+                """,
+        },
+    )
+    found = lint(tmp_path / "trainer/train.py")
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [
+        ("train.py", 11, "FSDP004"),
+        ("checkpoint.py", 5, "FSDP004"),
+    ]
+    sharded_here = (str(tmp_path / "trainer/parallel.py"), 5, 12, 5, 12 + len("fully_shard(model)"))
+    assert {(r.path, r.line, r.column, r.end_line, r.end_column) for d in found for r in d.related} == {sharded_here}
+
+
 def test_a_value_read_back_from_a_merged_checkpoint_dict_is_what_was_merged_under_its_key(tmp_path: Path) -> None:
     """torchtune's shape: the checkpoint client merges the model's state dict and the recipe state
     under key constants of another module; the recipe reads the seed back and saves it in its

@@ -12,14 +12,15 @@ from collections import Counter
 
 import libcst as cst
 import pytest
-from fix_samples import ROUND_TRIP, apply_edits, case
+from fix_samples import FIXABLE, FIXABLE_SAFE_FIXED, ROUND_TRIP, apply_edits, case
 from fixture_marks import ROOT, fixture_files
 from style_cases import CASES as STYLE_CASES
 
 from fsdp2_lint.analysis.syntax import source_lines
 from fsdp2_lint.diagnostics import Applicability, Diagnostic
 from fsdp2_lint.engine import fix_source, lint_source
-from fsdp2_lint.rule import all_rules
+from fsdp2_lint.fixing.rewrite import Rewrite
+from fsdp2_lint.rule import Finding, all_rules
 from fsdp2_lint.rule_docs import fix_table
 
 RULES = {rule.code: rule for rule in all_rules()}
@@ -758,8 +759,11 @@ def test_fsdp002_offers_no_move_when_the_code_in_between_uses_what_it_binds():
     assert diagnostic.code == "FSDP002" and diagnostic.fix is None
 
 
-def test_overlapping_fixes_are_applied_over_several_rounds():
-    source = case("""\
+@pytest.mark.parametrize("gap", ["\n", ""], ids=["blank-line-after-imports", "code-right-after-imports"])
+def test_overlapping_fixes_are_applied_over_several_rounds(gap):
+    """Both FSDP002 fixes move `fully_shard(model)`: applied in one round, it could be inserted twice."""
+    imports = "import torch\nfrom torch.distributed.fsdp import fully_shard\n" + gap
+    source = imports + textwrap.dedent("""\
         fully_shard(model)
         for block in model.layers:
             fully_shard(block)
@@ -767,7 +771,7 @@ def test_overlapping_fixes_are_applied_over_several_rounds():
         """)
     result = fix_source(source.encode(), "train.py", unsafe=True)
     assert [d.code for d in result.fixed] == ["FSDP002", "FSDP002"] and result.remaining == ()
-    assert result.source.decode() == case("""\
+    assert result.source.decode() == imports + textwrap.dedent("""\
         for block in model.layers:
             fully_shard(block)
         fully_shard(model.head)
@@ -821,6 +825,38 @@ def test_a_file_that_does_not_parse_is_left_as_it_is():
     result = fix_source(source, "train.py", unsafe=True)
     assert result.source == source and result.fixed == ()
     assert [d.code for d in result.remaining] == ["FSDP000"]
+
+
+# What a faulty fix could leave in place of the file's first statement: code that does not parse,
+# an encoding declaration naming a codec that is no text encoding.
+FAULTY_FIRST_STATEMENTS = {
+    "syntax": cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Call(cst.Name("step")))], cst.Name("x"))]),
+    "codec": cst.SimpleStatementLine(
+        [cst.Expr(cst.Name("torch"))], leading_lines=[cst.EmptyLine(comment=cst.Comment("# -*- coding: rot13 -*-"))]
+    ),
+}
+
+
+@pytest.mark.parametrize("first", FAULTY_FIRST_STATEMENTS.values(), ids=FAULTY_FIRST_STATEMENTS.keys())
+def test_a_fix_whose_result_does_not_parse_is_dropped(monkeypatch, first):
+    """Even when the result no longer names anything a rule looks for, so that linting it never
+    parses it: the fix must not break the user's file."""
+
+    def faulty_fix(self, facts):
+        body = facts.module.body
+        replacements = {body[0]: first, **{statement: cst.RemoveFromParent() for statement in body[1:]}}
+        yield Finding(body[-1], fix=Rewrite("keep one statement", replacements))
+
+    monkeypatch.setattr(RULES["FSDP003"], "check", faulty_fix)
+    source = case("fully_shard(model)\nout = model.forward(x)\n").encode()
+    result = fix_source(source, "train.py", [RULES["FSDP003"]])
+    assert result.source == source and result.fixed == ()
+
+
+def test_a_safe_fix_after_an_unsafe_one_is_applied_without_unsafe_fixes():
+    result = fix_source(FIXABLE.encode(), "train.py")  # FSDP001's unsafe fix comes first in the file
+    assert result.source.decode() == FIXABLE_SAFE_FIXED
+    assert [d.code for d in result.fixed] == ["FSDP003"]
 
 
 def test_noqa_keeps_a_diagnostic_and_its_fix_out_of_fixing():
