@@ -578,8 +578,16 @@ fully_shard(model, offload_policy=CPUOffloadPolicy())
             "from torch.distributed.fsdp import BackwardPrefetch, CPUOffload, CPUOffloadPolicy\n"
             "from torch.distributed._composable.fsdp import fully_shard\n",
         ),
+        (  # a two-letter upper-case name is a constant, sorted first (isort's and Ruff's rule)
+            "from torch.distributed.fsdp import DP, BackwardPrefetch, CPUOffload, fully_shard\n",
+            "from torch.distributed.fsdp import DP, BackwardPrefetch, CPUOffload, CPUOffloadPolicy, fully_shard\n",
+        ),
+        (  # a one-letter upper-case name is a class, sorted among the classes
+            "from torch.distributed.fsdp import CPUOffload, T, fully_shard\n",
+            "from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy, T, fully_shard\n",
+        ),
     ],
-    ids=["extended", "new-line", "appended"],
+    ids=["extended", "new-line", "appended", "two-letter-constant", "one-letter-class"],
 )
 def test_fsdp023_adds_the_policy_to_the_import_line_in_order_or_a_new_line_after_the_imports(imports, fixed_imports):
     call = "\nfully_shard(model, offload_policy=CPUOffload(offload_params=True))\n"
