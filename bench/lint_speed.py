@@ -80,9 +80,10 @@ def main() -> int:
     if not (args.fixit or args.no_fixit):
         print("fixit: not found (pip install fixit into a separate venv and put it on PATH, or pass --fixit)")
 
-    timed = {name: time_tools(files, args) for name, files in (groups or {"corpus": everything}).items()}
-    for name, runs in timed.items():
-        report(name, runs, groups.get(name, everything))
+    timed = {}
+    for name, files in (groups or {"corpus": everything}).items():
+        timed[name] = time_tools(files, args)
+        report(name, timed[name], files)
     if len(timed) > 1:
         report("sum of the roots", summed(timed.values()), everything)
     return 0
