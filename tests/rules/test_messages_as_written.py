@@ -58,3 +58,16 @@ def test_an_attribute_named_like_the_model_is_not_the_model():
     source += "alias = box\nwith alias.model.no_sync():\n    pass\n"
     (diagnostic,) = [d for d in lint_source(source.encode(), "train.py") if d.code == "FSDP005"]
     assert diagnostic.message.startswith("`box.model` is sharded")
+
+
+@pytest.mark.parametrize("receiver", ["model", "box.item"])
+def test_the_unshard_left_across_the_step_is_quoted_as_called(receiver):
+    """FSDP044 quotes the `unshard()` call as written, not a placeholder for the module."""
+    source = textwrap.dedent(HEAD) + (
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "model(torch.randn(2, 4)).sum().backward()\n"
+        f"{receiver}.unshard()\n"
+        "optimizer.step()\n"
+    )
+    (diagnostic,) = [d for d in lint_source(source.encode(), "train.py") if d.code == "FSDP044"]
+    assert diagnostic.message.startswith(f"`{receiver}.unshard()` runs after the last backward")
