@@ -324,7 +324,5 @@ def _is(value: Value | None, obj: Obj) -> bool:
     if value is None:
         return False
     return any(
-        ref.root is obj and all(e.startswith("[") for e in ref.path)
-        for ref in options(value)
-        if isinstance(ref, Ref)
+        ref.root is obj and all(e.startswith("[") for e in ref.path) for ref in options(value) if isinstance(ref, Ref)
     )
