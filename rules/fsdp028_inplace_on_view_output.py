@@ -301,9 +301,9 @@ def _writes(trace: Trace, obj: Obj, call: Event) -> Iterator[Event]:
             break  # the backward ran the hook already
         if event.exclusive_with(call) or event.ctx.no_grad or event.ctx.against_default:
             continue  # not in this run of the module; no autograd; only for callers that pass the argument
-        if event.kind is EventKind.INPLACE and _is(event.receiver, obj, subscripts=True):
+        if event.kind is EventKind.INPLACE and _is(event.receiver, obj):
             yield event
-        elif event.kind is EventKind.METHOD and _in_place_name(event.name) and _is(event.receiver, obj, True):
+        elif event.kind is EventKind.METHOD and _in_place_name(event.name) and _is(event.receiver, obj):
             yield event
         elif event.kind is EventKind.STORE and isinstance(event.node, cst.Subscript) and _is(event.receiver, obj):
             yield event
@@ -319,12 +319,10 @@ def _in_place_name(name: str | None) -> bool:
     return bool(name) and name.endswith("_") and not name.startswith("_") and name not in NOT_WRITES
 
 
-def _is(value: Value | None, obj: Obj, subscripts: bool = False) -> bool:
-    """Is the value the object itself (or, with ``subscripts``, a part of it taken by subscripts)?"""
+def _is(value: Value | None, obj: Obj) -> bool:
+    """Is the value the object itself, or a part of it taken by subscripts (``h[0]``, a view of it)?"""
     if value is None:
         return False
     return any(
-        ref.root is obj and (not ref.path or (subscripts and all(e.startswith("[") for e in ref.path)))
-        for ref in options(value)
-        if isinstance(ref, Ref)
+        ref.root is obj and all(e.startswith("[") for e in ref.path) for ref in options(value) if isinstance(ref, Ref)
     )

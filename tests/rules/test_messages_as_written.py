@@ -58,3 +58,34 @@ def test_an_attribute_named_like_the_model_is_not_the_model():
     source += "alias = box\nwith alias.model.no_sync():\n    pass\n"
     (diagnostic,) = [d for d in lint_source(source.encode(), "train.py") if d.code == "FSDP005"]
     assert diagnostic.message.startswith("`box.model` is sharded")
+
+
+@pytest.mark.parametrize("receiver", ["model", "box.item"])
+def test_the_unshard_left_across_the_step_is_quoted_as_called(receiver):
+    """FSDP044 quotes the `unshard()` call as written, not a placeholder for the module."""
+    source = textwrap.dedent(HEAD) + (
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "model(torch.randn(2, 4)).sum().backward()\n"
+        f"{receiver}.unshard()\n"
+        "optimizer.step()\n"
+    )
+    (diagnostic,) = [d for d in lint_source(source.encode(), "train.py") if d.code == "FSDP044"]
+    assert diagnostic.message.startswith(f"`{receiver}.unshard()` runs after the last backward")
+
+
+def test_sync_switched_back_on_for_another_module_alone_names_that_module():
+    """FSDP014: `recurse=False` on a submodule is not "the module alone" of the one switched off."""
+    source = textwrap.dedent("""
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model.head)
+        fully_shard(model)
+        model.set_requires_gradient_sync(False)
+        for mb in micro_batches:
+            model(mb).sum().backward()
+        model.head.set_requires_gradient_sync(True, recurse=False)
+        optimizer.step()
+    """)
+    (diagnostic,) = [d for d in lint_source(source.encode(), "train.py") if d.code == "FSDP014"]
+    assert diagnostic.message == (
+        "gradient sync of `model` stays off at the optimizer step: it is switched back on only for `model.head`"
+    )

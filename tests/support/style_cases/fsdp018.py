@@ -106,6 +106,13 @@ CASES = {
         fully_shard(model.emb)
         fully_shard(model)
     """,
+    "fsdp018-good-tensor-data-kept-on-another-module": """
+        from torch.distributed.fsdp import fully_shard
+        model.head.reference = model.emb.weight.data
+        model.head.last_grad = model.emb.weight.grad
+        fully_shard(model.emb)
+        fully_shard(model)
+    """,
     "fsdp018-tie-weights-called-by-the-script": """
         import torch.nn as nn
         from torch.distributed.fsdp import fully_shard

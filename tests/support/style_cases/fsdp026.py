@@ -79,6 +79,15 @@ CASES = {
             p.requires_grad = False
         fully_shard(model)
     """,
+    "fsdp026-good-frozen-after-sharding-before-the-first-forward": _MODEL
+    + """
+        model = Net().to(torch.bfloat16)
+        model.final_norm.float()
+        fully_shard(model)
+        for p in model.final_norm.parameters():
+            p.requires_grad = False
+        model(batch)
+    """,
     "fsdp026-good-rest-of-group-frozen": _MODEL
     + """
         model = Net().to(torch.bfloat16)

@@ -60,6 +60,20 @@ CASES = {
                 h[:, :4] *= 0.5  # expect: FSDP028
 """,
     ),
+    "fsdp028-torch-function-on-a-slice": _case(
+        "self.lin(x).transpose(0, 1)",
+        """
+                h = self.block(x)
+                torch.relu_(h[0])  # expect: FSDP028
+""",
+    ),
+    "fsdp028-item-assignment-into-a-row": _case(
+        "self.lin(x).view(-1, 8)",
+        """
+                h = self.block(x)
+                h[0][1] = 0.0  # expect: FSDP028
+""",
+    ),
     "fsdp028-tuple-output-with-a-view": _case(
         "(self.lin(x).view(x.shape), x.sum())",
         """
@@ -97,6 +111,14 @@ CASES = {
                     h += x
                 h = self.block(x)
                 h = h + x
+""",
+    ),
+    "fsdp028-good-write-into-data-outside-autograd": _case(
+        "self.lin(x).view(x.shape)",
+        """
+                h = self.block(x)
+                h.data.mul_(2.0)
+                h.data[0] = 0.0
 """,
     ),
     "fsdp028-good-kept-unsharded-after-forward": _case(
