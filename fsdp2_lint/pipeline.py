@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from fsdp2_lint.analysis.project import Project, Projects
+from fsdp2_lint.analysis.project import ParsedModules, Project, Projects
 from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Selection, Settings, find_config, load_settings
 from fsdp2_lint.diagnostics import PARSE_ERROR, Diagnostic, Edit, Related, file_error
@@ -148,12 +148,15 @@ def lint_files(
     jobs: int | None = None,
     cache: Cache | None = None,
     overlays: Mapping[Path, bytes] | None = None,
+    kept: ParsedModules | None = None,
 ) -> list[list[Diagnostic]]:
     """Each task's diagnostics (sorted by position), in task order. A task's analysis may find a
     misuse in another project module it follows: that diagnostic comes with the task, once in the
-    run however many tasks find it. ``overlays``: unsaved texts of other files (an editor's buffers)."""
+    run however many tasks find it. ``overlays``: unsaved texts of other files (an editor's buffers).
+    ``kept``: parsed modules kept across runs in this process (an editor's server), reused while
+    their text is unchanged."""
     raise_recursion_limit()
-    projects = Projects(overlays, parseable)
+    projects = Projects(overlays, parseable, kept)
     results: list[list[Diagnostic]] = [[] for _ in tasks]
     pending: list[tuple[int, int]] = []  # (size, task index)
     notebooks: dict[int, NotebookSource] = {}

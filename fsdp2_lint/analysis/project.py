@@ -33,7 +33,7 @@ import hashlib
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -136,33 +136,35 @@ class ProjectModule:
 
 
 class ParsedModules:
-    """The parsed project modules a process keeps, shared by its projects; once their sources pass
-    ``budget`` bytes the least recently used are dropped (and parsed again when asked for). Without a
-    bound a worker that lints many projects' files keeps every tree it ever parsed: gigabytes."""
+    """The parsed project modules a process keeps, by project and file, each with the text it was
+    parsed from: the files of a run that import a module, and an editor's next lint, reuse its tree
+    while its text is unchanged. Once their sources pass ``budget`` bytes the least recently used
+    are dropped (and parsed again when asked for): without a bound a worker that lints many
+    projects' files keeps every tree it ever parsed, gigabytes."""
 
     def __init__(self, budget: int = KEPT_SOURCE_BYTES) -> None:
         self.budget = budget
-        self._kept: OrderedDict[tuple[Project, Path], ProjectModule | None] = OrderedDict()
+        self._kept: OrderedDict[Hashable, tuple[bytes | None, ProjectModule | None]] = OrderedDict()
         self._bytes = 0
 
-    def __contains__(self, key: tuple[Project, Path]) -> bool:
-        return key in self._kept
-
-    def get(self, key: tuple[Project, Path]) -> ProjectModule | None:
-        self._kept.move_to_end(key)
-        return self._kept[key]
-
-    def keep(self, key: tuple[Project, Path], parsed: ProjectModule | None) -> ProjectModule | None:
-        self._kept[key] = parsed
-        self._bytes += _size(parsed)
+    def parsed(
+        self, key: Hashable, data: bytes | None, parse: Callable[[], ProjectModule | None]
+    ) -> ProjectModule | None:
+        """The module ``key`` as ``parse`` makes it of ``data``: the tree kept from an earlier parse
+        of the same text, else parsed now and kept (what ``parse`` raises propagates, keeping nothing)."""
+        kept = self._kept.get(key)
+        if kept is not None and kept[0] == data:
+            self._kept.move_to_end(key)
+            return kept[1]
+        parsed = parse()
+        if kept is not None:
+            self._bytes -= len(self._kept.pop(key)[0] or b"")
+        self._kept[key] = (data, parsed)
+        self._bytes += len(data or b"")
         while self._bytes > self.budget and len(self._kept) > 1:
-            _, dropped = self._kept.popitem(last=False)
-            self._bytes -= _size(dropped)
+            dropped, _ = self._kept.popitem(last=False)[1]
+            self._bytes -= len(dropped or b"")
         return parsed
-
-
-def _size(parsed: ProjectModule | None) -> int:
-    return 0 if parsed is None else len(parsed.source)
 
 
 class Project:
@@ -184,6 +186,7 @@ class Project:
         self._found: dict[tuple[str, Path | None], Path | None] = {}
         self._located: dict[tuple[Path, str], Path | None] = {}
         self._parsed = kept if kept is not None else ParsedModules()
+        self._key = (self.root, self.roots)  # a module's name, so its parse, depends on both
         self._imported: dict[tuple[Path, bytes], list[tuple[Path, bytes]]] = {}
         self._edges_of: dict[Path, tuple[Path, ...]] = {}
         self._reached: dict[Path, frozenset[Path]] = {}
@@ -402,26 +405,26 @@ class Project:
     def parse(self, path: Path) -> ProjectModule | None:
         """The module in ``path`` parsed; None when it cannot be read, is refused by ``parseable``
         (too large, nested too deep) or does not parse: its names are then unknown."""
-        key = (self, path)
-        return self._parsed.get(key) if key in self._parsed else self._parsed.keep(key, self._parse(path))
+        data = self.sources.get(path)
+        return self._parsed.parsed((self._key, path), data, lambda: self._parse(path, data))
 
     def parse_linted(self, path: Path, data: bytes, parse: Callable[[bytes], cst.Module]) -> cst.Module:
         """The linted file ``path`` (text ``data``) parsed: as the project module it is when another
-        file's analysis read it already, else by ``parse`` (whose errors propagate), kept for the files
-        that import it. Each module is parsed once per run, whether it is linted or imported."""
-        key = (self, path)
-        known = self._parsed.get(key) if key in self._parsed else None
-        if known is not None and known.source == data:
-            return known.module
-        module = parse(data)
-        if key not in self._parsed and self.sources.get(path) == data and self.parseable(data):
-            self._parsed.keep(key, ProjectModule(self.module_name(path), path, data, module))
-        return module
+        file's analysis (or an earlier lint in this process) read the same text already, else by
+        ``parse`` (whose errors propagate), kept for the files that import it. Each module is parsed
+        once per run, whether it is linted or imported."""
+        if self.sources.get(path) != data or not self.parseable(data):  # not the text the project reads
+            return parse(data)
 
-    def _parse(self, path: Path) -> ProjectModule | None:
+        def parsed_module() -> ProjectModule:
+            return ProjectModule(self.module_name(path), path, data, parse(data))
+
+        kept = self._parsed.parsed((self._key, path), data, parsed_module)
+        return kept.module if kept is not None else parse(data)  # it failed to parse as an import
+
+    def _parse(self, path: Path, data: bytes | None) -> ProjectModule | None:
         import libcst as cst
 
-        data = self.sources.get(path)
         if data is None or not self.parseable(data):
             return None
         try:

@@ -31,6 +31,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TypeVar
 
+from fsdp2_lint.analysis.project import ParsedModules
 from fsdp2_lint.config import ConfigError, Selection, Settings, find_config
 from fsdp2_lint.diagnostics import Diagnostic, file_error
 from fsdp2_lint.pipeline import LintTask, SettingsResolver, fix_file, imported_files, lint_files
@@ -59,6 +60,11 @@ class Failure:
     reason: str
 
 
+# The child's parsed project modules, kept between lints: an edit re-parses the edited buffer and
+# whatever changed, not every module it imports.
+_KEPT = ParsedModules()
+
+
 def lint_document(path: Path, source: bytes, overlays: dict[Path, bytes] | None = None) -> LintResult:
     """What ``fsdp2-lint check --force-exclude --stdin-filename PATH`` reports for ``source``, with
     the configuration as it is on disk now: it is read afresh, since not every editor reports
@@ -71,7 +77,7 @@ def lint_document(path: Path, source: bytes, overlays: dict[Path, bytes] | None 
     if settings is None:
         return LintResult(())
     task = LintTask.of(path, settings, str(path), source)
-    (diagnostics,) = lint_files([task], overlays=overlays)
+    (diagnostics,) = lint_files([task], overlays=overlays, kept=_KEPT)
     return LintResult(tuple(diagnostics), reads=frozenset(imported_files(task, overlays)))
 
 

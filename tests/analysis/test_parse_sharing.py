@@ -95,3 +95,13 @@ def test_the_projects_of_a_run_share_one_budget(tmp_path: Path) -> None:
     first = projects.for_file(files[0]).parse(files[0])
     projects.for_file(files[1]).parse(files[1])
     assert projects.for_file(files[0]).parse(files[0]) is not first
+
+
+def test_a_later_run_reuses_a_kept_tree_while_the_file_s_text_is_unchanged(module_file: Path) -> None:
+    kept = ParsedModules()
+    first = Project(module_file.parent, kept=kept).parse(module_file)
+    again = Project(module_file.parent, kept=kept).parse(module_file)  # a new run: its own reads
+    assert first is not None and again is first
+    module_file.write_bytes(SOURCE + b"x = 1\n")
+    changed = Project(module_file.parent, kept=kept).parse(module_file)
+    assert changed is not None and changed.source == SOURCE + b"x = 1\n" and changed.module is not first.module
