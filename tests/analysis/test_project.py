@@ -17,6 +17,14 @@ from fsdp2_lint.cache import Cache
 from fsdp2_lint.config import Selection
 from fsdp2_lint.pipeline import LintTask, SettingsResolver, lint_files
 
+# trainer/checkpoint.py: saves the model it is given
+CHECKPOINT = """
+    import torch
+
+
+    def save(model, path):
+        torch.save(model.state_dict(), path)
+    """
 TRAIN_WRONG_ORDER = """
     {imports}
 
@@ -469,13 +477,7 @@ def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_fi
             "trainer/__init__.py": "",
             "trainer/model.py": MODEL,
             "trainer/parallel.py": PARALLEL,
-            "trainer/checkpoint.py": """
-                import torch
-
-
-                def save(model, path):
-                    torch.save(model.state_dict(), path)
-                """,
+            "trainer/checkpoint.py": CHECKPOINT,
             "trainer/train.py": """
                 from trainer.checkpoint import save
                 from trainer.model import Model
@@ -512,13 +514,7 @@ def test_the_linted_files_own_findings_come_first_and_related_places_keep_their_
                 def shard_model(model):
                     return fully_shard(model)
                 """,
-            "trainer/checkpoint.py": """
-                import torch
-
-
-                def save(model, path):
-                    torch.save(model.state_dict(), path)
-                """,
+            "trainer/checkpoint.py": CHECKPOINT,
             "trainer/train.py": """
                 import torch
 
