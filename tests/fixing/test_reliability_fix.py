@@ -6,6 +6,7 @@ owner, hard links)."""
 from __future__ import annotations
 
 import difflib
+import errno
 import fcntl
 import os
 import re
@@ -228,6 +229,18 @@ def test_a_temporary_file_swept_before_the_writer_locks_it_is_replaced_by_a_new_
     monkeypatch.setattr(fcntl, "flock", sweep_first)
     assert check("--fix", "train.py").exit_code == 1
     assert swept and path.read_text() == FIXED
+
+
+def test_a_file_system_without_locks_still_gets_its_fixes_written(project, monkeypatch):
+    """NFS without its lock service refuses every ``flock`` (ENOLCK): the writer goes on unlocked."""
+    path = write(project / "train.py", FIXABLE)
+
+    def no_locks(descriptor, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    assert check("--fix", "train.py").exit_code == 1
+    assert path.read_text() == FIXED and sorted(p.name for p in project.iterdir()) == ["train.py"]
 
 
 def test_a_read_only_file_is_left_as_it_is_and_its_problems_count(project):
