@@ -189,6 +189,26 @@ def test_a_file_changed_on_disk_while_fixing_is_not_overwritten(project, monkeyp
     assert sorted(p.name for p in project.iterdir()) == ["train.py"]
 
 
+@pytest.mark.parametrize(
+    "edited",
+    [FIXABLE + "print('saved by the editor meanwhile')\n", FIXABLE[: FIXABLE.rindex("\n", 0, -1) + 1]],
+    ids=["line-added", "last-line-removed"],
+)
+def test_a_file_changed_on_disk_while_its_fixed_text_is_written_is_not_overwritten(project, monkeypatch, edited):
+    path = write(project / "train.py", FIXABLE)
+    real_fsync = os.fsync
+
+    def save_meanwhile(descriptor):  # the fixed text is in the temporary file, not yet renamed
+        real_fsync(descriptor)
+        path.write_text(edited)
+
+    monkeypatch.setattr(os, "fsync", save_meanwhile)
+    result = check("--fix", "train.py")
+    assert path.read_text() == edited
+    assert "error: train.py: the file changed on disk while it was being fixed; it was left as it is" in result.stderr
+    assert sorted(p.name for p in project.iterdir()) == ["train.py"]
+
+
 def test_a_failed_write_leaves_the_file_and_no_temporary_file(project, monkeypatch):
     path = write(project / "train.py", FIXABLE)
 

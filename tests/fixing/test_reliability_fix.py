@@ -6,6 +6,8 @@ owner, hard links)."""
 from __future__ import annotations
 
 import difflib
+import errno
+import fcntl
 import os
 import re
 import shutil
@@ -113,6 +115,7 @@ def test_every_byte_a_fix_does_not_replace_is_kept(source, decoration, bom):
 # FIXABLE: a safe FSDP003 fix, next to an FSDP001 with only an unsafe one (--fix leaves 1 of 2).
 FIXED = FIXABLE_SAFE_FIXED
 TEMPORARY = ".train.py.*.fsdp2-lint"
+HANG_GUARD_S = 60  # a sweep that blocks on a FIFO would never end: the test fails instead of hanging
 
 
 @pytest.fixture
@@ -188,6 +191,56 @@ def test_a_concurrent_runs_temporary_file_is_left_to_it(project):
     output, _ = writer.communicate("go on\n")
     assert writer.returncode == 1 and "Found 2 problems (1 fixed, 1 remaining)." in output
     assert path.read_text() == FIXED and sorted(p.name for p in project.iterdir()) == ["clean.py", "train.py"]
+
+
+def test_a_named_pipe_named_like_a_temporary_file_is_left_alone_without_blocking(project):
+    """Only regular files are swept: opening a FIFO to lock it would wait for a writer forever."""
+    write(project / "clean.py", "x = 1\n")
+    pipe = project / ".train.py.abcd1234.fsdp2-lint"
+    os.mkfifo(pipe)
+    command = [sys.executable, "-m", "fsdp2_lint", "check", "--isolated", "--fix", "clean.py"]
+    assert subprocess.run(command, cwd=project, capture_output=True, timeout=HANG_GUARD_S).returncode == 0
+    assert stat.S_ISFIFO(pipe.lstat().st_mode)
+
+
+@pytest.mark.parametrize(
+    "taken_by", [None, "older", "newer"], ids=["swept", "taken-by-an-older-file", "taken-by-a-newer-file"]
+)
+def test_a_temporary_file_swept_before_the_writer_locks_it_is_replaced_by_a_new_one(project, monkeypatch, taken_by):
+    """Another run's sweep can remove a temporary file between its creation and its lock (and a
+    third run's file take its name: one created before or after it): the writer must write
+    through a temporary file of its own."""
+    older = write(project / "older", "another run's text")
+    path = write(project / "train.py", FIXABLE)
+    real_flock = fcntl.flock
+    swept = []
+
+    def sweep_first(descriptor, operation):
+        if not swept:
+            (temporary,) = project.glob(TEMPORARY)
+            temporary.unlink()
+            if taken_by == "older":
+                older.replace(temporary)
+            elif taken_by == "newer":
+                temporary.write_text("another run's text")
+            swept.append(temporary)
+        real_flock(descriptor, operation)
+
+    monkeypatch.setattr(fcntl, "flock", sweep_first)
+    assert check("--fix", "train.py").exit_code == 1
+    assert swept and path.read_text() == FIXED
+
+
+def test_a_file_system_without_locks_still_gets_its_fixes_written(project, monkeypatch):
+    """NFS without its lock service refuses every ``flock`` (ENOLCK): the writer goes on unlocked."""
+    path = write(project / "train.py", FIXABLE)
+
+    def no_locks(descriptor, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    assert check("--fix", "train.py").exit_code == 1
+    assert path.read_text() == FIXED and sorted(p.name for p in project.iterdir()) == ["train.py"]
 
 
 def test_a_read_only_file_is_left_as_it_is_and_its_problems_count(project):

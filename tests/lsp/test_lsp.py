@@ -30,7 +30,9 @@ from samples import BAD_WITH_FIX as BAD
 from samples import write
 
 from fsdp2_lint.cli import main
+from fsdp2_lint.diagnostics import Diagnostic, Related, Severity
 from fsdp2_lint.lsp import features, server
+from fsdp2_lint.lsp.text import DocumentText
 
 # `fsdp2-lint lsp` with torch unimportable: the editor install (`fsdp2-lint[lsp]`) has no torch
 BLOCKED = "import sys; sys.modules[{!r}] = None; from fsdp2_lint.cli import main; main()"
@@ -41,10 +43,12 @@ GOOD = BAD.replace("opt = torch.optim.AdamW(model.parameters())\n", "").replace(
     "out = model.forward(batch)", "opt = torch.optim.AdamW(model.parameters())\nout = model(batch)"
 )
 FORWARD_LINE = "out = model.forward(batch)"
+OPTIMIZER_LINE = "opt = torch.optim.AdamW(model.parameters())"
 VSCODE = "visual-studio-code@v1.65.2"  # pushes, UTF-16 columns, versioned edits, watches files
 NEOVIM = "neovim@v0.11.0"  # pulls, UTF-8 columns
 EMACS = "emacs@v29.1"  # pushes, UTF-32 columns
 VSCODE_PULL = "visual-studio-code@v1.65.2 + pull"  # as today's VS Code: pulls, and re-pulls when asked
+PLAIN_HOVERS = "visual-studio-code@v1.65.2, plain-text hovers"  # as a client that renders no Markdown
 ASYNC = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -67,12 +71,15 @@ async def client(lsp_client: LanguageClient, request, tmp_path_factory):
 
 
 def capabilities(editor: str) -> types.ClientCapabilities:
-    if editor != VSCODE_PULL:
+    if editor not in (VSCODE_PULL, PLAIN_HOVERS):
         return client_capabilities(editor)
-    pulling = client_capabilities(VSCODE)
-    pulling.text_document.diagnostic = types.DiagnosticClientCapabilities(related_document_support=False)
-    pulling.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
-    return pulling
+    adapted = client_capabilities(VSCODE)
+    if editor == PLAIN_HOVERS:
+        adapted.text_document.hover = types.HoverClientCapabilities(content_format=[types.MarkupKind.PlainText])
+        return adapted
+    adapted.text_document.diagnostic = types.DiagnosticClientCapabilities(related_document_support=False)
+    adapted.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    return adapted
 
 
 def open_document(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
@@ -266,6 +273,22 @@ async def test_noqa_extends_an_existing_list_and_skips_lines_that_cannot_take_a_
 
 @ASYNC
 @editors(VSCODE)
+async def test_noqa_goes_inside_a_list_followed_by_a_comment_and_over_trailing_whitespace(
+    client: LanguageClient, tmp_path
+):
+    text = BAD.replace(FORWARD_LINE, FORWARD_LINE + "  #noqa: E501  # a long line").replace(
+        OPTIMIZER_LINE, OPTIMIZER_LINE + " \t"
+    )
+    uri = open_document(client, tmp_path / "train.py", text)
+    optimizer, forward = await published(client, uri)
+    suppressed = apply_edit(text, (await request_actions(client, uri, optimizer))[-1].edit, uri)
+    assert suppressed.splitlines()[4] == OPTIMIZER_LINE + "  # noqa: FSDP001"
+    suppressed = apply_edit(text, (await request_actions(client, uri, forward))[-1].edit, uri)
+    assert suppressed.splitlines()[8] == FORWARD_LINE + "  #noqa: E501, FSDP003  # a long line"
+
+
+@ASYNC
+@editors(VSCODE)
 async def test_hover_on_a_diagnostic_shows_its_rule_summary(client: LanguageClient, tmp_path):
     document = types.TextDocumentIdentifier(uri=open_document(client, tmp_path / "train.py", BAD))
     optimizer, _ = await published(client, document.uri)
@@ -277,9 +300,25 @@ async def test_hover_on_a_diagnostic_shows_its_rule_summary(client: LanguageClie
         "**FSDP001** `optimizer-before-shard` (error): optimizer built from parameters"
     )
     assert "help: build the optimizer after the last `fully_shard`" in shown.contents.value
+    assert shown.contents.value.endswith(f"\n\n[FSDP001 documentation]({optimizer.code_description.href})")
     assert shown.range == optimizer.range
     elsewhere = types.HoverParams(text_document=document, position=types.Position(line=0, character=0))
     assert await client.text_document_hover_async(elsewhere) is None
+
+
+@ASYNC
+@editors(PLAIN_HOVERS)
+async def test_a_client_that_renders_no_markdown_gets_plain_text_hovers(client: LanguageClient, tmp_path):
+    document = types.TextDocumentIdentifier(uri=open_document(client, tmp_path / "train.py", BAD))
+    optimizer, _ = await published(client, document.uri)
+    shown = await client.text_document_hover_async(
+        types.HoverParams(text_document=document, position=optimizer.range.start)
+    )
+    assert shown.contents.kind == types.MarkupKind.PlainText
+    summary, hint, link = shown.contents.value.split("\n")
+    assert summary.startswith("FSDP001 optimizer-before-shard (error): optimizer built from parameters")
+    assert hint.startswith("help: build the optimizer after the last `fully_shard`")
+    assert link == optimizer.code_description.href
 
 
 @ASYNC
@@ -352,6 +391,13 @@ async def test_unparsable_document_gives_one_fsdp000_and_the_server_goes_on(clie
     assert parse_error.code == "FSDP000" and parse_error.message.startswith("syntax error")
     assert parse_error.range.start.line == 1
     assert list(await request_actions(client, broken, parse_error)) == []  # a noqa comment cannot silence FSDP000
+    shown = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=broken), position=parse_error.range.start)
+    )
+    assert shown.contents.value.startswith(  # no rule, so no documentation link
+        "**FSDP000** `unreadable-file` (error): the file cannot be read or parsed, so nothing else in it was checked"
+    )
+    assert "documentation" not in shown.contents.value
     beyond = types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=broken), position=types.Position(line=99, character=99)
     )
@@ -509,7 +555,8 @@ async def test_a_lint_that_raises_crashes_or_hangs_costs_one_document_not_the_se
 @editors(VSCODE)
 async def test_fix_all_applies_every_safe_fix_as_the_cli_does_when_asked_by_name(client: LanguageClient, tmp_path):
     assert features.FIX_ALL in client.server_capabilities.code_action_provider.code_action_kinds
-    text = BAD + "with model.no_sync():\n    model(batch).sum().backward()\n"  # FSDP003, FSDP005: safe; FSDP001: unsafe
+    # FSDP003, FSDP005: safe; FSDP001: unsafe. No final newline: the text is replaced to its last character.
+    text = BAD + "with model.no_sync():\n    model(batch).sum().backward()"
     path = tmp_path / "train.py"
     uri = open_document(client, path, text)
     optimizer, *_ = await published(client, uri)
@@ -641,6 +688,22 @@ async def test_a_related_location_in_a_file_not_open_has_the_clients_columns(cli
     train, parallel = loader_project(tmp_path, SHARDING)
     (loaded,) = await published(client, open_document(client, train, LOADER))
     assert loaded.code == "FSDP010" and related_span(loaded) == (parallel.resolve(), SHARD_SPAN)
+
+
+def test_a_related_location_in_a_file_that_cannot_be_read_is_given_in_characters(tmp_path):
+    """A helper deleted between the lint and the reading of its text: no client columns can be
+    counted, so the related location keeps the engine's, made 0-based, rather than being lost."""
+    train, parallel = loader_project(tmp_path, SHARDING)
+    column = len(SHARD_PREFIX) + 1
+    related = Related(str(parallel), 6, column, 6, column + len("fully_shard(layer)"), "sharded here")
+    load = LOADER.splitlines()[8]  # the engine's FSDP010, shortened
+    loaded = Diagnostic(
+        code="FSDP010", name="rank0-only-load", message="loaded on rank 0", hint="load on every rank",
+        severity=Severity.ERROR, path=str(train), line=9, column=9, end_line=9, end_column=len(load) + 1,
+        source_line=load, related=(related,),
+    )  # fmt: skip
+    shown = features.lsp_diagnostic(loaded, DocumentText(LOADER), text_of=lambda path: None)
+    assert related_span(shown) == (parallel.resolve(), (5, column - 1, 5, column - 1 + len("fully_shard(layer)")))
 
 
 @ASYNC
