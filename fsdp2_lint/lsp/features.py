@@ -24,7 +24,7 @@ SEVERITIES = {
 }
 QUICK_FIX = types.CodeActionKind.QuickFix
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.fsdp2-lint"
-# an existing `# noqa: CODES` list in a comment, which a new code extends
+# an existing list of codes after `noqa:` in a comment, which a new code extends
 _NOQA_LIST = re.compile(r"#\s*noqa\s*:\s*[A-Za-z]+\d+(?:\s*,?\s*[A-Za-z]+\d+)*", re.IGNORECASE)
 
 
