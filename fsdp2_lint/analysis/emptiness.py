@@ -5,10 +5,15 @@ own data are missing or empty (FSDP012). Syntax only."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fsdp2_lint.analysis.syntax import is_zero
 
+# Names of objects that hold a run's settings (`args`, `cfg`, `train_config`, `opts`): what is read
+# from them is the same on every rank, so a None test on it tests a setting, not this rank's data.
+_SETTINGS_OBJECT = re.compile(r"(?:\w*_)?(?:args|arguments|cfg|config|conf|opts|options|hparams|settings|flags)")
 # Comparisons of a size with an integer, and whether the true arm means "empty".
 _EMPTY_WHEN = {
     (cst.Equal, 0): True,
@@ -60,11 +65,16 @@ def _is_none(node: cst.BaseExpression) -> bool:
 
 def _data(node: cst.BaseExpression) -> bool:
     """A name, or an item or attribute read from one (``batch``, ``batch["pixel_values"]``,
-    ``batch.input_ids``); nothing read from ``self`` (the object's settings and submodules), not a
+    ``batch.input_ids``); nothing read from ``self`` (the object's settings and submodules) or from
+    a settings object (``args.probe_freq``, ``train_cfg.eval_every``: the same on every rank), not a
     constant."""
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
-    return isinstance(node, cst.Name) and node.value not in ("self", "cls", "None", "True", "False")
+    return (
+        isinstance(node, cst.Name)
+        and node.value not in ("self", "cls", "None", "True", "False")
+        and not _SETTINGS_OBJECT.fullmatch(node.value)
+    )
 
 
 def _size(node: cst.BaseExpression) -> bool:

@@ -1,6 +1,42 @@
 """Style cases for FSDP012: code written in styles the fixtures do not use."""
 
 CASES = {
+    "fsdp012-probe-forward-under-a-setting-near-miss": """
+        from torch.distributed.fsdp import fully_shard
+        for block in model.layers:
+            fully_shard(block)
+        fully_shard(model)
+        for step, batch in enumerate(loader):
+            if args.probe_freq is not None and step % args.probe_freq == 0:
+                model(batch[:1]).sum().backward()  # a probe on every rank: the setting is everyone's
+                optimizer.zero_grad()
+            if train_cfg.eval_every is not None:
+                model.layers[0](batch)
+            model(batch).sum().backward()
+            optimizer.step()
+    """,
+    "fsdp012-vision-tower-run-when-pixels-are-there-and-a-setting-allows": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids, pixel_values=None):
+                embeds = self.language_model.embed(input_ids)
+                if model_args.vision_tower is not None and pixel_values is not None:  # expect: FSDP012
+                    embeds = embeds + self.vision_tower(pixel_values)
+                return self.language_model(embeds)
+
+        model = Llava()
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        for batch in loader:
+            model(batch["input_ids"], batch.get("pixel_values")).sum().backward()
+    """,
     "fsdp012-math-isnan-of-item-break": """
         import math
         from torch.distributed.fsdp import fully_shard
