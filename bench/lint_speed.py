@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def main() -> int:
     if not (args.fixit or args.no_fixit):
         print("fixit: not found (pip install fixit into a separate venv and put it on PATH, or pass --fixit)")
 
-    timed = {}
+    timed: dict[str, dict[str, Run]] = {}
     for name, files in (groups or {"corpus": everything}).items():
         timed[name] = time_tools(files, args)
         report(name, timed[name], files)
@@ -111,7 +112,7 @@ def time_tools(files: list[Path], args: argparse.Namespace) -> dict[str, Run]:
     return runs
 
 
-def summed(groups) -> dict[str, Run]:
+def summed(groups: Iterable[dict[str, Run]]) -> dict[str, Run]:
     """The runs of every root added up, tool by tool (peak RSS: the largest)."""
     total: dict[str, Run] = {}
     for runs in groups:
