@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,7 @@ class Run:
     cpu_seconds: float  # user + system, of the command and the workers it waited for
     peak_rss_mb: float
     status: int
+    stderr: str = ""  # its end, for what a tool says it checked
 
 
 def main() -> int:
@@ -108,8 +110,20 @@ def time_tools(files: list[Path], args: argparse.Namespace) -> dict[str, Run]:
         runs["ruff"] = measure(f"ruff check --select {args.ruff_rule}", [args.ruff, "check", *select], files)
     if args.fixit and not args.no_fixit:
         fixit = [args.fixit, "--rules", args.fixit_rule, "lint"]
-        runs["fixit"] = measure(f"fixit lint ({args.fixit_rule})", fixit, files)
+        run = measure(f"fixit lint ({args.fixit_rule})", fixit, files)
+        checked = fixit_checked(run.stderr)
+        if checked == len(files):
+            runs["fixit"] = run
+        else:  # Fixit silently skips files it judges not the project's (those under site-packages)
+            print(f"WARNING: Fixit checked {checked} of the {len(files)} files: its timing is left out")
     return runs
+
+
+def fixit_checked(summary: str) -> int | None:
+    """How many files Fixit's closing line says it checked (``🧼 12 files clean 🧼``, ``🛠️ 3 files
+    checked, 1 file with errors``); None when there is no such line."""
+    found = re.findall(r"(\d+) files? (?:checked|clean)", summary)
+    return int(found[-1]) if found else None
 
 
 def summed(groups: Iterable[dict[str, Run]]) -> dict[str, Run]:
@@ -221,11 +235,12 @@ def measure(tool: str, command: list[str], files: list[Path]) -> Run:
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - start
         process.returncode = code = os.waitstatus_to_exitcode(status)
+        errors.seek(0)
+        said = errors.read()[-2000:].decode(errors="replace")
         if code not in (0, 1):
-            errors.seek(0)
-            print(errors.read().decode(errors="replace")[-2000:], file=sys.stderr)
+            print(said, file=sys.stderr)
     rss_unit = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
-    return Run(tool, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * rss_unit / 2**20, code)
+    return Run(tool, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * rss_unit / 2**20, code, said)
 
 
 if __name__ == "__main__":
