@@ -7,6 +7,7 @@ from pathlib import Path
 
 import libcst
 
+from fsdp2_lint import nesting
 from fsdp2_lint.config import Selection
 from fsdp2_lint.lsp.worker import lint_document
 from fsdp2_lint.pipeline import LintTask, SettingsResolver, lint_files
@@ -86,3 +87,16 @@ def test_edits_in_a_row_report_what_a_fresh_lint_of_each_text_reports(tmp_path: 
     for text in edits:
         fresh = lint_files([LintTask.of(train, settings, str(train), text)])[0]  # nothing kept from before
         assert list(lint_document(train, text).diagnostics) == fresh
+
+
+def test_a_lint_estimates_the_nesting_of_each_text_once(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_bytes(HELPERS)
+    train = tmp_path / "train.py"
+    edited = TRAIN + b"print('nesting')\n"
+    scanned: list[str] = []
+    scan = nesting._text_depth
+    monkeypatch.setattr(nesting, "_text_depth", lambda text, indented: scanned.append(text) or scan(text, indented))
+    assert [d.code for d in lint_document(train, edited).diagnostics] == ["FSDP001"]
+    assert scanned.count(edited.decode()) == 1  # for: is it heavy? may it be parsed? is it too deep?
