@@ -84,6 +84,9 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
 
 
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+# Whether a type is a syntax node: ``CSTNode`` is an abstract base class, and ``isinstance`` against
+# one costs a tenth of a microsecond more than this look-up, a third of the parent links' time.
+_IS_NODE: dict[type, bool] = {}
 _LAYOUT_FIELDS = re.compile(
     r"^(whitespace|lpar|rpar|comma|semicolon|colon|equal|star|dot|lbracket|rbracket|lbrace|rbrace)"
 )
@@ -99,10 +102,18 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         )
     for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if _is_node(value):
             yield value
         elif isinstance(value, (list, tuple)):
-            yield from (item for item in value if isinstance(item, cst.CSTNode))
+            yield from (item for item in value if _is_node(item))
+
+
+def _is_node(value: object) -> bool:
+    kind = type(value)
+    known = _IS_NODE.get(kind)
+    if known is None:
+        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known
 
 
 def parent_links(module: cst.Module) -> dict[int, cst.CSTNode]:
