@@ -40,12 +40,15 @@ class Parsed:
     text: str
     lengths: list[int] | None = None
 
-    def statement_lengths(self) -> list[int]:
-        if self.lengths is None:  # the first re-parse lays out the whole tree once
+    def statement_lengths(self) -> list[int] | None:
+        """The lengths, laid out once (code generation of the whole tree); None where libcst's code
+        generation does not give the text back (it drops a few odd spellings, such as a backslash on
+        a line of its own), so where a statement starts is not known."""
+        if self.lengths is None:
             code = self.module.code_for_node
-            self.lengths = [sum(len(code(line)) for line in self.module.header)]
-            self.lengths += [len(code(statement)) for statement in self.module.body]
-        return self.lengths
+            codes = ["".join(map(code, self.module.header)), *map(code, self.module.body)]
+            self.lengths = [len(written) for written in codes] if _written_at(self.text, 0, codes) else []
+        return self.lengths or None
 
 
 def reparsed(previous: Parsed, text: str, parse: Callable[[str], cst.Module]) -> Parsed | None:
@@ -55,6 +58,8 @@ def reparsed(previous: Parsed, text: str, parse: Callable[[str], cst.Module]) ->
     if old == text or len(body) < 2:
         return None
     lengths = previous.statement_lengths()
+    if lengths is None:
+        return None
     starts = _starts(lengths)  # starts[k]: where statement k begins; starts[-1]: where the body ends
     prefix = _common_prefix(old, text)
     if prefix <= _second_line_end(old):
@@ -84,9 +89,11 @@ def reparsed(previous: Parsed, text: str, parse: Callable[[str], cst.Module]) ->
         has_trailing_newline=part.has_trailing_newline if at_end else previous.module.has_trailing_newline,
         default_indent=indent,
     )
-    laid_out = [len(module.code_for_node(statement)) for statement in statements[1 : None if at_end else -1]]
+    written = [module.code_for_node(statement) for statement in statements[1 : None if at_end else -1]]
+    if not _written_at(text, starts[before + 1], written):
+        return None
     kept_after = [] if at_end else lengths[after + 1 :]  # the statement after the edit, and those below it
-    return Parsed(module, text, [*lengths[: before + 2], *laid_out, *kept_after])
+    return Parsed(module, text, [*lengths[: before + 2], *map(len, written), *kept_after])
 
 
 def _spliced(
@@ -128,6 +135,15 @@ def _holds_block(statement: cst.CSTNode) -> bool:
         if isinstance(node, _CLAUSES):
             pending.extend(child_nodes(node))
     return False
+
+
+def _written_at(text: str, start: int, codes: Sequence[str]) -> bool:
+    """Are ``codes`` what ``text`` holds one after the other from ``start``?"""
+    for code in codes:
+        if not text.startswith(code, start):
+            return False
+        start += len(code)
+    return True
 
 
 def _starts(lengths: Sequence[int]) -> list[int]:

@@ -140,3 +140,11 @@ def test_random_edits_of_the_fixtures_give_the_whole_texts_parse() -> None:
                 reused += 1
                 text, tree = edited, got
     assert reused > 20  # most edits that parse are re-parsed in part
+
+
+def test_a_tree_whose_code_is_not_its_text_is_declined() -> None:
+    text = "import os\nx = 1\n\\\ny = 2\nz = 3\nw = 4\n"  # libcst drops the backslash's line
+    tree = previous(text)
+    assert tree.module.code != text
+    assert tree.statement_lengths() is None
+    assert reparsed(tree, text.replace("w = 4", "w = 5"), cst.parse_module) is None
