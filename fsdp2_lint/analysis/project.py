@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the parser is imported where a module is parsed: finding im
     import libcst as cst
 
     from fsdp2_lint.analysis.reparse import Parsed
+    from fsdp2_lint.analysis.syntax import StatementLinks
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 AUTO_ROOTS = ("src", "python")
@@ -132,6 +133,10 @@ class ProjectModule:
     source: bytes
     module: cst.Module
     tree: Parsed | None = field(default=None, repr=False)  # with its statements' extents, once an edit needed them
+    # The parent links under its top-level statements, filled in where a lint of this text needed
+    # them, for a tree an edit re-parsed in part: the next edit's tree reuses those of the statements
+    # it keeps. A `check` run, which edits nothing, keeps none (they would add to its peak memory).
+    links: StatementLinks = field(default_factory=dict, repr=False)
 
     def edited(self, data: bytes, parse: Callable[[bytes | str], cst.Module]) -> tuple[cst.Module, Parsed | None]:
         """``data``, a later text of this module, parsed by ``parse``: only its statements around the
@@ -145,6 +150,11 @@ class ProjectModule:
         except UnicodeDecodeError:
             again = None
         return (again.module, again) if again is not None else (parse(data), None)
+
+    def links_shared_with(self, module: cst.Module) -> StatementLinks:
+        """The parent links kept for the top-level statements ``module`` (its edit's tree) shares."""
+        shared = {id(part) for part in (*module.header, *module.body, *module.footer)}
+        return {key: entry for key, entry in self.links.items() if key in shared}
 
     @property
     def package(self) -> str:
@@ -162,6 +172,11 @@ class ParsedModules:
         self.budget = budget
         self._kept: OrderedDict[Hashable, tuple[bytes | None, ProjectModule | None]] = OrderedDict()
         self._bytes = 0
+
+    def kept(self, key: Hashable) -> ProjectModule | None:
+        """The tree kept for ``key`` (whatever text it was parsed from), if any."""
+        entry = self._kept.get(key)
+        return entry[1] if entry is not None else None
 
     def parsed(
         self, key: Hashable, data: bytes | None, parse: Callable[[ProjectModule | None], ProjectModule | None]
@@ -434,11 +449,19 @@ class Project:
             return parse(data)
 
         def parsed_module(previous: ProjectModule | None) -> ProjectModule:
-            module, tree = previous.edited(data, parse) if previous is not None else (parse(data), None)
-            return ProjectModule(self.module_name(path), path, data, module, tree)
+            if previous is None:
+                return ProjectModule(self.module_name(path), path, data, parse(data))
+            module, tree = previous.edited(data, parse)
+            return ProjectModule(self.module_name(path), path, data, module, tree, previous.links_shared_with(module))
 
         kept = self._parsed.parsed((self._key, path), data, parsed_module)
         return kept.module if kept is not None else parse(data)  # it failed to parse as an import
+
+    def statement_links(self, path: Path, module: cst.Module) -> StatementLinks | None:
+        """The parent links kept with the linted file ``path``'s tree, when ``module`` is that tree
+        and an edit re-parsed it in part."""
+        kept = self._parsed.kept((self._key, path))
+        return kept.links if kept is not None and kept.module is module and kept.tree is not None else None
 
     def _parse(self, path: Path, data: bytes | None, previous: ProjectModule | None) -> ProjectModule | None:
         import libcst as cst

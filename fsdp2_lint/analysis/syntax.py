@@ -116,10 +116,29 @@ def _is_node(value: object) -> bool:
     return known
 
 
-def parent_links(module: cst.Module) -> dict[int, cst.CSTNode]:
-    """The parent of every syntax node (by ``id``) but the module."""
+# The parent links under each top-level statement (or header or footer line) of a module, by the
+# statement's ``id``: the statement itself (kept alive, so that no other node takes its ``id``) and its links.
+StatementLinks = dict[int, tuple[cst.CSTNode, dict[int, cst.CSTNode]]]
+
+
+def parent_links(module: cst.Module, kept: StatementLinks | None = None) -> dict[int, cst.CSTNode]:
+    """The parent of every syntax node (by ``id``) but the module. ``kept``: the links under the
+    top-level statements of the module's earlier trees, reused for the statements it shares with
+    them (an edit's partial re-parse keeps the others' nodes), and filled in with its own."""
+    if kept is None:
+        return _links_under(module)
     parents: dict[int, cst.CSTNode] = {}
-    stack: list[cst.CSTNode] = [module]
+    for part in child_nodes(module):
+        parents[id(part)] = module
+        if id(part) not in kept:
+            kept[id(part)] = (part, _links_under(part))
+        parents.update(kept[id(part)][1])
+    return parents
+
+
+def _links_under(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    parents: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [root]
     while stack:
         node = stack.pop()
         for child in child_nodes(node):

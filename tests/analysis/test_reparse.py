@@ -9,7 +9,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from fsdp2_lint.analysis import syntax
 from fsdp2_lint.analysis.reparse import Parsed, reparsed
+from fsdp2_lint.analysis.syntax import StatementLinks, parent_links
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 MODULE = """\
@@ -148,3 +150,17 @@ def test_a_tree_whose_code_is_not_its_text_is_declined() -> None:
     assert tree.module.code != text
     assert tree.statement_lengths() is None
     assert reparsed(tree, text.replace("w = 4", "w = 5"), cst.parse_module) is None
+
+
+def test_the_parent_links_of_the_statements_an_edit_keeps_are_reused(monkeypatch) -> None:
+    before = previous(MODULE)
+    kept: StatementLinks = {}
+    parent_links(before.module, kept)
+    got = reparsed(before, MODULE.replace("lr=LEARNING_RATE", "lr=2 * LEARNING_RATE"), cst.parse_module)
+    assert got is not None
+    walked: list[cst.CSTNode] = []
+    walk = syntax._links_under
+    monkeypatch.setattr(syntax, "_links_under", lambda root: walked.append(root) or walk(root))
+    links = parent_links(got.module, {key: kept[key] for key in map(id, got.module.body) if key in kept})
+    assert walked == [got.module.body[3]]  # the function edited; the others' links were kept
+    assert links == walk(got.module)

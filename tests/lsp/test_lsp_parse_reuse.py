@@ -8,6 +8,7 @@ from pathlib import Path
 import libcst
 
 from fsdp2_lint import nesting
+from fsdp2_lint.analysis import syntax
 from fsdp2_lint.config import Selection
 from fsdp2_lint.lsp.worker import lint_document
 from fsdp2_lint.pipeline import LintTask, SettingsResolver, lint_files
@@ -100,3 +101,18 @@ def test_a_lint_estimates_the_nesting_of_each_text_once(tmp_path: Path, monkeypa
     monkeypatch.setattr(nesting, "_text_depth", lambda text, indented: scanned.append(text) or scan(text, indented))
     assert [d.code for d in lint_document(train, edited).diagnostics] == ["FSDP001"]
     assert scanned.count(edited.decode()) == 1  # for: is it heavy? may it be parsed? is it too deep?
+
+
+def test_an_edit_walks_the_syntax_of_its_new_statements_only(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_bytes(HELPERS)
+    train = tmp_path / "train.py"
+    lint_document(train, TRAIN)
+    lint_document(train, TRAIN + b"print('one')\n")
+    walked: list[libcst.CSTNode] = []
+    walk = syntax._links_under
+    monkeypatch.setattr(syntax, "_links_under", lambda root: walked.append(root) or walk(root))
+    assert [d.code for d in lint_document(train, TRAIN + b"print('two')\n").diagnostics] == ["FSDP001"]
+    statements = [libcst.Module([]).code_for_node(root) for root in walked if not isinstance(root, libcst.Module)]
+    assert statements == ["print('two')\n"]  # the parent links under the others were kept
