@@ -191,7 +191,7 @@ def _facts(data: bytes, path: str, module: cst.Module, where: InProject | None, 
         return FileFacts(path, data, module, interpret(module, data).traces)
     analysis = interpret(module, data, where.project, where.file, _may_matter(where.project))
     others = [ModuleText(display_path(other), source, parsed) for other, source, parsed in analysis.modules]
-    return FileFacts(path, data, module, analysis.traces, others)
+    return FileFacts(path, data, module, analysis.traces, others, where.project.statement_links(where.file, module))
 
 
 def applicable_in(rules: Sequence[R], data: bytes, where: InProject | None) -> list[R]:

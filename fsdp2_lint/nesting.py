@@ -17,6 +17,7 @@ are code and are scanned the same way.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
@@ -44,6 +45,9 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _FSTRING = re.compile(r"[rRbBuU]?[fF]|[fF][rR]")
+# Texts whose depth is remembered: a lint asks about its file three times (is it heavy, may it be
+# parsed, as a project module too), and about each module its analysis follows.
+_REMEMBERED = 8
 
 
 class _Level:
@@ -60,6 +64,7 @@ class _Level:
         self.operators = self.inner = 0
 
 
+@functools.lru_cache(maxsize=_REMEMBERED)
 def nesting_depth(data: bytes) -> int:
     """An upper bound of the depth of the syntax tree libcst builds for ``data`` (see the module
     docstring); 0 for bytes that do not decode, which the parser then rejects on its own."""

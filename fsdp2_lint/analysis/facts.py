@@ -22,7 +22,7 @@ from libcst.metadata import CodeRange
 from fsdp2_lint.analysis.interpreter.core import Interpreter
 from fsdp2_lint.analysis.model import Event, EventKind, Ref, Value, canonical, refs
 from fsdp2_lint.analysis.project import Project
-from fsdp2_lint.analysis.syntax import Layout, child_nodes, dotted, parent_links, source_lines
+from fsdp2_lint.analysis.syntax import Layout, StatementLinks, child_nodes, dotted, parent_links, source_lines
 from fsdp2_lint.analysis.trace import Trace, share_class_sharding
 
 
@@ -57,10 +57,12 @@ def interpret(
 class ModuleText:
     """One module's text as findings in it are reported: its displayed path, source and layout."""
 
-    def __init__(self, path: str, source: bytes, module: cst.Module) -> None:
+    def __init__(self, path: str, source: bytes, module: cst.Module, links: StatementLinks | None = None) -> None:
+        """``links``: parent links kept from the module's earlier trees (see :func:`parent_links`)."""
         self.path = path
         self.source = source
         self.module = module
+        self._kept_links = links
 
     @cached_property
     def layout(self) -> Layout:
@@ -71,7 +73,7 @@ class ModuleText:
     @cached_property
     def parents(self) -> dict[int, cst.CSTNode]:
         """The parent of every syntax node (by ``id``) but the module."""
-        return parent_links(self.module)
+        return parent_links(self.module, self._kept_links)
 
     @cached_property
     def code_lines(self) -> list[str]:
@@ -91,13 +93,19 @@ class FileFacts:
     """Everything rules know about one file (and the other modules its runs read: ``others``)."""
 
     def __init__(
-        self, path: str, source: bytes, module: cst.Module, traces: list[Trace], others: Sequence[ModuleText] = ()
+        self,
+        path: str,
+        source: bytes,
+        module: cst.Module,
+        traces: list[Trace],
+        others: Sequence[ModuleText] = (),
+        links: StatementLinks | None = None,
     ) -> None:
         self.path = path
         self.source = source
         self.module = module
         self.traces = traces
-        self.text = ModuleText(path, source, module)
+        self.text = ModuleText(path, source, module, links)
         self.others = tuple(others)
 
     @property

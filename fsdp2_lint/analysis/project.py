@@ -34,7 +34,7 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,9 @@ from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE
 
 if TYPE_CHECKING:  # the parser is imported where a module is parsed: finding imports reads none
     import libcst as cst
+
+    from fsdp2_lint.analysis.reparse import Parsed
+    from fsdp2_lint.analysis.syntax import StatementLinks
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 AUTO_ROOTS = ("src", "python")
@@ -129,6 +132,29 @@ class ProjectModule:
     path: Path
     source: bytes
     module: cst.Module
+    tree: Parsed | None = field(default=None, repr=False)  # with its statements' extents, once an edit needed them
+    # The parent links under its top-level statements, filled in where a lint of this text needed
+    # them, for a tree an edit re-parsed in part: the next edit's tree reuses those of the statements
+    # it keeps. A `check` run, which edits nothing, keeps none (they would add to its peak memory).
+    links: StatementLinks = field(default_factory=dict, repr=False)
+
+    def edited(self, data: bytes, parse: Callable[[bytes | str], cst.Module]) -> tuple[cst.Module, Parsed | None]:
+        """``data``, a later text of this module, parsed by ``parse``: only its statements around the
+        edit where :mod:`~fsdp2_lint.analysis.reparse` can (with the tree for the next edit), else whole."""
+        from fsdp2_lint.analysis.reparse import Parsed, reparsed
+
+        if self.tree is None:
+            self.tree = Parsed(self.module, self.source.decode(self.module.encoding))
+        try:
+            again = reparsed(self.tree, data.decode(self.module.encoding), parse)
+        except UnicodeDecodeError:
+            again = None
+        return (again.module, again) if again is not None else (parse(data), None)
+
+    def links_shared_with(self, module: cst.Module) -> StatementLinks:
+        """The parent links kept for the top-level statements ``module`` (its edit's tree) shares."""
+        shared = {id(part) for part in (*module.header, *module.body, *module.footer)}
+        return {key: entry for key, entry in self.links.items() if key in shared}
 
     @property
     def package(self) -> str:
@@ -147,16 +173,22 @@ class ParsedModules:
         self._kept: OrderedDict[Hashable, tuple[bytes | None, ProjectModule | None]] = OrderedDict()
         self._bytes = 0
 
+    def kept(self, key: Hashable) -> ProjectModule | None:
+        """The tree kept for ``key`` (whatever text it was parsed from), if any."""
+        entry = self._kept.get(key)
+        return entry[1] if entry is not None else None
+
     def parsed(
-        self, key: Hashable, data: bytes | None, parse: Callable[[], ProjectModule | None]
+        self, key: Hashable, data: bytes | None, parse: Callable[[ProjectModule | None], ProjectModule | None]
     ) -> ProjectModule | None:
         """The module ``key`` as ``parse`` makes it of ``data``: the tree kept from an earlier parse
-        of the same text, else parsed now and kept (what ``parse`` raises propagates, keeping nothing)."""
+        of the same text, else parsed now and kept (what ``parse`` raises propagates, keeping nothing).
+        ``parse`` is given the tree kept from an earlier text of ``key`` (None if none): an edit."""
         kept = self._kept.get(key)
         if kept is not None and kept[0] == data:
             self._kept.move_to_end(key)
             return kept[1]
-        parsed = parse()
+        parsed = parse(kept[1] if kept is not None else None)
         if kept is not None:
             self._bytes -= len(self._kept.pop(key)[0] or b"")
         self._kept[key] = (data, parsed)
@@ -406,7 +438,7 @@ class Project:
         """The module in ``path`` parsed; None when it cannot be read, is refused by ``parseable``
         (too large, nested too deep) or does not parse: its names are then unknown."""
         data = self.sources.get(path)
-        return self._parsed.parsed((self._key, path), data, lambda: self._parse(path, data))
+        return self._parsed.parsed((self._key, path), data, lambda previous: self._parse(path, data, previous))
 
     def parse_linted(self, path: Path, data: bytes, parse: Callable[[bytes], cst.Module]) -> cst.Module:
         """The linted file ``path`` (text ``data``) parsed: as the project module it is when another
@@ -416,22 +448,33 @@ class Project:
         if self.sources.get(path) != data or not self.parseable(data):  # not the text the project reads
             return parse(data)
 
-        def parsed_module() -> ProjectModule:
-            return ProjectModule(self.module_name(path), path, data, parse(data))
+        def parsed_module(previous: ProjectModule | None) -> ProjectModule:
+            if previous is None:
+                return ProjectModule(self.module_name(path), path, data, parse(data))
+            module, tree = previous.edited(data, parse)
+            return ProjectModule(self.module_name(path), path, data, module, tree, previous.links_shared_with(module))
 
         kept = self._parsed.parsed((self._key, path), data, parsed_module)
         return kept.module if kept is not None else parse(data)  # it failed to parse as an import
 
-    def _parse(self, path: Path, data: bytes | None) -> ProjectModule | None:
+    def statement_links(self, path: Path, module: cst.Module) -> StatementLinks | None:
+        """The parent links kept with the linted file ``path``'s tree, when ``module`` is that tree
+        and an edit re-parsed it in part."""
+        kept = self._parsed.kept((self._key, path))
+        return kept.links if kept is not None and kept.module is module and kept.tree is not None else None
+
+    def _parse(self, path: Path, data: bytes | None, previous: ProjectModule | None) -> ProjectModule | None:
         import libcst as cst
 
         if data is None or not self.parseable(data):
             return None
         try:
-            module = cst.parse_module(data)
+            module, tree = (
+                previous.edited(data, cst.parse_module) if previous is not None else (cst.parse_module(data), None)
+            )
         except (cst.ParserSyntaxError, UnicodeDecodeError, LookupError, SyntaxError, RecursionError):
             return None
-        return ProjectModule(self.module_name(path), path, data, module)
+        return ProjectModule(self.module_name(path), path, data, module, tree)
 
 
 def _listed(spelled: bytes) -> list[str]:

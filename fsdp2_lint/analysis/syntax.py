@@ -84,6 +84,9 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
 
 
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+# Whether a type is a syntax node: ``CSTNode`` is an abstract base class, and ``isinstance`` against
+# one costs a tenth of a microsecond more than this look-up, a third of the parent links' time.
+_IS_NODE: dict[type, bool] = {}
 _LAYOUT_FIELDS = re.compile(
     r"^(whitespace|lpar|rpar|comma|semicolon|colon|equal|star|dot|lbracket|rbracket|lbrace|rbrace)"
 )
@@ -99,16 +102,43 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         )
     for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if _is_node(value):
             yield value
         elif isinstance(value, (list, tuple)):
-            yield from (item for item in value if isinstance(item, cst.CSTNode))
+            yield from (item for item in value if _is_node(item))
 
 
-def parent_links(module: cst.Module) -> dict[int, cst.CSTNode]:
-    """The parent of every syntax node (by ``id``) but the module."""
+def _is_node(value: object) -> bool:
+    kind = type(value)
+    known = _IS_NODE.get(kind)
+    if known is None:
+        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
+# The parent links under each top-level statement (or header or footer line) of a module, by the
+# statement's ``id``: the statement itself (kept alive, so that no other node takes its ``id``) and its links.
+StatementLinks = dict[int, tuple[cst.CSTNode, dict[int, cst.CSTNode]]]
+
+
+def parent_links(module: cst.Module, kept: StatementLinks | None = None) -> dict[int, cst.CSTNode]:
+    """The parent of every syntax node (by ``id``) but the module. ``kept``: the links under the
+    top-level statements of the module's earlier trees, reused for the statements it shares with
+    them (an edit's partial re-parse keeps the others' nodes), and filled in with its own."""
+    if kept is None:
+        return _links_under(module)
     parents: dict[int, cst.CSTNode] = {}
-    stack: list[cst.CSTNode] = [module]
+    for part in child_nodes(module):
+        parents[id(part)] = module
+        if id(part) not in kept:
+            kept[id(part)] = (part, _links_under(part))
+        parents.update(kept[id(part)][1])
+    return parents
+
+
+def _links_under(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    parents: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [root]
     while stack:
         node = stack.pop()
         for child in child_nodes(node):

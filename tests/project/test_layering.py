@@ -161,7 +161,15 @@ def test_configuration_and_diagnostics_need_no_parser():
 # and everything under it; imports inside one name are ordered by that package's own layers
 # (the analysis, the runtime) or, for small packages (fixing, lsp), only kept free of cycles.
 PACKAGE_LAYERS = (
-    ("diagnostics", "sources", "notebooks", "nesting", "lifetime", "prefilter", "torch_version"),  # what everything may use
+    (
+        "diagnostics",
+        "sources",
+        "notebooks",
+        "nesting",
+        "lifetime",
+        "prefilter",
+        "torch_version",
+    ),  # what everything may use
     ("analysis",),  # parse once, compute facts once
     ("fixing",),  # the edits rules build and the engine applies
     ("rule",),  # the rule API, all_rules()
@@ -174,6 +182,7 @@ PACKAGE_LAYERS = (
 )
 ANALYSIS_LAYERS = (
     ("syntax", "kinds"),
+    ("reparse",),  # an edited module parsed from its statements around the edit
     ("conditions", "emptiness", "microbatches", "decoding"),  # tested settings, keyed by what they test; tests
     # of emptiness; token budgets; loops that end on what their body computed
     ("model",),
@@ -186,7 +195,10 @@ ANALYSIS_LAYERS = (
     ("interpreter.core",),
     ("trace",),
     ("facts",),
-    ("switches", "micro_batch_loops"),  # settings FSDPModule setters switch off and on (FSDP014, FSDP044); micro-batch counts (FSDP012)
+    (
+        "switches",
+        "micro_batch_loops",
+    ),  # settings FSDPModule setters switch off and on (FSDP014, FSDP044); micro-batch counts (FSDP012)
 )
 RUNTIME_LAYERS = (
     ("evidence",),  # the contract between the rank processes and the harness
