@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import json
 import os
 import sys
 import time
@@ -529,6 +527,8 @@ def _displayed(path: Path) -> str:
 @click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def list_rules(output_format: str) -> None:
     """List every rule (`markdown` prints README's rule table)."""
+    import json
+
     from rich.table import Table
 
     from fsdp2_lint.rule_docs import rule_json, rules_table
@@ -610,6 +610,8 @@ LSP_INSTALL_HINT = (
 @main.command(name="lsp")
 def language_server() -> None:
     """Run the language server on standard input/output (editors start it; see README)."""
+    import importlib.util
+
     if importlib.util.find_spec("pygls") is None:
         click.echo(LSP_INSTALL_HINT, err=True)
         sys.exit(2)
