@@ -8,9 +8,8 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 import click
 
@@ -388,8 +387,7 @@ def _unlintable_diagnostic(found: Unlintable, resolver: SettingsResolver) -> lis
     return unlintable(found, resolver.for_path(found.path, found.is_dir), _display(found.path))
 
 
-@dataclass(frozen=True)
-class _FixMode:
+class _FixMode(NamedTuple):  # not a dataclass: compiling its methods would cost every start, --fix or not
     unsafe: bool
     diff: bool  # show what would change, write nothing
     show_fixes: bool

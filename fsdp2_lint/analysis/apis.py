@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import TYPE_CHECKING
 
-from fsdp2_lint.analysis.kinds import RankKind, UniformKind
+if TYPE_CHECKING:  # the kinds' enums load with the first name classified: the rule index imports this module
+    from fsdp2_lint.analysis.kinds import RankKind, UniformKind
 
 FSDP = "torch.distributed.fsdp"
 FULLY_SHARD = f"{FSDP}.fully_shard"
@@ -224,6 +226,8 @@ RANK_ENV_VARS = frozenset({"RANK", "LOCAL_RANK", "GLOBAL_RANK", "NODE_RANK", "SL
 @cache  # the same few names are classified over and over
 def rank_kind_of_name(name: str) -> RankKind | None:
     """``RANK`` for names that hold a process rank, ``ZERO`` for rank-0 flags, else None."""
+    from fsdp2_lint.analysis.kinds import RankKind
+
     if re.match(_RANK_NAME, name):
         return RankKind.RANK
     if re.match(_RANK_ZERO_NAME, name):
@@ -234,6 +238,8 @@ def rank_kind_of_name(name: str) -> RankKind | None:
 @cache
 def rank_kind_of_call(qname: str) -> RankKind | None:
     """``RANK`` for functions that return a process rank, ``ZERO`` for rank-0 tests, else None."""
+    from fsdp2_lint.analysis.kinds import RankKind
+
     if re.search(_RANK_FUNCTION, qname):
         return RankKind.RANK
     if re.search(_RANK_ZERO_FUNCTION, qname):
@@ -247,6 +253,8 @@ def rank_kind_of_call(qname: str) -> RankKind | None:
 @cache
 def uniform_kind_of_call(qname: str) -> UniformKind | None:
     """``DIST`` for checks that the job is distributed, ``SIZE`` for the world size."""
+    from fsdp2_lint.analysis.kinds import UniformKind
+
     if re.match(_DISTRIBUTED_CHECK, qname) or re.match(_DISTRIBUTED_FUNCTION, qname.rpartition(".")[2]):
         return UniformKind.DIST
     if re.search(_WORLD_SIZE_FUNCTION, qname):
@@ -257,6 +265,8 @@ def uniform_kind_of_call(qname: str) -> UniformKind | None:
 @cache
 def uniform_kind_of_name(name: str) -> UniformKind | None:
     """``SIZE`` for a variable holding the world size, ``DIST`` for a distributed-run flag."""
+    from fsdp2_lint.analysis.kinds import UniformKind
+
     if re.match(_WORLD_SIZE_NAME, name):
         return UniformKind.SIZE
     return UniformKind.DIST if re.match(_DISTRIBUTED_NAME, name) else None
