@@ -32,9 +32,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
-import hashlib
-import hmac
-import json
 import os
 import stat
 import sys
@@ -72,6 +69,9 @@ class Cache:
     def key(
         self, data: bytes, display: str, rules: Sequence[type[Rule]], reachable: Sequence[tuple[Path, bytes]] = ()
     ) -> str:
+        import hashlib  # hashing and signing load with the first lookup: a run that looks nothing up skips them
+        import json
+
         digest = hashlib.sha256(linter_fingerprint().encode())
         digest.update(json.dumps([display, [rule.code for rule in rules]]).encode())
         digest.update(data)
@@ -81,6 +81,9 @@ class Cache:
         return digest.hexdigest()
 
     def load(self, key: str) -> list[Diagnostic] | None:
+        import hmac
+        import json
+
         if not self._usable():
             return None
         secret = self._secret or _read_secret(self.directory / _SECRET)
@@ -96,6 +99,8 @@ class Cache:
             return None  # missing, or not an entry this cache wrote: computed again and overwritten
 
     def store(self, key: str, diagnostics: list[Diagnostic]) -> None:
+        import json
+
         path = self._entry(key)
         try:
             if not self._usable():
@@ -143,6 +148,9 @@ def remove_cache(directory: Path) -> None:
 
 
 def _sign(secret: bytes, key: str, payload: bytes) -> bytes:
+    import hashlib
+    import hmac
+
     return hmac.new(secret, key.encode() + b"\n" + payload, hashlib.sha256).hexdigest().encode()
 
 
@@ -278,6 +286,8 @@ def linter_fingerprint() -> str:
 
 def sources_fingerprint(version: str, folders: Sequence[Path]) -> str:
     """A hash of ``version`` and of every Python file under ``folders`` (names and contents)."""
+    import hashlib
+
     digest = hashlib.sha256(version.encode())
     for folder in folders:
         for path in sorted(folder.rglob("*.py")):

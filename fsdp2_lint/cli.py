@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import json
 import os
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 import click
 
@@ -390,8 +387,7 @@ def _unlintable_diagnostic(found: Unlintable, resolver: SettingsResolver) -> lis
     return unlintable(found, resolver.for_path(found.path, found.is_dir), _display(found.path))
 
 
-@dataclass(frozen=True)
-class _FixMode:
+class _FixMode(NamedTuple):  # not a dataclass: compiling its methods would cost every start, --fix or not
     unsafe: bool
     diff: bool  # show what would change, write nothing
     show_fixes: bool
@@ -529,6 +525,8 @@ def _displayed(path: Path) -> str:
 @click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def list_rules(output_format: str) -> None:
     """List every rule (`markdown` prints README's rule table)."""
+    import json
+
     from rich.table import Table
 
     from fsdp2_lint.rule_docs import rule_json, rules_table
@@ -610,6 +608,8 @@ LSP_INSTALL_HINT = (
 @main.command(name="lsp")
 def language_server() -> None:
     """Run the language server on standard input/output (editors start it; see README)."""
+    import importlib.util
+
     if importlib.util.find_spec("pygls") is None:
         click.echo(LSP_INSTALL_HINT, err=True)
         sys.exit(2)

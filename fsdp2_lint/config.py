@@ -11,7 +11,6 @@ does not happen on it does not run (see :mod:`fsdp2_lint.torch_version`).
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 import sys
@@ -28,11 +27,6 @@ from fsdp2_lint.torch_version import TorchVersion, default_torch_version
 
 if TYPE_CHECKING:
     import pathspec
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 SECTION = "fsdp2-lint"
 LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "import-roots")
@@ -113,6 +107,7 @@ class Settings:
     def describe(self, path: Path) -> str:
         """``--show-settings``: these settings as TOML-like ``key = value`` lines, those of ``path``
         (per-file-ignores and the torch version applied) last."""
+        import json
 
         def strings(values: Sequence[object]) -> str:
             return "[" + ", ".join(json.dumps(str(value)) for value in values) + "]"
@@ -227,6 +222,11 @@ def _expand(selectors: Sequence[str], codes: Sequence[str]) -> set[str]:
 
 
 def _read_toml(path: Path) -> dict:
+    if sys.version_info >= (3, 11):  # the TOML parser loads with the first pyproject.toml found
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+
     try:
         return tomllib.loads(_regular_file_bytes(path).decode())
     except OSError as error:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fsdp2_lint.sources import file_kind, reason
+from fsdp2_lint.sources import NOTEBOOK_SUFFIX, file_kind, reason
 
 if TYPE_CHECKING:
     import pathspec
@@ -51,7 +51,7 @@ DEFAULT_EXCLUDES = frozenset(
     }
 )
 SUFFIXES = (".py", ".pyi")  # Python source files
-LINTED_SUFFIXES = (*SUFFIXES, ".ipynb")  # what a directory walk lints: Python files and notebooks
+LINTED_SUFFIXES = (*SUFFIXES, NOTEBOOK_SUFFIX)  # what a directory walk lints: Python files and notebooks
 # Named explicitly, a file with one of these suffixes is skipped (with a warning), as Ruff skips the
 # kinds it knows are not Python; any other name (`train`, `run.py3`) is linted unless it is binary.
 NOT_PYTHON_SUFFIXES = frozenset(

@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, Related, file_error
-from fsdp2_lint.nesting import nesting_depth
 from fsdp2_lint.prefilter import applicable_rules
 from fsdp2_lint.rule import Finding, Rule, RuleLike, loaded, rule_heads
 from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source, reason
 
-# The parser, the analysis and the fixing are imported where a file is parsed: a run whose files
-# the prefilter rejects imports none of them (tests/cli/test_startup.py).
+# The parser, the analysis, the fixing and the nesting estimate are imported where a file is
+# parsed: a run whose files the prefilter rejects imports none of them (tests/cli/test_startup.py).
 if TYPE_CHECKING:
     import libcst as cst
 
@@ -41,10 +40,10 @@ if TYPE_CHECKING:
     from fsdp2_lint.analysis.project import Project
     from fsdp2_lint.fixing.rewrite import Rewrite
 
-_NOQA = re.compile(
+# A suppression comment (case-insensitive): `re` compiles it when a diagnostic is first checked.
+_NOQA = (
     r"#\s*(?:noqa(?P<noqa>\s*:\s*(?P<codes>[A-Za-z]+\d+(?:\s*,?\s*[A-Za-z]+\d+)*))?"
-    r"|fsdp2-lint\s*:\s*disable\s*=\s*(?P<disabled>[A-Za-z]+\d+(?:\s*,\s*[A-Za-z]+\d+)*))",
-    re.IGNORECASE,
+    r"|fsdp2-lint\s*:\s*disable\s*=\s*(?P<disabled>[A-Za-z]+\d+(?:\s*,\s*[A-Za-z]+\d+)*))"
 )
 _DECODE_HINT = "save the file as UTF-8, or declare its encoding (PEP 263): fsdp2-lint checked nothing else in it"
 _READ_HINT = "check the path and its permissions"
@@ -117,6 +116,8 @@ def reaches_parser(data: bytes, rules: Sequence[RuleLike] | None, max_file_size:
 def parseable(data: bytes) -> bool:
     """May a project module the analysis follows be parsed: no deeper than the parser handles?
     (A module too large to read is not read at all.)"""
+    from fsdp2_lint.nesting import nesting_depth  # with the first file the prefilter admits
+
     return nesting_depth(data) <= MAX_NESTING
 
 
@@ -377,6 +378,8 @@ def _too_deep(data: bytes, path: str) -> Diagnostic | None:
     """FSDP000 for a file nested deeper than libcst's parser handles (it overflows its stack, or
     takes minutes and gigabytes, on such files): CPython's refusal where it refuses the file too,
     else a message that puts the limit on fsdp2-lint, not on the file."""
+    from fsdp2_lint.nesting import nesting_depth
+
     depth = nesting_depth(data)
     if depth <= MAX_NESTING:
         return None
@@ -418,7 +421,7 @@ def _syntax_error(data: bytes, path: str, error: cst.ParserSyntaxError) -> Diagn
 def _suppressed(diagnostic: Diagnostic, lines: list[str]) -> bool:
     if diagnostic.code == PARSE_ERROR or diagnostic.line > len(lines):
         return False
-    for match in _NOQA.finditer(lines[diagnostic.line - 1]):
+    for match in re.finditer(_NOQA, lines[diagnostic.line - 1], re.IGNORECASE):
         listed = match.group("codes") or match.group("disabled")
         if listed is None:
             return True  # a bare noqa comment silences every code on the line

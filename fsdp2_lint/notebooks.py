@@ -26,7 +26,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-SUFFIX = ".ipynb"
 CELL_END = "# fsdp2-lint: end of cell"
 MAGIC = "pass  # fsdp2-lint: IPython syntax"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
@@ -38,10 +37,6 @@ _HELP = re.compile(r"[A-Za-z_][\w.]*\?\??\s*$")  # obj? and obj??
 
 class NotebookError(ValueError):
     """The file is not a notebook this can read, or a fixed source cannot be put back into it."""
-
-
-def is_notebook(name: str) -> bool:
-    return name.lower().endswith(SUFFIX)
 
 
 @dataclass(frozen=True)

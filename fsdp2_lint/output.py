@@ -11,8 +11,6 @@ the OS hands Python as a surrogate escape) is written as ``\\xNN`` (:func:`print
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -256,6 +254,8 @@ def write_statistics(
 ) -> None:
     """``--statistics``: how often each code was reported, most frequent first (Ruff's layout);
     ``[*]`` marks codes with a fix ``--fix`` applies."""
+    import json  # the report formats' libraries load with their format: a clean text report needs none
+
     counts = Counter(d.code for d in diagnostics)
     names = {d.code: d.name for d in diagnostics}
     fixable = {d.code for d in diagnostics if fixing.applicable(d)}
@@ -277,11 +277,15 @@ def write_statistics(
 
 
 def write_json(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    import json
+
     json.dump([d.to_json() for d in diagnostics], stream, indent=2)
     stream.write("\n")
 
 
 def write_json_lines(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    import json
+
     for diagnostic in diagnostics:
         stream.write(json.dumps(diagnostic.to_json()) + "\n")
 
@@ -321,6 +325,8 @@ def _escape_property(text: str) -> str:
 
 def write_gitlab(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
     """GitLab Code Quality report (``artifacts:reports:codequality``)."""
+    import json
+
     root = repository_root(Path.cwd())
     fingerprints = stable_fingerprints(diagnostics, root)
     report = [
@@ -341,6 +347,8 @@ def stable_fingerprints(diagnostics: Sequence[Diagnostic], root: Path) -> list[s
     """One fingerprint per diagnostic that survives edits elsewhere in the file: it hashes the
     code, the file and the reported line's text (not its number), plus the occurrence count of
     that triple, so identical lines in one file still get distinct fingerprints."""
+    import hashlib
+
     seen: Counter[tuple[str, str, str]] = Counter()
     fingerprints = []
     for d in diagnostics:
@@ -384,6 +392,8 @@ def write_junit(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
 
 def write_sarif(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
     """SARIF 2.1.0 for GitHub code scanning: every rule in ``tool.driver``, one result per diagnostic."""
+    import json
+
     root = repository_root(Path.cwd())
     rules = [_sarif_parse_error_rule()] + [_sarif_rule(rule) for rule in all_rules()]
     index = {rule["id"]: position for position, rule in enumerate(rules)}

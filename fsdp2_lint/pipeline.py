@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fsdp2_lint.analysis.project import ParsedModules, Project, Projects
 from fsdp2_lint.cache import Cache
@@ -44,12 +45,16 @@ from fsdp2_lint.engine import (
     raise_recursion_limit,
     read_error,
 )
-from fsdp2_lint.fixing.atomic_write import NotWritten, remove_stale_temporaries, write_fixed
-from fsdp2_lint.isolation import Crash, crash_diagnostic, memory_limit, run_guarded, run_isolated
-from fsdp2_lint.notebooks import NotebookError, NotebookSource, is_notebook, read_notebook
 from fsdp2_lint.rule import Rule
-from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, read_source
+from fsdp2_lint.sources import DEFAULT_MAX_FILE_SIZE, is_notebook, read_source
 from fsdp2_lint.torch_version import TorchVersion
+
+# Imported where they are used: worker processes (:mod:`fsdp2_lint.isolation`) when a file is
+# analysed, notebooks when one is read, the atomic writer when a fix is written. A run whose files
+# the prefilter rejects imports none of them (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from fsdp2_lint.isolation import Crash
+    from fsdp2_lint.notebooks import NotebookSource
 
 PARALLEL_THRESHOLD = 16
 _WARNED: set[Path] = set()  # each layout problem once per process: `--fix` reads projects file by file
@@ -288,6 +293,8 @@ def _read_notebook(task: LintTask) -> tuple[bytes | list[Diagnostic], NotebookSo
     data = _read_raw(task)
     if isinstance(data, list) or not is_notebook(task.path.name):
         return data, None
+    from fsdp2_lint.notebooks import NotebookError, read_notebook
+
     try:
         notebook = read_notebook(data)
     except NotebookError as error:
@@ -333,13 +340,13 @@ def _related_in_cell(r: Related, notebook: NotebookSource, path: str) -> Related
     return replace(r, message=message, line=line, end_line=notebook.locate(r.end_line)[1], cell=cell)
 
 
-_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
+_LINE_REFERENCE = r"\bline (\d+)\b"  # compiled by `re` with the first notebook diagnostic
 
 
 def _lines_in_cells(message: str, notebook: NotebookSource) -> str:
     """A message's references to lines of the same file ("line 41", as the analysis words them)
     as cell and line ("cell 3, line 2")."""
-    return _LINE_REFERENCE.sub(lambda match: "cell {}, line {}".format(*notebook.locate(int(match[1]))), message)
+    return re.sub(_LINE_REFERENCE, lambda match: "cell {}, line {}".format(*notebook.locate(int(match[1]))), message)
 
 
 def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None, projects: Projects) -> list[list[Diagnostic]]:
@@ -347,6 +354,8 @@ def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None, projects:
     which may not recur, is not cached)."""
     if workers <= 1:
         return [_lint_guarded(task, cache, projects) for task in tasks]
+    from fsdp2_lint.isolation import memory_limit, run_isolated
+
     limits = [memory_limit(task.max_file_size) for task in tasks]
     limit = None if None in limits else max(limits, default=None)
     results = run_isolated(partial(_lint_in_worker, cache=cache, projects=projects), tasks, workers, limit)
@@ -355,6 +364,8 @@ def _analyse(tasks: list[LintTask], workers: int, cache: Cache | None, projects:
 
 def _lint_guarded(task: LintTask, cache: Cache | None, projects: Projects) -> list[Diagnostic]:
     """The task's lint in this process, or in a worker of its own for a heavy file."""
+    from fsdp2_lint.isolation import run_guarded
+
     data = _read(task)
     if isinstance(data, list):
         return data
@@ -387,6 +398,8 @@ def _lint_bytes(task: LintTask, data: bytes, cache: Cache | None, projects: Proj
 
 
 def _crash_diagnostics(task: LintTask, result: list[Diagnostic] | Crash) -> list[Diagnostic]:
+    from fsdp2_lint.isolation import Crash, crash_diagnostic
+
     if isinstance(result, Crash):
         return [crash_diagnostic(task.display, result)]
     return result
@@ -413,6 +426,7 @@ class FileFix:
 
     def diff(self) -> str:
         from fsdp2_lint.fixing.lines import unified_diff  # imports the parser: only --diff needs it
+        from fsdp2_lint.notebooks import read_notebook
 
         if not is_notebook(self.display) or not self.changed:
             return unified_diff(self.display, self.original, self.result.source)
@@ -448,6 +462,8 @@ def fix_file(task: LintTask, unsafe: bool, write: bool) -> FileFix:
 
 def _write(task: LintTask, fixed: FileFix) -> FileFix:
     """Write the fixed bytes back; if that is refused, the file's own diagnostics and why."""
+    from fsdp2_lint.fixing.atomic_write import NotWritten, write_fixed
+
     original = fixed.original
     try:
         write_fixed(task.path, original, fixed.result.source)
@@ -468,6 +484,8 @@ def _fix_notebook(task: LintTask, original: bytes, unsafe: bool, write: bool) ->
     """:func:`fix_file` for a notebook: its joined code fixed, then put back into the cells that
     changed (see :meth:`NotebookSource.with_python`); a notebook that cannot be put back whole is
     left as it is, with the reason."""
+    from fsdp2_lint.notebooks import NotebookError, read_notebook
+
     try:
         notebook = read_notebook(original)
     except NotebookError as error:
@@ -493,6 +511,8 @@ def _fix_notebook(task: LintTask, original: bytes, unsafe: bool, write: bool) ->
 
 def _fix_guarded(task: LintTask, data: bytes, unsafe: bool) -> FixResult:
     """:func:`fix_source` here, or in a worker of its own for a heavy file (as a lint runs)."""
+    from fsdp2_lint.isolation import Crash, crash_diagnostic, run_guarded
+
     projects = Projects(parseable=parseable)
     where = _in_project(task, data, projects)
     _warn_once(projects)
@@ -509,6 +529,7 @@ def add_noqa_to_file(path: Path, codes_by_line: Mapping[int, Set[str]]) -> tuple
     result that would not parse, a file that cannot be written) if it was."""
     import libcst as cst  # the parser and the fixing layer: only --add-noqa needs them
 
+    from fsdp2_lint.fixing.atomic_write import NotWritten, write_fixed
     from fsdp2_lint.fixing.noqa import add_noqa
 
     if is_notebook(path.name):
@@ -535,5 +556,7 @@ def add_noqa_to_file(path: Path, codes_by_line: Mapping[int, Set[str]]) -> tuple
 
 def remove_killed_runs_temporaries(paths: Iterable[Path]) -> None:
     """Delete what runs killed while writing left next to these files (each folder once)."""
+    from fsdp2_lint.fixing.atomic_write import remove_stale_temporaries
+
     for folder in dict.fromkeys(Path(os.path.realpath(path)).parent for path in paths):
         remove_stale_temporaries(folder)

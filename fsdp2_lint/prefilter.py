@@ -29,16 +29,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+# The second stage's patterns, compiled by `re` (and kept in its cache) when a file first reaches
+# that stage: a run whose files the first stage rejects compiles none.
 # A string literal (any quotes; prefixes are identifier characters and need no matching) or a
 # comment. Scanning left to right, a `#` inside a string is consumed by the string first.
-_STRING_OR_COMMENT = re.compile(  # loops unrolled: docstrings are long
+_STRING_OR_COMMENT = (  # loops unrolled: docstrings are long
     rb'"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""'
     rb"|'''[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*'''"
     rb'|"[^"\\\r\n]*(?:\\[\s\S][^"\\\r\n]*)*"'
     rb"|'[^'\\\r\n]*(?:\\[\s\S][^'\\\r\n]*)*'"
     rb"|#[^\r\n]*"
 )
-_FSTRING_PREFIX = re.compile(rb"[fF][rR]?$|[rR][fF]$")
+_FSTRING_PREFIX = rb"[fF][rR]?$|[rR][fF]$"
 
 
 _IDENTIFIER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
@@ -184,7 +186,8 @@ def code_and_bare(data: bytes) -> tuple[bytes, bytes]:
     bare: list[bytes] = []
     start = bare_start = counted = depth = 0
     docstrings = b"__doc__" not in data
-    for match in _STRING_OR_COMMENT.finditer(data):
+    fstring_prefix = re.compile(_FSTRING_PREFIX)
+    for match in re.finditer(_STRING_OR_COMMENT, data):
         literal = match.group()
         if docstrings:  # the brackets open before this string or comment
             depth += _brackets(data, counted, match.start())
@@ -195,7 +198,7 @@ def code_and_bare(data: bytes) -> tuple[bytes, bytes]:
             bare.append(data[bare_start : match.start()])
             bare_start = match.end()
             continue
-        if _FSTRING_PREFIX.search(data, max(0, match.start() - 2), match.start()):
+        if fstring_prefix.search(data, max(0, match.start() - 2), match.start()):
             if _open_field(literal):
                 return data, data
             continue
@@ -216,7 +219,7 @@ def code_and_bare(data: bytes) -> tuple[bytes, bytes]:
 
 _OPENING, _CLOSING = (b"(", b"[", b"{"), (b")", b"]", b"}")
 _STRING_PREFIX = frozenset(b"rRbBuU")
-_STATEMENT_END = re.compile(rb"[ \t\f]*(?:[\r\n#;]|\Z)")
+_STATEMENT_END = rb"[ \t\f]*(?:[\r\n#;]|\Z)"
 
 
 def _brackets(data: bytes, start: int, end: int) -> int:
@@ -245,7 +248,7 @@ def _whole_statement(data: bytes, begin: int, end: int) -> bool:
         before -= 1
     if before >= 0 and data[before] == 92:  # a backslash: this line continues that one
         return False
-    return _STATEMENT_END.match(data, end) is not None
+    return re.compile(_STATEMENT_END).match(data, end) is not None
 
 
 def _open_field(literal: bytes) -> bool:

@@ -12,7 +12,6 @@ yields findings; it never re-walks the syntax tree. A rule's severity is a
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import re
 import types
 from collections.abc import Iterator, Sequence
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from fsdp2_lint.analysis.facts import FileFacts
     from fsdp2_lint.fixing.rewrite import Rewrite
 
-CODE_PATTERN = re.compile(r"^FSDP\d{3}$")
+CODE_PATTERN = r"^FSDP\d{3}$"  # checked when the rules are imported (`re` compiles it then)
 
 
 @dataclass(frozen=True)
@@ -138,6 +137,8 @@ RULE_PAGES_URL = f"https://github.com/fsdp2-lint/fsdp2-lint/blob/main/{RULE_PAGE
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule shipped in ``fsdp2_lint.rules``, ordered by code; one rule class per module."""
+    import pkgutil
+
     import fsdp2_lint.rules as package
 
     found: list[type[Rule]] = []
@@ -153,7 +154,7 @@ def all_rules() -> tuple[type[Rule], ...]:
         if len(classes) != 1:
             raise RuntimeError(f"{module.__name__} must define exactly one Rule, found {len(classes)}")
         rule = classes[0]
-        if not CODE_PATTERN.match(rule.code):
+        if not re.match(CODE_PATTERN, rule.code):
             raise RuntimeError(f"{module.__name__}: bad rule code {rule.code!r}")
         found.append(rule)
     codes = [rule.code for rule in found]

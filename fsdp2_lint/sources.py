@@ -3,7 +3,8 @@ FIFO (a blocking read waits forever for a writer), a device (``/dev/zero`` never
 So a file is opened without blocking and read only when the open file is a regular one.
 
 :data:`DEFAULT_MAX_FILE_SIZE` is the default of ``max-file-size`` (``--max-file-size``): the
-engine parses no file larger than that (1 MiB; 0 means no limit)."""
+engine parses no file larger than that (1 MiB; 0 means no limit). A notebook (:func:`is_notebook`) is
+read as its code cells (:mod:`fsdp2_lint.notebooks`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ from pathlib import Path
 
 DEFAULT_MAX_FILE_SIZE = 1024 * 1024  # about 750 MB of syntax tree and 15 s of parsing; 0: no limit
 _OPEN_WITHOUT_BLOCKING = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def is_notebook(name: str) -> bool:
+    return name.lower().endswith(NOTEBOOK_SUFFIX)
 
 
 def read_source(path: Path) -> bytes:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_GIVEN = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")  # what a user writes: 2.13 (a patch number is accepted and ignored)
-_INSTALLED = re.compile(r"(\d+)\.(\d+)")  # the start of a package's version: 2.13.0+cpu, 2.14.0.dev20260101
+# Compiled by `re` when a version is first read: a run that reads none compiles neither.
+_GIVEN = r"(\d+)\.(\d+)(?:\.\d+)?"  # what a user writes: 2.13 (a patch number is accepted and ignored)
+_INSTALLED = r"(\d+)\.(\d+)"  # the start of a package's version: 2.13.0+cpu, 2.14.0.dev20260101
 
 
 @dataclass(frozen=True, order=True)
@@ -21,7 +22,7 @@ class TorchVersion:
     @classmethod
     def parse(cls, text: str) -> TorchVersion:
         """``"2.13"`` (or ``"2.13.0"``); ValueError, with what is expected, for anything else."""
-        match = _GIVEN.fullmatch(text.strip())
+        match = re.fullmatch(_GIVEN, text.strip())
         if match is None:
             raise ValueError(f'invalid torch version {text!r}: expected MAJOR.MINOR, such as "2.13"')
         return cls(int(match.group(1)), int(match.group(2)))
@@ -90,7 +91,7 @@ def installed_torch() -> str | None:
 
 def installed_torch_version() -> TorchVersion | None:
     """The installed torch's MAJOR.MINOR; None when there is none, or its version does not start so."""
-    match = _INSTALLED.match(installed_torch() or "")
+    match = re.match(_INSTALLED, installed_torch() or "")
     return TorchVersion(int(match.group(1)), int(match.group(2))) if match else None
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import TYPE_CHECKING
 
-from fsdp2_lint.analysis.kinds import RankKind, UniformKind
+if TYPE_CHECKING:  # the kinds' enums load with the first name classified: the rule index imports this module
+    from fsdp2_lint.analysis.kinds import RankKind, UniformKind
 
 FSDP = "torch.distributed.fsdp"
 FULLY_SHARD = f"{FSDP}.fully_shard"
@@ -161,7 +163,9 @@ _OPTIMIZER_CLASSES = {
     "AnyPrecisionAdamW",
     "AdamWFp8",
 }
-_NOT_OPTIMIZER = re.compile(r"\.(lr_scheduler|swa_utils)\.|Scheduler|Warmup|Averaged")
+# The classifiers' patterns are strings: `re` compiles each on first use and keeps it, so importing
+# this module (the rule index does, for every run) compiles none.
+_NOT_OPTIMIZER = r"\.(lr_scheduler|swa_utils)\.|Scheduler|Warmup|Averaged"
 
 
 def is_optimizer(qname: str) -> bool:
@@ -169,52 +173,50 @@ def is_optimizer(qname: str) -> bool:
     module, _, last = qname.rpartition(".")
     if last == "*":  # getattr(torch.optim, name)
         return module == "torch.optim"
-    if not last[:1].isupper() or _NOT_OPTIMIZER.search(qname):
+    if not last[:1].isupper() or re.search(_NOT_OPTIMIZER, qname):
         return False
     return last in _OPTIMIZER_CLASSES or qname.startswith("torch.optim.") or "optim" in module
 
 
-_OPTIMIZER_FACTORY = re.compile(r"^_?(build|create|get|make|init|setup|configure)_optim(izer)?s?$")
+_OPTIMIZER_FACTORY = r"^_?(build|create|get|make|init|setup|configure)_optim(izer)?s?$"
 
 
 def is_optimizer_factory(name: str) -> bool:
     """A function or method, defined outside the file, named for building the optimizer
     (``build_optimizer(model, cfg)``, ``model.configure_optimizers(...)``)."""
-    return bool(_OPTIMIZER_FACTORY.match(name.rpartition(".")[2]))
+    return bool(re.match(_OPTIMIZER_FACTORY, name.rpartition(".")[2]))
 
 
-_SHARDING_HELPER = re.compile(r"shard|fsdp|parallel|wrap|distribut", re.IGNORECASE)
+_SHARDING_HELPER = r"(?i)shard|fsdp|parallel|wrap|distribut"
 
 
 def is_sharding_helper(qname: str) -> bool:
     """A function from outside torch whose name says it may apply ``fully_shard`` to the modules
     it is given (``apply_fsdp``, ``parallelize_model``, ``prepare_fully_shard``). torch's own
     ``parallelize_module`` (tensor parallelism) is not one."""
-    return not qname.startswith("torch.") and bool(_SHARDING_HELPER.search(qname.rpartition(".")[2]))
+    return not qname.startswith("torch.") and bool(re.search(_SHARDING_HELPER, qname.rpartition(".")[2]))
 
 
 GRAD_DISABLING = {"torch.no_grad", "torch.inference_mode"}
 
-_RANK_NAME = re.compile(
+_RANK_NAME = (
     r"^_?(global_|local_|ddp_|ddp_local_|dp_|world_|process_|node_local_|my_)?rank(_id|_idx)?$"
     r"|^(local_)?process_index$"
 )
-_RANK_ZERO_NAME = re.compile(
+_RANK_ZERO_NAME = (
     r"^_?(is_)?(local_|global_)?(main|master|chief|primary)(_process|_rank)?$"
     r"|^_?(is_)?(global_|local_)?(rank_?0|rank_zero|global_zero|local_zero)$"
     r"|^_?(is_)?(world_|local_)?process_zero$"
 )
-_RANK_FUNCTION = re.compile(r"(^|\.)(get_(global_|local_|node_local_)?rank|get_process_index)$")
-_RANK_ZERO_FUNCTION = re.compile(r"(^|\.)(is_(local_|global_)?(main_process|master|rank_zero|rank0|primary))$")
-_DISTRIBUTED_CHECK = re.compile(r"^torch\.distributed\.(is_initialized|is_available)$")
+_RANK_FUNCTION = r"(^|\.)(get_(global_|local_|node_local_)?rank|get_process_index)$"
+_RANK_ZERO_FUNCTION = r"(^|\.)(is_(local_|global_)?(main_process|master|rank_zero|rank0|primary))$"
+_DISTRIBUTED_CHECK = r"^torch\.distributed\.(is_initialized|is_available)$"
 # is_distributed(), is_dist_avail_and_initialized(), is_ddp(): helpers defined outside the file.
-_DISTRIBUTED_FUNCTION = re.compile(
-    r"^_?is_(torch_)?(dist|distributed|ddp)(_avail(able)?)?(_and)?(_initiali[sz]ed|_enabled)?$"
-)
+_DISTRIBUTED_FUNCTION = r"^_?is_(torch_)?(dist|distributed|ddp)(_avail(able)?)?(_and)?(_initiali[sz]ed|_enabled)?$"
 # Flags of a distributed run: nanoGPT's `ddp`, `is_distributed`, `use_ddp`.
-_DISTRIBUTED_NAME = re.compile(r"^_?((is|use)_(ddp|dist|distributed)|ddp|distributed)(_run|_training|_enabled)?$")
-_WORLD_SIZE_FUNCTION = re.compile(r"(^|\.)get_world_size$")
-_WORLD_SIZE_NAME = re.compile(r"^_?(world_size|num_processes|num_ranks)$")
+_DISTRIBUTED_NAME = r"^_?((is|use)_(ddp|dist|distributed)|ddp|distributed)(_run|_training|_enabled)?$"
+_WORLD_SIZE_FUNCTION = r"(^|\.)get_world_size$"
+_WORLD_SIZE_NAME = r"^_?(world_size|num_processes|num_ranks)$"
 WORLD_SIZE_ENV_VARS = frozenset({"WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS"})
 # Decorators that run a function on rank 0 only (Lightning, Accelerate, and home-grown ones).
 RANK_ZERO_DECORATORS = frozenset({"rank_zero_only", "main_process_only", "on_main_process", "on_rank0", "rank0_only"})
@@ -224,9 +226,11 @@ RANK_ENV_VARS = frozenset({"RANK", "LOCAL_RANK", "GLOBAL_RANK", "NODE_RANK", "SL
 @cache  # the same few names are classified over and over
 def rank_kind_of_name(name: str) -> RankKind | None:
     """``RANK`` for names that hold a process rank, ``ZERO`` for rank-0 flags, else None."""
-    if _RANK_NAME.match(name):
+    from fsdp2_lint.analysis.kinds import RankKind
+
+    if re.match(_RANK_NAME, name):
         return RankKind.RANK
-    if _RANK_ZERO_NAME.match(name):
+    if re.match(_RANK_ZERO_NAME, name):
         return RankKind.ZERO
     return None
 
@@ -234,9 +238,11 @@ def rank_kind_of_name(name: str) -> RankKind | None:
 @cache
 def rank_kind_of_call(qname: str) -> RankKind | None:
     """``RANK`` for functions that return a process rank, ``ZERO`` for rank-0 tests, else None."""
-    if _RANK_FUNCTION.search(qname):
+    from fsdp2_lint.analysis.kinds import RankKind
+
+    if re.search(_RANK_FUNCTION, qname):
         return RankKind.RANK
-    if _RANK_ZERO_FUNCTION.search(qname):
+    if re.search(_RANK_ZERO_FUNCTION, qname):
         return RankKind.ZERO
     last = qname.rpartition(".")[2]
     if last.startswith("is_"):  # is_main(), is_rank_0(), trainer.is_world_process_zero()
@@ -247,9 +253,11 @@ def rank_kind_of_call(qname: str) -> RankKind | None:
 @cache
 def uniform_kind_of_call(qname: str) -> UniformKind | None:
     """``DIST`` for checks that the job is distributed, ``SIZE`` for the world size."""
-    if _DISTRIBUTED_CHECK.match(qname) or _DISTRIBUTED_FUNCTION.match(qname.rpartition(".")[2]):
+    from fsdp2_lint.analysis.kinds import UniformKind
+
+    if re.match(_DISTRIBUTED_CHECK, qname) or re.match(_DISTRIBUTED_FUNCTION, qname.rpartition(".")[2]):
         return UniformKind.DIST
-    if _WORLD_SIZE_FUNCTION.search(qname):
+    if re.search(_WORLD_SIZE_FUNCTION, qname):
         return UniformKind.SIZE
     return None
 
@@ -257,9 +265,11 @@ def uniform_kind_of_call(qname: str) -> UniformKind | None:
 @cache
 def uniform_kind_of_name(name: str) -> UniformKind | None:
     """``SIZE`` for a variable holding the world size, ``DIST`` for a distributed-run flag."""
-    if _WORLD_SIZE_NAME.match(name):
+    from fsdp2_lint.analysis.kinds import UniformKind
+
+    if re.match(_WORLD_SIZE_NAME, name):
         return UniformKind.SIZE
-    return UniformKind.DIST if _DISTRIBUTED_NAME.match(name) else None
+    return UniformKind.DIST if re.match(_DISTRIBUTED_NAME, name) else None
 
 
 def names_a_rank(word: str) -> bool:

@@ -29,7 +29,6 @@ matters flows into it (:mod:`fsdp2_lint.analysis.interpreter.modules`).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections import OrderedDict
@@ -300,7 +299,7 @@ class Project:
         modules it imports, with its text: all the code its analysis could read, found from import
         statements alone (nothing parsed), in a stable order. The prefilter decides on their code
         with the file's own, and a cached result is valid while none of them changed."""
-        key = (file, hashlib.sha256(data).digest())
+        key = (file, data)  # the text itself, kept for the run (as its sources keep it): no digest to compute
         if key not in self._imported:
             self._imported[key] = self._import_closure(file, data)
         return self._imported[key]

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from fixture_marks import FIXTURES
 from samples import BAD, BAD_WITH_FIX, write
 
-from fsdp2_lint import pipeline
+from fsdp2_lint import isolation
 from fsdp2_lint.cli import main
 from fsdp2_lint.pipeline import PARALLEL_THRESHOLD, LintTask, lint_files
 from fsdp2_lint.rule import all_rules
@@ -25,13 +25,13 @@ parses = cache_project.parses  # fixture: how many files libcst parsed
 def pools(monkeypatch):
     """The worker counts of the process pools the linter starts."""
     started: list[int] = []
-    real = pipeline.run_isolated
+    real = isolation.run_isolated
 
     def recording(work, items, workers, limit):
         started.append(workers)
         return real(work, items, workers, limit)
 
-    monkeypatch.setattr(pipeline, "run_isolated", recording)
+    monkeypatch.setattr(isolation, "run_isolated", recording)  # imported by the pipeline when it starts workers
     return started
 
 
