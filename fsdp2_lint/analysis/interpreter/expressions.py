@@ -308,7 +308,10 @@ class Expressions:
             return left if bool(const(left)) is not conjunction else self.eval(node.right)
         # In a distributed run `dist.is_initialized() and X` is X, and so is `not ... or X`.
         neutral = Uniform(UniformKind.DIST if conjunction else UniformKind.SINGLE)
-        sides = [value for value in (left, self.eval(node.right)) if value != neutral]
+        right = self.eval(node.right)
+        if _is_literal(const(right)) and bool(const(right)) is not conjunction:
+            return right  # `not enabled and self.monolith` with `monolith` False: false whatever the left side
+        sides = [value for value in (left, right) if value != neutral]
         if len(sides) < 2:
             return sides[0] if sides else neutral
         kinds = {guards.rank_kind(side) for side in sides} - {None}
