@@ -88,11 +88,20 @@ from `optim_state_dict_to_load`); `IndexError: list index out of range` from
 A method or attribute a model class gets from a base class outside the project is not seen (the
 analysis does not read third-party packages): its use is still reported.
 
-An arm that only a caller in another module rules out is taken: a method is analysed as its own
-entry point, so an FSDP1 call under a setting its one caller excludes (composer's legacy
-monolith-loading helper, whose caller loads only sharded checkpoints) is reported. Tests of one
-setting in the same analysis, also through a helper's parameter or a property that implies it,
-are related.
+An arm that only a caller in another module rules out is taken: a method no code of its own
+module calls is analysed as its own entry point, knowing nothing of its receiver's settings, so
+an FSDP1 call under a setting its one caller excludes is reported (composer's
+`State._legacy_load_optim_state` takes its `load_monolith_rank0_only` arm, which needs
+`state_dict_type == "full"`, though its one caller, in `checkpoint.py`, loads only sharded
+checkpoints). Ruling it out would take every caller of the method, and a public method's callers
+may be outside the project: the project alone does not decide it. Tests of one setting within
+one analysis are carried (through a helper's parameter, a property that implies it, an attribute
+of a config object).
+
+A file that follows a framework's state object through many entry points (composer's
+`trainer.py`) may spend its budget of statements in other modules before the last of them: a
+property read past the budget is unknown, and an arm it would rule out is taken (composer's
+`state.py:134`, reported from `trainer.py`'s analysis, not from `state.py`'s).
 """
     valid = (
         """

@@ -1040,3 +1040,59 @@ def test_a_restore_helper_in_another_module_is_reported_at_the_call_that_hands_i
         },
     )
     assert codes_at(lint(tmp_path / "trainer/train.py")) == [("train.py", 11, code)]
+
+
+FRAMEWORK_STATE = """
+    from torch.distributed.fsdp import fully_shard
+
+
+    class State:
+        def __init__(self, model, parallelism=None):
+            self.model = model
+            self._fsdp = parallelism.fsdp if parallelism is not None else None
+            self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
+
+        @property
+        def fsdp_config(self):
+            return self._fsdp2 if self._fsdp2 is not None else self._fsdp
+
+        def apply_fsdp(self):
+            fully_shard(self.model)
+    """
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "self.state.fsdp_config is not None",
+        "self.state.fsdp_config",
+        "self.state._fsdp is not None or self.state._fsdp2 is not None",
+        'getattr(self.state, "fsdp_config") is not None',
+    ],
+)
+@pytest.mark.parametrize("given, sharded", [("", False), (", parallelism=config", True)])
+def test_a_config_a_framework_state_takes_from_its_constructor_decides_the_sharding_arm_in_another_module(
+    tmp_path: Path, test: str, given: str, sharded: bool
+) -> None:
+    """composer's `Trainer(...)` without a `parallelism_config` shards nothing: the `State` its
+    trainer builds in another module keeps the constructor's default None behind a property."""
+    trainer = f"""
+        from framework.state import State
+
+
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+                if {test}:
+                    self.state.apply_fsdp()
+        """
+    train = f"""
+        import torch
+        from framework.trainer import Trainer
+
+        trainer = Trainer(Net(){given})
+        torch.save(trainer.state.model.state_dict(), "model.pt")
+        """
+    files = {"framework/__init__.py": "", "framework/state.py": FRAMEWORK_STATE, "framework/trainer.py": trainer}
+    write(tmp_path, {**files, "train.py": train})
+    assert codes_at(lint(tmp_path / "train.py")) == ([("train.py", 5, "FSDP004")] if sharded else [])

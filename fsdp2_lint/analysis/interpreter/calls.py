@@ -22,7 +22,7 @@ from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, generators, guards, summaries, torch_api
 from fsdp2_lint.analysis.interpreter.generators import Exiting, Split, Suspended
 from fsdp2_lint.analysis.interpreter.order import reversed_items, reversed_order
-from fsdp2_lint.analysis.interpreter.state import Env, Frame, slot_keys
+from fsdp2_lint.analysis.interpreter.state import Env, Frame, Slot, slot_keys
 from fsdp2_lint.analysis.model import (
     ANY,
     UNKNOWN,
@@ -324,11 +324,15 @@ class Calls:
         for receiver in receivers:
             if not isinstance(receiver, Ref):
                 return None
-            value = next((self.heap[key] for key in slot_keys(receiver, name) if key in self.heap), None)
-            if value is None:
+            slot = self.stored_slot(receiver, name)
+            if slot is None:
                 return None
-            stored.append(value)
+            stored.append(self.heap[slot])
         return choice(stored) if stored else None
+
+    def stored_slot(self, receiver: Ref, name: str) -> Slot | None:
+        """The heap slot that holds what was assigned to ``receiver.name``, if anything was."""
+        return next((key for key in slot_keys(receiver, name) if key in self.heap), None)
 
     def method_of(self, receiver: Value, name: str, args: tuple, kwargs: dict, event: Event) -> Value:
         node = event.node

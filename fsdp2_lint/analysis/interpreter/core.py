@@ -91,6 +91,7 @@ class Interpreter(Expressions, Calls, Imports):
         self.dtensor_checks_of: dict[int, tuple[str, ...]] = {}
         self.settings_compared: dict[int, tuple[int, tuple[Slot, ...], Value]] = {}
         self.properties_read: dict[int, tuple[FunctionInfo, int]] = {}
+        self.slots_read: dict[int, tuple[Slot, ...]] = {}  # by id of an attribute read: the heap slots it read
         self.comparisons = 0  # comparisons with a constant evaluated so far
         self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}

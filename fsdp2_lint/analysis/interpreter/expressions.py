@@ -13,7 +13,7 @@ import libcst as cst
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
 from fsdp2_lint.analysis.interpreter.order import reversed_order
-from fsdp2_lint.analysis.interpreter.state import Env, slot_keys
+from fsdp2_lint.analysis.interpreter.state import Env, Slot, slot_keys
 from fsdp2_lint.analysis.model import (
     ANY,
     ANY_DEPTH,
@@ -95,6 +95,7 @@ class Expressions:
 
     def attribute(self, base: Value, name: str, node: cst.CSTNode) -> Value:
         results: list[Value] = []
+        self.slots_read.pop(id(node), None)
         # Where the base may be None, the code goes on only when it is not (None has no attributes).
         for option in [option for option in options(base) if option != Const(None)] or options(base):
             if isinstance(option, Symbol):
@@ -118,9 +119,10 @@ class Expressions:
         wrapped = torch_api.wrapped_module(ref, name)
         if wrapped is not None:
             return wrapped
-        stored = self.stored_attribute((ref,), name)
-        if stored is not None:
-            return stored
+        slot = self.stored_slot(ref, name)
+        if slot is not None:
+            self._read_slot(node, slot)
+            return self.heap[slot]
         cls = ref.root.cls if not ref.path else None
         method = cls.method(name) if cls else None
         if method is not None and method.is_property:
@@ -129,11 +131,17 @@ class Expressions:
         if method is not None:
             return self.function_value(method, ref)
         attribute = self.class_attribute(cls, name) if cls else None
-        if attribute is not None:
+        if attribute is not None:  # a class default: a store on the instance would go to its slot
+            self._read_slot(node, slot_keys(ref, name)[0])
             return attribute
         if name in torch_api.MODULE_METHOD_NAMES or ref.root.kind is ObjKind.CONTAINER:
             return BoundMethod(ref, name)
         return torch_api.rank_by_name(name, ref.child(name))
+
+    def _read_slot(self, node: cst.CSTNode, slot: Slot) -> None:
+        """Note that the attribute read at ``node`` gave what ``slot`` holds: a test of it against a
+        constant narrows the slot in its arms (:mod:`.settings`)."""
+        self.slots_read[id(node)] = self.slots_read.get(id(node), ()) + (slot,)
 
     def eval_subscript(self, node: cst.Subscript) -> Value:
         base = self.eval(node.value)
@@ -308,7 +316,10 @@ class Expressions:
             return left if bool(const(left)) is not conjunction else self.eval(node.right)
         # In a distributed run `dist.is_initialized() and X` is X, and so is `not ... or X`.
         neutral = Uniform(UniformKind.DIST if conjunction else UniformKind.SINGLE)
-        sides = [value for value in (left, self.eval(node.right)) if value != neutral]
+        right = self.eval(node.right)
+        if _is_literal(const(right)) and bool(const(right)) is not conjunction:
+            return right  # `not enabled and self.monolith` with `monolith` False: false whatever the left side
+        sides = [value for value in (left, right) if value != neutral]
         if len(sides) < 2:
             return sides[0] if sides else neutral
         kinds = {guards.rank_kind(side) for side in sides} - {None}
@@ -336,16 +347,20 @@ class Expressions:
         return result
 
     def note_settings(self, node: cst.Comparison, left: Value, right: Value, result: Value) -> None:
-        """Note the settings (attributes nothing is known of: ``cfg.mode``) that an undecided
-        comparison with a constant reads, for the arms of the test it is part of
+        """Note the settings (attributes nothing is known of: ``cfg.mode``; attributes that hold
+        what was stored on the object or a class default, a choice of constants) that an
+        undecided comparison with a constant reads, for the arms of the test it is part of
         (:mod:`.settings`)."""
         self.comparisons += 1
         constant, setting = (right, left) if isinstance(right, Const) else (left, right)
-        slots = tuple(
+        read = node.left if setting is left else node.comparisons[0].comparator
+        unknown = tuple(
             slot_keys(Ref(option.root, option.path[:-1]), option.path[-1])[0]
             for option in options(setting)
             if isinstance(option, Ref) and option.path and not any(map(is_wildcard, option.path))
         )
+        stored = tuple(slot for slot in self.slots_read.get(id(read), ()) if not any(map(is_wildcard, slot[1])))
+        slots = unknown + stored
         if result is UNKNOWN and isinstance(constant, Const) and _is_literal(constant.value) and slots:
             self.settings_compared[id(node)] = (self.comparisons, slots, constant)
         else:

@@ -318,13 +318,15 @@ def eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
 
 
 def _eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
+    test = evaluate_test(interp, node)
+    taken = _decided(interp, node.test, test)
+    if taken is not None:  # `cfg.fsdp if cfg is not None else None` with `cfg` None: None
+        return interp.eval(node.body if taken else node.orelse)
     results: list[Value] = []
     bodies = (node.body, node.orelse)
     runs = [
         run_arm(interp, arm, lambda exits, body=body: results.append(interp.eval(body)) or False)
-        for arm, body in zip(
-            _data_arms(node, *guards.arms(interp, node, node.test, evaluate_test(interp, node))), bodies, strict=True
-        )
+        for arm, body in zip(_data_arms(node, *guards.arms(interp, node, node.test, test)), bodies, strict=True)
     ]
     join_arms(interp, runs)
     return choice(results)

@@ -1,5 +1,6 @@
-"""Settings: attributes the analysis knows nothing of (``cfg.checkpoint.kind``), proved equal to a
-constant by a test. In the arm where ``cfg.kind == "full"`` holds, reading ``cfg.kind`` gives
+"""Settings: attributes the analysis knows nothing of (``cfg.checkpoint.kind``), or that hold what
+was stored on the object or its class default (one of ``"full"`` and ``"sharded"``), proved equal
+to a constant by a test. In the arm where ``cfg.kind == "full"`` holds, reading ``cfg.kind`` gives
 ``"full"`` (the test's heap slot is narrowed there, by :mod:`.flow` like every other arm fact), so
 that a later test of it, also in a helper it was passed to, is decided. The comparisons note what
 they read when they are evaluated (:meth:`~.expressions.Expressions.note_settings`); the truth of

@@ -336,4 +336,160 @@ CASES = {
             checkpointer.snapshot(model)
             checkpointer.save("ckpt.pt")
     """,
+    # A trainer that shards only when its state holds an FSDP config, which the state's constructor
+    # takes from an argument left to its default None (composer's ``Trainer`` without a
+    # ``parallelism_config``): nothing is sharded, in every spelling of the test; given one, it is.
+    "fsdp004-good-trainer-without-parallelism-config": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class State:
+            def __init__(self, model, parallelism=None):
+                self.model = model
+                self._fsdp = parallelism.fsdp if parallelism is not None else None
+                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
+            @property
+            def fsdp_config(self):
+                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
+            def apply_fsdp(self):
+                fully_shard(self.model)
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+                if self.state.fsdp_config is not None:
+                    self.state.apply_fsdp()
+        trainer = Trainer(Net())
+        torch.save(trainer.state.model.state_dict(), "model.pt")
+    """,
+    "fsdp004-good-trainer-without-parallelism-config-truth-test": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class State:
+            def __init__(self, model, parallelism=None):
+                self.model = model
+                self._fsdp = parallelism.fsdp if parallelism is not None else None
+                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
+            @property
+            def fsdp_config(self):
+                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
+            def apply_fsdp(self):
+                fully_shard(self.model)
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+                if self.state.fsdp_config:
+                    self.state.apply_fsdp()
+        trainer = Trainer(Net())
+        torch.save(trainer.state.model.state_dict(), "model.pt")
+    """,
+    "fsdp004-good-trainer-without-parallelism-config-attribute": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class State:
+            def __init__(self, model, parallelism=None):
+                self.model = model
+                self._fsdp = parallelism.fsdp if parallelism is not None else None
+                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
+            @property
+            def fsdp_config(self):
+                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
+            def apply_fsdp(self):
+                fully_shard(self.model)
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+                if self.state._fsdp is not None or self.state._fsdp2:
+                    self.state.apply_fsdp()
+        trainer = Trainer(Net())
+        torch.save(trainer.state.model.state_dict(), "model.pt")
+    """,
+    "fsdp004-good-trainer-without-parallelism-config-getattr": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class State:
+            def __init__(self, model, parallelism=None):
+                self.model = model
+                self._fsdp = parallelism.fsdp if parallelism is not None else None
+                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
+            @property
+            def fsdp_config(self):
+                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
+            def apply_fsdp(self):
+                fully_shard(self.model)
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+                if getattr(self.state, "fsdp_config") is not None:
+                    self.state.apply_fsdp()
+        trainer = Trainer(Net())
+        torch.save(trainer.state.model.state_dict(), "model.pt")
+    """,
+    "fsdp004-trainer-given-a-parallelism-config": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class State:
+            def __init__(self, model, parallelism=None):
+                self.model = model
+                self._fsdp = parallelism.fsdp if parallelism is not None else None
+                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
+            @property
+            def fsdp_config(self):
+                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
+            def apply_fsdp(self):
+                fully_shard(self.model)
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+                if self.state.fsdp_config is not None:
+                    self.state.apply_fsdp()
+        trainer = Trainer(Net(), parallelism=config)
+        torch.save(trainer.state.model.state_dict(), "model.pt")  # expect: FSDP004
+    """,
+    # Sharding after a monolith load, under `and` with a test the analysis cannot decide: without a
+    # config the monolith property is False, so the `and` is (composer's `Trainer.fit`).
+    "fsdp004-good-and-with-a-false-setting": """
+        import torch
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        class State:
+            def __init__(self, model, parallelism=None):
+                self.model = model
+                self.fsdp = parallelism.fsdp if parallelism is not None else None
+            @property
+            def monolith_rank0_only(self):
+                return self.fsdp is not None and self.fsdp.monolith
+            @property
+            def sharded(self):
+                return any(isinstance(m, FSDPModule) for m in self.model.modules())
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+            def after_load(self):
+                if not self.state.sharded and self.state.monolith_rank0_only:
+                    fully_shard(self.state.model)
+        trainer = Trainer(Net())
+        trainer.after_load()
+        torch.save(trainer.state.model.state_dict(), "model.pt")
+    """,
+    "fsdp004-and-with-a-setting-given": """
+        import torch
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        class State:
+            def __init__(self, model, parallelism=None):
+                self.model = model
+                self.fsdp = parallelism.fsdp if parallelism is not None else None
+            @property
+            def monolith_rank0_only(self):
+                return self.fsdp is not None and self.fsdp.monolith
+            @property
+            def sharded(self):
+                return any(isinstance(m, FSDPModule) for m in self.model.modules())
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+            def after_load(self):
+                if not self.state.sharded and self.state.monolith_rank0_only:
+                    fully_shard(self.state.model)
+        trainer = Trainer(Net(), parallelism=config)
+        trainer.after_load()
+        torch.save(trainer.state.model.state_dict(), "model.pt")  # expect: FSDP004
+    """,
 }

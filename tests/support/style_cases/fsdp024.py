@@ -269,4 +269,58 @@ CASES = {
                 state = FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)  # expect: FSDP024
             optimizer.load_state_dict(state)
     """,
+    # A setting a config object holds (what its constructor was given): in the arm of a property
+    # that implies `kind == "full"`, it is "full" (composer's FSDP2Config.state_dict_type).
+    "fsdp024-good-config-object-setting-ruled-out-by-a-property": """
+        import torch
+        from dataclasses import dataclass
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        def to_load(state, model, optimizer, kind="full"):
+            if kind == "sharded":
+                return FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)
+            return state
+        @dataclass
+        class FSDPConfig:
+            kind: str = "sharded"
+            rank0_only: bool = False
+        class State:
+            def __init__(self, model, optimizer, kind):
+                self.model = fully_shard(model)
+                self.optimizer = optimizer
+                self.config = FSDPConfig(kind=kind)
+            @property
+            def monolith(self):
+                return self.config.kind == "full" and self.config.rank0_only
+            def load(self, state):
+                if self.monolith:
+                    state = to_load(state, self.model, self.optimizer, kind=self.config.kind)
+                self.optimizer.load_state_dict(state)
+    """,
+    "fsdp024-config-object-setting-kept-where-the-property-is-false": """
+        import torch
+        from dataclasses import dataclass
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        def to_load(state, model, optimizer, kind="full"):
+            if kind == "sharded":
+                return FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)  # expect: FSDP024
+            return state
+        @dataclass
+        class FSDPConfig:
+            kind: str = "sharded"
+            rank0_only: bool = False
+        class State:
+            def __init__(self, model, optimizer, kind):
+                self.model = fully_shard(model)
+                self.optimizer = optimizer
+                self.config = FSDPConfig(kind=kind)
+            @property
+            def monolith(self):
+                return self.config.kind == "full" and self.config.rank0_only
+            def load(self, state):
+                if not self.monolith:
+                    state = to_load(state, self.model, self.optimizer, kind=self.config.kind)
+                self.optimizer.load_state_dict(state)
+    """,
 }
