@@ -507,7 +507,7 @@ class Calls:
             self.exec_block(statements(fn.info.node.body))
 
         self.run_in_frame(fn.info, frame, ctx, run)
-        return choice(frame.returns) if frame.returns else Const(None)
+        return returned(frame)
 
     def callee_frame(self, fn: Function, stack: tuple) -> tuple[Frame, Context]:
         """The frame and context a call of ``fn`` under the frames ``stack`` runs in."""
@@ -636,6 +636,30 @@ class Calls:
 
 
 # --- helpers without interpreter state ---------------------------------------------------------
+
+
+def returned(frame: Frame) -> Value:
+    """What a call returns: its ``return``s' values. A helper that returns True or False, False only
+    where a type test proved a module no FSDP2 module (``if isinstance(m, FSDPModule): return
+    True`` ... ``return False``), returns that test, as ``return isinstance(m, FSDPModule)`` does:
+    where its caller's test of it fails, the module is none either."""
+    if not frame.returns:
+        return Const(None)
+    tested = _type_test_returned(frame.returns, frame.returned_in)
+    return tested if tested is not None else choice(frame.returns)
+
+
+def _type_test_returned(values: list[Value], contexts: list[Context]) -> FsdpVersion | None:
+    truths = [const(value) for value in values]
+    if not all(truth is True or truth is False for truth in truths) or len(set(truths)) < 2:
+        return None
+    true_in = [ctx for truth, ctx in zip(truths, contexts, strict=True) if truth is True]
+    false_in = [ctx for truth, ctx in zip(truths, contexts, strict=True) if truth is False]
+    for model in false_in[0].not_fsdp2:
+        if all(model in ctx.not_fsdp2 for ctx in false_in):
+            itself = all(model in ctx.fsdp2_tested for ctx in true_in)  # True only where it is one
+            return FsdpVersion(model, fsdp1_arm=1, fsdp2_arm=0 if itself else None)
+    return None
 
 
 def _called_name(node: cst.Call) -> str:

@@ -237,4 +237,70 @@ CASES = {
         for e, o in zip(ema.parameters(), other.parameters()):
             e.data = d * e.data + (1 - d) * o.data
     """,
+    "fsdp020-good-guard-helper-returns-type-test": """
+        import copy
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def is_model_fsdp(model):
+            if isinstance(model, FSDPModule):
+                return True
+            for _, child in model.named_children():
+                if isinstance(child, FSDPModule):
+                    return True
+            return False
+        def export(model):
+            if is_model_fsdp(model):
+                raise ValueError("export the model before sharding it")
+            return copy.deepcopy(model)
+        def main(model):
+            for block in model.blocks:
+                fully_shard(block)
+            fully_shard(model)
+            export(model)
+    """,
+    "fsdp020-good-guard-helper-early-false-method": """
+        import copy
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        class Exporter:
+            def sharded(self, module):
+                if not isinstance(module, FSDPModule):
+                    return False
+                return True
+            def snapshot(self, module):
+                if not self.sharded(module):
+                    return copy.deepcopy(module)
+                return None
+        fully_shard(model)
+        Exporter().snapshot(model)
+    """,
+    "fsdp020-guard-helper-tests-ddp-only": """
+        import copy
+        from torch.distributed.fsdp import fully_shard
+        from torch.nn.parallel import DistributedDataParallel
+        def is_wrapped(model):
+            if isinstance(model, DistributedDataParallel):
+                return True
+            return False
+        def export(model):
+            if is_wrapped(model):
+                raise ValueError("export the module, not its wrapper")
+            return copy.deepcopy(model)  # expect: FSDP020
+        fully_shard(model)
+        export(model)
+    """,
+    "fsdp020-guard-helper-false-where-sharded": """
+        import copy
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def is_plain(model, strict):
+            if isinstance(model, FSDPModule) and strict:
+                return False
+            if strict:
+                return True
+            return False
+        def export(model):
+            if is_plain(model, True):
+                return None
+            return copy.deepcopy(model)  # expect: FSDP020
+        fully_shard(model)
+        export(model)
+    """,
 }

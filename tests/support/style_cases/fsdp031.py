@@ -75,4 +75,30 @@ CASES = {
                 fully_shard(model.head)  # expect: FSDP031
             fully_shard(model)
     """,
+    "fsdp031-good-sharded-test-in-a-helper": """
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def is_sharded(module):
+            if isinstance(module, FSDPModule):
+                return True
+            return False
+        def shard(model):
+            if not is_sharded(model):
+                fully_shard(model)
+        def main(model):
+            fully_shard(model)
+            shard(model)
+    """,
+    "fsdp031-helper-tests-another-module": """
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        def is_sharded(module):
+            if isinstance(module, FSDPModule):
+                return True
+            return False
+        def shard(model, head):
+            if not is_sharded(head):
+                fully_shard(model)
+        def main(model, head):
+            fully_shard(model)
+            shard(model, head)  # expect: FSDP031
+    """,
 }
