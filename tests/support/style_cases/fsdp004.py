@@ -1,5 +1,31 @@
 """Style cases for FSDP004: code written in styles the fixtures do not use."""
 
+
+def _trainer_state(test: str, built: str = "Trainer(Net())", mark: str = "") -> str:
+    """A trainer whose state takes its FSDP config from a constructor argument, sharding under ``test``."""
+    return f"""
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        class State:
+            def __init__(self, model, parallelism=None):
+                self.model = model
+                self._fsdp = parallelism.fsdp if parallelism is not None else None
+                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
+            @property
+            def fsdp_config(self):
+                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
+            def apply_fsdp(self):
+                fully_shard(self.model)
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+                {test}
+                    self.state.apply_fsdp()
+        trainer = {built}
+        torch.save(trainer.state.model.state_dict(), "model.pt"){mark}
+    """
+
+
 CASES = {
     "fsdp004-dict-built-up": """
         import torch
@@ -339,111 +365,17 @@ CASES = {
     # A trainer that shards only when its state holds an FSDP config, which the state's constructor
     # takes from an argument left to its default None (composer's ``Trainer`` without a
     # ``parallelism_config``): nothing is sharded, in every spelling of the test; given one, it is.
-    "fsdp004-good-trainer-without-parallelism-config": """
-        import torch
-        from torch.distributed.fsdp import fully_shard
-        class State:
-            def __init__(self, model, parallelism=None):
-                self.model = model
-                self._fsdp = parallelism.fsdp if parallelism is not None else None
-                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
-            @property
-            def fsdp_config(self):
-                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
-            def apply_fsdp(self):
-                fully_shard(self.model)
-        class Trainer:
-            def __init__(self, model, parallelism=None):
-                self.state = State(model, parallelism=parallelism)
-                if self.state.fsdp_config is not None:
-                    self.state.apply_fsdp()
-        trainer = Trainer(Net())
-        torch.save(trainer.state.model.state_dict(), "model.pt")
-    """,
-    "fsdp004-good-trainer-without-parallelism-config-truth-test": """
-        import torch
-        from torch.distributed.fsdp import fully_shard
-        class State:
-            def __init__(self, model, parallelism=None):
-                self.model = model
-                self._fsdp = parallelism.fsdp if parallelism is not None else None
-                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
-            @property
-            def fsdp_config(self):
-                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
-            def apply_fsdp(self):
-                fully_shard(self.model)
-        class Trainer:
-            def __init__(self, model, parallelism=None):
-                self.state = State(model, parallelism=parallelism)
-                if self.state.fsdp_config:
-                    self.state.apply_fsdp()
-        trainer = Trainer(Net())
-        torch.save(trainer.state.model.state_dict(), "model.pt")
-    """,
-    "fsdp004-good-trainer-without-parallelism-config-attribute": """
-        import torch
-        from torch.distributed.fsdp import fully_shard
-        class State:
-            def __init__(self, model, parallelism=None):
-                self.model = model
-                self._fsdp = parallelism.fsdp if parallelism is not None else None
-                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
-            @property
-            def fsdp_config(self):
-                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
-            def apply_fsdp(self):
-                fully_shard(self.model)
-        class Trainer:
-            def __init__(self, model, parallelism=None):
-                self.state = State(model, parallelism=parallelism)
-                if self.state._fsdp is not None or self.state._fsdp2:
-                    self.state.apply_fsdp()
-        trainer = Trainer(Net())
-        torch.save(trainer.state.model.state_dict(), "model.pt")
-    """,
-    "fsdp004-good-trainer-without-parallelism-config-getattr": """
-        import torch
-        from torch.distributed.fsdp import fully_shard
-        class State:
-            def __init__(self, model, parallelism=None):
-                self.model = model
-                self._fsdp = parallelism.fsdp if parallelism is not None else None
-                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
-            @property
-            def fsdp_config(self):
-                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
-            def apply_fsdp(self):
-                fully_shard(self.model)
-        class Trainer:
-            def __init__(self, model, parallelism=None):
-                self.state = State(model, parallelism=parallelism)
-                if getattr(self.state, "fsdp_config") is not None:
-                    self.state.apply_fsdp()
-        trainer = Trainer(Net())
-        torch.save(trainer.state.model.state_dict(), "model.pt")
-    """,
-    "fsdp004-trainer-given-a-parallelism-config": """
-        import torch
-        from torch.distributed.fsdp import fully_shard
-        class State:
-            def __init__(self, model, parallelism=None):
-                self.model = model
-                self._fsdp = parallelism.fsdp if parallelism is not None else None
-                self._fsdp2 = parallelism.fsdp2 if parallelism is not None else None
-            @property
-            def fsdp_config(self):
-                return self._fsdp2 if self._fsdp2 is not None else self._fsdp
-            def apply_fsdp(self):
-                fully_shard(self.model)
-        class Trainer:
-            def __init__(self, model, parallelism=None):
-                self.state = State(model, parallelism=parallelism)
-                if self.state.fsdp_config is not None:
-                    self.state.apply_fsdp()
-        trainer = Trainer(Net(), parallelism=config)
-        torch.save(trainer.state.model.state_dict(), "model.pt")  # expect: FSDP004
-    """,
+    "fsdp004-good-trainer-without-parallelism-config": _trainer_state("if self.state.fsdp_config is not None:"),
+    "fsdp004-good-trainer-without-parallelism-config-truth-test": _trainer_state("if self.state.fsdp_config:"),
+    "fsdp004-good-trainer-without-parallelism-config-attribute": _trainer_state(
+        "if self.state._fsdp is not None or self.state._fsdp2:"
+    ),
+    "fsdp004-good-trainer-without-parallelism-config-getattr": _trainer_state(
+        'if getattr(self.state, "fsdp_config") is not None:'
+    ),
+    "fsdp004-trainer-given-a-parallelism-config": _trainer_state(
+        "if self.state.fsdp_config is not None:", "Trainer(Net(), parallelism=config)", "  # expect: FSDP004"
+    ),
     # Sharding after a monolith load, under `and` with a test the analysis cannot decide: without a
     # config the monolith property is False, so the `and` is (composer's `Trainer.fit`).
     "fsdp004-good-and-with-a-false-setting": """
