@@ -645,16 +645,16 @@ def returned(frame: Frame) -> Value:
     where its caller's test of it fails, the module is none either."""
     if not frame.returns:
         return Const(None)
-    tested = _type_test_returned(frame.returns, frame.returned_in)
-    return tested if tested is not None else choice(frame.returns)
+    tested = _type_test_returned(frame.returns)
+    return tested if tested is not None else choice([value for value, _ in frame.returns])
 
 
-def _type_test_returned(values: list[Value], contexts: list[Context]) -> FsdpVersion | None:
-    truths = [const(value) for value in values]
-    if not all(truth is True or truth is False for truth in truths) or len(set(truths)) < 2:
+def _type_test_returned(returns: list[tuple[Value, Context]]) -> FsdpVersion | None:
+    truths = [(const(value), ctx) for value, ctx in returns]
+    if not all(truth is True or truth is False for truth, _ in truths) or len({truth for truth, _ in truths}) < 2:
         return None
-    true_in = [ctx for truth, ctx in zip(truths, contexts, strict=True) if truth is True]
-    false_in = [ctx for truth, ctx in zip(truths, contexts, strict=True) if truth is False]
+    true_in = [ctx for truth, ctx in truths if truth is True]
+    false_in = [ctx for truth, ctx in truths if truth is False]
     for model in false_in[0].not_fsdp2:
         if all(model in ctx.not_fsdp2 for ctx in false_in):
             itself = all(model in ctx.fsdp2_tested for ctx in true_in)  # True only where it is one

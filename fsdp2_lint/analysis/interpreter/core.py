@@ -285,8 +285,7 @@ class Interpreter(Expressions, Calls, Imports):
             self.exec_augassign(node)
         elif isinstance(node, cst.Return):
             value = self.eval(node.value) if node.value is not None else Const(None)
-            self.frame.returns.append(value)
-            self.frame.returned_in.append(self.ctx)
+            self.frame.returns.append((value, self.ctx))
             self.record(EventKind.RETURN, node, result=value)
             return TERMINATED
         elif isinstance(node, cst.Raise):

@@ -121,8 +121,7 @@ class Frame:
     stack: tuple[cst.CSTNode, ...] = ()
     self_ref: Ref | None = None
     cls: ClassInfo | None = None
-    returns: list[Value] = field(default_factory=list)
-    returned_in: list[Context] = field(default_factory=list)  # the context of each return
+    returns: list[tuple[Value, Context]] = field(default_factory=list)  # each return's value and context
     global_names: set[str] = field(default_factory=set)
     defaulted: set[str] = field(default_factory=set)  # parameters the call left to their default
     # Heap writes of arms that always exit (`if c: self.m = a; return`): they hold again where the
