@@ -5,6 +5,7 @@ confirmed (no processes, no torch: a launcher that runs nothing, hand-written ev
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,39 @@ def test_a_signature_range_narrows_where_confirm_reproduces_not_where_the_rule_r
         main, ["check", "--isolated", "--torch-version", "2.11", "--select", "FSDP018", str(script)]
     )
     assert "FSDP018" in linted.output
+
+
+class _StateOf211:
+    """An FSDP2 state as torch 2.11 has it: one parameter group, or None, and no list."""
+
+    def __init__(self, group: object) -> None:
+        self._fsdp_param_group = group
+
+
+class _StateOf213:
+    """An FSDP2 state as torch 2.13 has it: a list of parameter groups."""
+
+    def __init__(self, groups: list) -> None:
+        self._fsdp_param_groups = groups
+
+
+def test_the_probes_read_a_states_parameter_groups_on_each_supported_torch():
+    from fsdp2_lint.runtime.rank.probe_core import state_groups  # imports torch: the rest of this file does not
+
+    group, other = object(), object()
+    assert state_groups(_StateOf211(group)) == [group]
+    assert state_groups(_StateOf211(None)) == []
+    assert state_groups(_StateOf213([group, other])) == [group, other]
+    assert state_groups(_StateOf213([])) == []  # an empty list is the answer, not a reason to look further
+
+
+def test_fsdp029s_signature_accepts_the_string_dtype_error_of_each_torch():
+    signature = next(rule for rule in all_rules() if rule.code == "FSDP029").signature
+    torch_2_13 = "TypeError: to() received an invalid combination of arguments: must be torch.dtype, not str"
+    torch_2_11 = (
+        "TypeError: empty() received an invalid combination of arguments - got (tuple, dtype=str, "
+        "device=torch.device), but expected one of:"
+    )
+    assert re.search(signature.message, torch_2_13)
+    assert re.search(signature.message, torch_2_11)
+    assert not re.search(signature.message, torch_2_11.replace("dtype=str", "dtype=torch.dtype"))

@@ -22,7 +22,7 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP1
 from torch.distributed.tensor import DTensor
 
 from fsdp2_lint.runtime.evidence import events
-from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.probe_core import ProbeCore, param_groups
 from fsdp2_lint.runtime.rank.tensors import count_tensors
 
 STATE_DICTS_PER_MODULE = 4  # state_dict() calls recorded per configured module
@@ -34,15 +34,6 @@ def contains_fsdp2(module: torch.nn.Module) -> bool:
 
 def contains_fsdp1(module: torch.nn.Module) -> bool:
     return any(isinstance(sub, FSDP1) for sub in module.modules())
-
-
-def param_groups(module: torch.nn.Module) -> list[Any]:
-    """The FSDP2 parameter groups a ``fully_shard``ed module owns (torch internals, read only)."""
-    state = module._get_fsdp_state()
-    groups = getattr(state, "_fsdp_param_groups", None)
-    if groups is None:
-        groups = [group for group in (getattr(state, "_fsdp_param_group", None),) if group is not None]
-    return list(groups)
 
 
 class _ObservedContext:

@@ -14,8 +14,7 @@ from typing import Any
 import torch
 
 from fsdp2_lint.runtime.evidence import events
-from fsdp2_lint.runtime.rank.fsdp1_probes import param_groups
-from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.probe_core import ProbeCore, param_groups
 
 
 class MeshProbe:

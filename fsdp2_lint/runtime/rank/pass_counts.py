@@ -15,10 +15,16 @@ import sys
 from typing import Any
 
 import torch
-from torch.distributed.fsdp._fully_shard import _fsdp_state
-from torch.distributed.fsdp._fully_shard._fsdp_common import TrainingState, _dynamo_disable
+from torch.distributed.fsdp._fully_shard import _fsdp_common, _fsdp_state
+from torch.distributed.fsdp._fully_shard._fsdp_common import TrainingState
 
 from fsdp2_lint.runtime.evidence import events
+from fsdp2_lint.runtime.rank.probe_core import state_groups
+
+# How this torch keeps torch.compile out of FSDP's own hooks, so the probe wrapping one is treated
+# alike: `_dynamo_disable` always disables (torch 2.13 has it), `disable_if_config_true` only under
+# `torch._dynamo.config.skip_fsdp_hooks` (torch 2.11 has only this one).
+_like_fsdp_hooks = getattr(_fsdp_common, "_dynamo_disable", None) or _fsdp_state.disable_if_config_true
 
 
 class PassCountProbe:
@@ -54,7 +60,7 @@ class PassCountProbe:
         original_pre_forward = _fsdp_state.FSDPState._pre_forward
         on_group = self.probes.guarded("passes", self._on_group)
 
-        @_dynamo_disable  # like the hook it wraps: torch.compile must not trace the probe
+        @_like_fsdp_hooks
         @functools.wraps(original_pre_forward)
         def _pre_forward(state: Any, module: Any, *args: Any, **kwargs: Any) -> Any:
             # a group's forward starts once per pass (not again per module of a grouped `fully_shard`,
@@ -78,7 +84,7 @@ class PassCountProbe:
         self._write("backward", frame)
 
     def _on_group(self, state: Any, module: Any, frame: Any) -> None:
-        groups = getattr(state, "_fsdp_param_groups", None) or []
+        groups = state_groups(state)
         names = [group._module_fqn for group in groups if getattr(group, "_module_fqn", None)]
         name = "|".join(names) or type(module).__name__  # the root group's name is "" (or not set yet)
         count = self.groups[name] = self.groups.get(name, 0) + 1

@@ -16,8 +16,7 @@ import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from fsdp2_lint.runtime.evidence import events
-from fsdp2_lint.runtime.rank.fsdp1_probes import param_groups
-from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.probe_core import ProbeCore, param_groups
 
 LOW_PRECISION = (torch.bfloat16, torch.float16)
 

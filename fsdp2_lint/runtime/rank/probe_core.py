@@ -2,7 +2,8 @@
 to the line of the user's script that led to it; ``ReplacedParameters``, the shard observer that
 remembers the tensors ``fully_shard`` replaced; and ``ProbeCore``, the state every probe reads: the
 rank's event log, ``guarded`` (a probe that fails records a ``probe_error`` event instead), and the
-modules given to ``fully_shard`` with their parameters.
+modules given to ``fully_shard`` with their parameters; and ``param_groups``, a sharded module's FSDP
+parameter groups on every supported torch.
 """
 
 from __future__ import annotations
@@ -81,6 +82,20 @@ def _outward(frame: FrameType | None) -> Iterator[tuple[str, int]]:
     while frame is not None:
         yield frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
+
+
+def state_groups(state: Any) -> list[Any]:
+    """The parameter groups of an FSDP2 state (torch internals, read only): a list on torch 2.13,
+    one group or None on torch 2.11, whose state has only ``_fsdp_param_group``."""
+    groups = getattr(state, "_fsdp_param_groups", None)
+    if groups is None:
+        groups = [group for group in (getattr(state, "_fsdp_param_group", None),) if group is not None]
+    return list(groups)
+
+
+def param_groups(module: torch.nn.Module) -> list[Any]:
+    """The FSDP2 parameter groups a ``fully_shard``ed module owns."""
+    return state_groups(module._get_fsdp_state())
 
 
 class ReplacedParameters:

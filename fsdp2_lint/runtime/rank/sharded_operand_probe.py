@@ -22,7 +22,7 @@ from torch.distributed.fsdp import FSDPModule
 from torch.distributed.tensor import DTensor
 
 from fsdp2_lint.runtime.evidence import events
-from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.probe_core import ProbeCore, state_groups
 
 MIXED = re.compile(r"^(\S+):? got mixed torch\.Tensor and DTensor")
 FRAMES = 3  # innermost frames of the traceback searched for the operands
@@ -71,7 +71,7 @@ class ShardedOperandProbe:
         named = {id(param): name for name, param in self.probes.model_parameters().items()}
         for module in (ref() for ref in self.probes.sharded):
             state = module._get_fsdp_state() if hasattr(module, "_get_fsdp_state") else None
-            for group in getattr(state, "_fsdp_param_groups", ()):
+            for group in state_groups(state):
                 for fsdp_param in group.fsdp_params:
                     key = _storage(fsdp_param.sharded_param)
                     if key:

@@ -20,7 +20,7 @@ import torch
 from torch.distributed.fsdp._fully_shard._fsdp_state import FSDPState
 
 from fsdp2_lint.runtime.evidence import events
-from fsdp2_lint.runtime.rank.probe_core import ProbeCore
+from fsdp2_lint.runtime.rank.probe_core import ProbeCore, state_groups
 
 LIMIT = 256  # outputs kept between two backward passes (inference without no_grad never clears them)
 
@@ -61,7 +61,7 @@ class ViewOutputProbe:
             return
         module = ", ".join(type(m).__name__ for m in getattr(state, "_modules", ())) or "?"
         line = self.probes.locator.locate_stack(frame)["line"]
-        resharded = any(_reshards(group) for group in getattr(state, "_fsdp_param_groups", ()))
+        resharded = any(_reshards(group) for group in state_groups(state))
         for view in views:
             self.views.append((view, view._version, module, line, resharded))
         del self.views[:-LIMIT]
