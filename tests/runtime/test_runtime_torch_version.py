@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -166,3 +167,27 @@ def test_fsdp029s_signature_accepts_the_string_dtype_error_of_each_torch():
     assert re.search(signature.message, torch_2_13)
     assert re.search(signature.message, torch_2_11)
     assert not re.search(signature.message, torch_2_11.replace("dtype=str", "dtype=torch.dtype"))
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.written: list[tuple[str, dict]] = []
+
+    def write(self, kind: str, **fields: object) -> None:
+        self.written.append((kind, fields))
+
+
+def test_a_probe_that_cannot_be_installed_on_this_torch_costs_its_own_evidence_only():
+    from fsdp2_lint.runtime.evidence import events
+    from fsdp2_lint.runtime.rank.probes import Probes  # imports torch: the rest of this file does not
+
+    core = SimpleNamespace(log=_Log())
+    Probes._install_alone(core, "passes", "no_such_module.PassCountProbe")  # a module this torch cannot import
+    Probes._install_alone(core, "ties", "tie_probes.NoSuchProbe")  # a name the module lacks
+    assert [(kind, fields["probe"]) for kind, fields in core.log.written] == [
+        (events.PROBE_ERROR, "passes"),
+        (events.PROBE_ERROR, "ties"),
+    ]
+    first, second = (fields["message"] for _, fields in core.log.written)
+    assert first.startswith("not installed on torch ") and "ModuleNotFoundError" in first
+    assert "AttributeError" in second and "NoSuchProbe" in second

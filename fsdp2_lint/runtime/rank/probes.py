@@ -8,13 +8,16 @@ ranks may have diverged, and an extra collective would change (or hang) the run 
 This module holds ``Probes``, which installs every probe of a rank, with the probes of
 ``fully_shard``, ``to_empty``, optimizers, ``torch.save``, collectives and gradient sync, and the
 tracer of the script's lines. What every probe builds on is in :mod:`.probe_core`; the FSDP1 probes
-and the value probes are in :mod:`.fsdp1_probes` and :mod:`.value_probes`.
+and the value probes are in :mod:`.fsdp1_probes` and :mod:`.value_probes`. The probes that stand
+alone (one rule's evidence each, most reading torch internals) are imported and installed one by
+one: one that cannot be installed on the running torch costs its own evidence only.
 """
 
 from __future__ import annotations
 
 import faulthandler
 import functools
+import importlib
 import os
 import sys
 import threading
@@ -37,21 +40,12 @@ from fsdp2_lint.runtime.evidence import events
 from fsdp2_lint.runtime.evidence.events import EventLog
 from fsdp2_lint.runtime.evidence.scope import Line, SourceScope
 from fsdp2_lint.runtime.evidence.signals import STACK_DUMP_SIGNAL
-from fsdp2_lint.runtime.rank.buffer_probes import BufferProbe
-from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1Probes, Fsdp1ShardObserver
-from fsdp2_lint.runtime.rank.group_dtype_probe import GroupDtypeProbe
+from fsdp2_lint.runtime.rank.fsdp1_probes import Fsdp1ShardObserver
 from fsdp2_lint.runtime.rank.mesh_probe import MeshProbe
-from fsdp2_lint.runtime.rank.pass_counts import PassCountProbe
 from fsdp2_lint.runtime.rank.precision_probe import MasterWeightsProbe
 from fsdp2_lint.runtime.rank.probe_core import ProbeCore
-from fsdp2_lint.runtime.rank.reduce_scatter_probe import ReduceScatterProbe
-from fsdp2_lint.runtime.rank.reentrant_checkpoint_probe import ReentrantCheckpointProbe
-from fsdp2_lint.runtime.rank.sharded_operand_probe import ShardedOperandProbe
-from fsdp2_lint.runtime.rank.stale_unshard_probe import StaleUnshardProbe
 from fsdp2_lint.runtime.rank.tensors import count_tensors, local_tensor, same_bits
-from fsdp2_lint.runtime.rank.tie_probes import TieProbe
-from fsdp2_lint.runtime.rank.value_probes import GradNormProbe, LoadProbe
-from fsdp2_lint.runtime.rank.view_output_probe import ViewOutputProbe
+from fsdp2_lint.runtime.rank.value_probes import LoadProbe
 
 # Steps of each optimizer whose effect on the model's parameters is measured. Each probed step
 # clones the local shards once, so later steps are left alone.
@@ -217,26 +211,38 @@ class Probes(ProbeCore):
         faulthandler.register(STACK_DUMP_SIGNAL, file=self.stack_file, all_threads=True)
         self._wrap_fully_shard()
         self.loads.install()
-        GradNormProbe(self).install()
-        Fsdp1Probes(self).install()
+        self._install_alone("grad_norm", "value_probes.GradNormProbe")
+        self._install_alone("fsdp1", "fsdp1_probes.Fsdp1Probes")
         self.gradient_sync.install()
         self.master_weights.install()
-        PassCountProbe(self).install()
-        ReduceScatterProbe(self).install()
+        self._install_alone("passes", "pass_counts.PassCountProbe")
+        self._install_alone("reduce_scatter", "reduce_scatter_probe.ReduceScatterProbe")
         self._wrap_to_empty()
-        BufferProbe(self).install()
-        TieProbe(self).install()
+        self._install_alone("buffers", "buffer_probes.BufferProbe")
+        self._install_alone("ties", "tie_probes.TieProbe")
         self._wrap_optimizer_init()
         register_optimizer_step_pre_hook(self.guarded("step", self._before_step))
         register_optimizer_step_post_hook(self.guarded("step", self._after_step))
         self._wrap_save()
         self._wrap_collectives()
-        StaleUnshardProbe(self).install()
-        GroupDtypeProbe(self).install()
-        ViewOutputProbe(self).install()
+        self._install_alone("stale_unshard", "stale_unshard_probe.StaleUnshardProbe")
+        self._install_alone("group_dtype", "group_dtype_probe.GroupDtypeProbe")
+        self._install_alone("view_output", "view_output_probe.ViewOutputProbe")
         self.shard_observers = (*self.shard_observers, MeshProbe(self))  # FSDP040: the mesh each group got
-        ReentrantCheckpointProbe(self).install()
-        ShardedOperandProbe(self).install()
+        self._install_alone("reentrant_checkpoint", "reentrant_checkpoint_probe.ReentrantCheckpointProbe")
+        self._install_alone("sharded_operand", "sharded_operand_probe.ShardedOperandProbe")
+
+    def _install_alone(self, probe: str, where: str) -> None:
+        """Import and install the probe class ``where`` (``module.Class`` in this package) on its
+        own: one that cannot be installed on this torch (a private name it reads is missing, as
+        torch 2.11 lacked one a probe imported) costs its own evidence only, recorded as a
+        ``probe_error``, and every other probe still runs."""
+        module, name = where.rsplit(".", 1)
+        try:
+            getattr(importlib.import_module(f"{__package__}.{module}"), name)(self).install()
+        except Exception as error:
+            message = f"not installed on torch {torch.__version__}: {type(error).__name__}: {error}"
+            self.log.write(events.PROBE_ERROR, probe=probe, message=message)
 
     # fully_shard --------------------------------------------------------------------------------
 
