@@ -121,14 +121,19 @@ def parseable(data: bytes) -> bool:
     return nesting_depth(data) <= MAX_NESTING
 
 
-@dataclass
 class _Linted:
     """One lint of a file's bytes: the diagnostics, each with the rule's rewrite it came with, and the
-    facts they were computed from (None when the file was not analysed)."""
+    facts they were computed from (None when the file was not analysed). A plain class: a dataclass's
+    methods would be compiled at every start, and none is used."""
 
-    findings: list[tuple[Diagnostic, Rewrite | None]]
-    facts: FileFacts | None = None
-    broken: bool = False  # the file could not be parsed or analysed
+    __slots__ = ("findings", "facts", "broken")
+
+    def __init__(
+        self, findings: list[tuple[Diagnostic, Rewrite | None]], facts: FileFacts | None = None, broken: bool = False
+    ) -> None:
+        self.findings = findings
+        self.facts = facts
+        self.broken = broken  # the file could not be parsed or analysed
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
