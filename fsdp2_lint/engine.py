@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, Related, file_error
 from fsdp2_lint.prefilter import applicable_rules
@@ -290,8 +290,7 @@ def _fix(rewrite: Rewrite, facts: FileFacts) -> Fix:
     return Fix(rewrite.description, rewrite.applicability, tuple(text_edits(facts, rewrite)))
 
 
-@dataclass(frozen=True)
-class FixResult:
+class FixResult(NamedTuple):  # not a dataclass: compiling its methods would cost every start, --fix or not
     """What fixing one file's bytes produced: the fixed bytes (the input itself when nothing was
     fixed), the diagnostics whose fixes were applied (as reported in the round that fixed them),
     and the diagnostics of the fixed bytes."""

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from fsdp2_lint.analysis.project import ParsedModules, Project, Projects
 from fsdp2_lint.cache import Cache
@@ -405,8 +405,7 @@ def _crash_diagnostics(task: LintTask, result: list[Diagnostic] | Crash) -> list
     return result
 
 
-@dataclass(frozen=True)
-class FileFix:
+class FileFix(NamedTuple):  # not a dataclass: compiling its methods would cost every start, --fix or not
     """One file's fixing: its bytes as read, what fixing them produced, and why the result was
     not written back (``problem``), if it was not."""
 
@@ -520,7 +519,7 @@ def _fix_guarded(task: LintTask, data: bytes, unsafe: bool) -> FixResult:
     result = run_guarded(work, data, task.rules, task.max_file_size)
     if isinstance(result, Crash):
         result = FixResult(data, (), (crash_diagnostic(task.display, result),))
-    return replace(result, remaining=tuple(_reported(task.report_parse_errors, result.remaining)))
+    return result._replace(remaining=tuple(_reported(task.report_parse_errors, result.remaining)))
 
 
 def add_noqa_to_file(path: Path, codes_by_line: Mapping[int, Set[str]]) -> tuple[int, str | None]:
