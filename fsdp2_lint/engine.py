@@ -22,7 +22,6 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
@@ -84,8 +83,7 @@ def read_error(path: str, error: OSError) -> Diagnostic:
     return file_error(path, f"cannot read file: {reason(error)}", hint=_READ_HINT)
 
 
-@dataclass(frozen=True)
-class InProject:
+class InProject(NamedTuple):  # not a dataclass: compiling its methods would cost every start
     """Where a file sits: the project whose modules its analysis follows, and the file's path."""
 
     project: Project

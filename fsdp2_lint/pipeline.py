@@ -25,7 +25,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -111,8 +111,7 @@ class SettingsResolver:
         return self._by_config[config]
 
 
-@dataclass(frozen=True)
-class LintTask:
+class LintTask(NamedTuple):  # not a dataclass: compiling its methods would cost every start
     """One file to lint: where it is, the name it is reported under, what its settings select and
     report, and its unsaved text (None: read the file)."""
 
@@ -475,7 +474,7 @@ def _write(task: LintTask, fixed: FileFix) -> FileFix:
 
 
 def _unfixed(task: LintTask, original: bytes, problem: str) -> FileFix:
-    (unfixed,) = lint_files([replace(task, source=original)])
+    (unfixed,) = lint_files([task._replace(source=original)])
     return FileFix(task.display, original, FixResult(original, (), tuple(unfixed)), problem)
 
 

@@ -15,7 +15,6 @@ import importlib
 import re
 import types
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
@@ -163,8 +162,7 @@ def all_rules() -> tuple[type[Rule], ...]:
     return tuple(sorted(found, key=lambda rule: rule.code))
 
 
-@dataclass(frozen=True)
-class RuleHead:
+class RuleHead(NamedTuple):  # not a dataclass: compiling its methods would cost every start
     """What a run needs of a rule before it parses anything (the selection, the torch version
     linted for, the prefilter), without importing the rule's module, which imports the analysis
     and libcst: a run whose files the prefilter rejects imports neither. :meth:`load` gives the
