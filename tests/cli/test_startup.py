@@ -70,7 +70,6 @@ CLEAN_RUN_DATACLASSES = [
     "fsdp2_lint.diagnostics.Related",
     "fsdp2_lint.output.Fixing",
     "fsdp2_lint.prefilter.Word",
-    "fsdp2_lint.torch_version.TorchVersion",
     "fsdp2_lint.torch_version.TorchVersions",
 ]
 CLEAN = '''\
