@@ -62,7 +62,6 @@ DEFERRED = (
 # fields), in the module the rule index imports `Severity` from.
 CLEAN_RUN_DATACLASSES = [
     "fsdp2_lint.analysis.project.ProjectModule",
-    "fsdp2_lint.config.Selection",
     "fsdp2_lint.config.Settings",
     "fsdp2_lint.diagnostics.Diagnostic",
     "fsdp2_lint.diagnostics.Edit",
