@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 from fsdp2_lint.diagnostics import PARSE_ERROR
 from fsdp2_lint.rule import RuleHead, rule_heads
@@ -40,8 +40,7 @@ class ConfigError(Exception):
     """Bad configuration or selection: reported to the user, exit code 2."""
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):  # not a dataclass: compiling its methods would cost every start
     """Selectors from one source (the config file or the command line)."""
 
     select: tuple[str, ...] | None = None

@@ -15,9 +15,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from fsdp2_lint.sources import NOTEBOOK_SUFFIX, file_kind, reason
 
@@ -63,16 +62,15 @@ _READ_HINT = "check the path and its permissions"
 _SPECIAL_FILE_HINT = "name the Python file itself: fsdp2-lint reads regular files only"
 
 
-@dataclass(frozen=True)
-class Skipped:
+# Not dataclasses: every run imports this module, and compiling their methods would cost every start.
+class Skipped(NamedTuple):
     """A file named explicitly that is not Python, and why: warned about, never linted."""
 
     path: Path
     reason: str
 
 
-@dataclass(frozen=True)
-class Unlintable:
+class Unlintable(NamedTuple):
     """A path that cannot be linted, and why: reported (as FSDP000) instead of linted."""
 
     path: Path  # as the walk shows it: under the path named on the command line

@@ -22,9 +22,8 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from fsdp2_lint.diagnostics import PARSE_ERROR, Applicability, Diagnostic, Fix, Related, file_error
 from fsdp2_lint.prefilter import applicable_rules
@@ -84,8 +83,7 @@ def read_error(path: str, error: OSError) -> Diagnostic:
     return file_error(path, f"cannot read file: {reason(error)}", hint=_READ_HINT)
 
 
-@dataclass(frozen=True)
-class InProject:
+class InProject(NamedTuple):  # not a dataclass: compiling its methods would cost every start
     """Where a file sits: the project whose modules its analysis follows, and the file's path."""
 
     project: Project
@@ -121,14 +119,19 @@ def parseable(data: bytes) -> bool:
     return nesting_depth(data) <= MAX_NESTING
 
 
-@dataclass
 class _Linted:
     """One lint of a file's bytes: the diagnostics, each with the rule's rewrite it came with, and the
-    facts they were computed from (None when the file was not analysed)."""
+    facts they were computed from (None when the file was not analysed). A plain class: a dataclass's
+    methods would be compiled at every start, and none is used."""
 
-    findings: list[tuple[Diagnostic, Rewrite | None]]
-    facts: FileFacts | None = None
-    broken: bool = False  # the file could not be parsed or analysed
+    __slots__ = ("findings", "facts", "broken")
+
+    def __init__(
+        self, findings: list[tuple[Diagnostic, Rewrite | None]], facts: FileFacts | None = None, broken: bool = False
+    ) -> None:
+        self.findings = findings
+        self.facts = facts
+        self.broken = broken  # the file could not be parsed or analysed
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -285,8 +288,7 @@ def _fix(rewrite: Rewrite, facts: FileFacts) -> Fix:
     return Fix(rewrite.description, rewrite.applicability, tuple(text_edits(facts, rewrite)))
 
 
-@dataclass(frozen=True)
-class FixResult:
+class FixResult(NamedTuple):  # not a dataclass: compiling its methods would cost every start, --fix or not
     """What fixing one file's bytes produced: the fixed bytes (the input itself when nothing was
     fixed), the diagnostics whose fixes were applied (as reported in the round that fixed them),
     and the diagnostics of the fixed bytes."""

@@ -25,10 +25,10 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from fsdp2_lint.analysis.project import ParsedModules, Project, Projects
 from fsdp2_lint.cache import Cache
@@ -111,8 +111,7 @@ class SettingsResolver:
         return self._by_config[config]
 
 
-@dataclass(frozen=True)
-class LintTask:
+class LintTask(NamedTuple):  # not a dataclass: compiling its methods would cost every start
     """One file to lint: where it is, the name it is reported under, what its settings select and
     report, and its unsaved text (None: read the file)."""
 
@@ -405,8 +404,7 @@ def _crash_diagnostics(task: LintTask, result: list[Diagnostic] | Crash) -> list
     return result
 
 
-@dataclass(frozen=True)
-class FileFix:
+class FileFix(NamedTuple):  # not a dataclass: compiling its methods would cost every start, --fix or not
     """One file's fixing: its bytes as read, what fixing them produced, and why the result was
     not written back (``problem``), if it was not."""
 
@@ -476,7 +474,7 @@ def _write(task: LintTask, fixed: FileFix) -> FileFix:
 
 
 def _unfixed(task: LintTask, original: bytes, problem: str) -> FileFix:
-    (unfixed,) = lint_files([replace(task, source=original)])
+    (unfixed,) = lint_files([task._replace(source=original)])
     return FileFix(task.display, original, FixResult(original, (), tuple(unfixed)), problem)
 
 
@@ -520,7 +518,7 @@ def _fix_guarded(task: LintTask, data: bytes, unsafe: bool) -> FixResult:
     result = run_guarded(work, data, task.rules, task.max_file_size)
     if isinstance(result, Crash):
         result = FixResult(data, (), (crash_diagnostic(task.display, result),))
-    return replace(result, remaining=tuple(_reported(task.report_parse_errors, result.remaining)))
+    return result._replace(remaining=tuple(_reported(task.report_parse_errors, result.remaining)))
 
 
 def add_noqa_to_file(path: Path, codes_by_line: Mapping[int, Set[str]]) -> tuple[int, str | None]:

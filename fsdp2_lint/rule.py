@@ -15,9 +15,8 @@ import importlib
 import re
 import types
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from fsdp2_lint.diagnostics import Applicability, Severity
 from fsdp2_lint.prefilter import Token, Tokens, Word
@@ -30,10 +29,11 @@ if TYPE_CHECKING:
     from fsdp2_lint.fixing.rewrite import Rewrite
 
 CODE_PATTERN = r"^FSDP\d{3}$"  # checked when the rules are imported (`re` compiles it then)
+# The records a rule module builds are NamedTuples, not dataclasses: every run imports this module,
+# and compiling a dataclass's methods would cost every start, the rules imported or not.
 
 
-@dataclass(frozen=True)
-class RuntimeSignature:
+class RuntimeSignature(NamedTuple):
     """How the failure of a bad fixture shows up when the script is run under torchrun.
 
     ``evidence`` names the kind of observation the harness must make (an exception, a hang,
@@ -58,8 +58,7 @@ class RuntimeSignature:
     torch_versions: TorchVersions = TorchVersions()
 
 
-@dataclass(frozen=True)
-class FixOffer:
+class FixOffer(NamedTuple):
     """The fix a rule can attach to its findings: what it does (``summary``: README's fix table),
     the ``applicabilities`` its fixes can have, and why they are safe, or what makes one unsafe
     (``safety``: the "Fix safety" section of the rule's documentation)."""
@@ -69,8 +68,7 @@ class FixOffer:
     safety: str
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """A violation found by a rule: the node to report and, optionally, what differs from the
     rule's defaults (a rule with two cases may report one as a warning) and a fix."""
 
@@ -164,8 +162,7 @@ def all_rules() -> tuple[type[Rule], ...]:
     return tuple(sorted(found, key=lambda rule: rule.code))
 
 
-@dataclass(frozen=True)
-class RuleHead:
+class RuleHead(NamedTuple):  # not a dataclass: compiling its methods would cost every start
     """What a run needs of a rule before it parses anything (the selection, the torch version
     linted for, the prefilter), without importing the rule's module, which imports the analysis
     and libcst: a run whose files the prefilter rejects imports neither. :meth:`load` gives the

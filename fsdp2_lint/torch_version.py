@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # Compiled by `re` when a version is first read: a run that reads none compiles neither.
 _GIVEN = r"(\d+)\.(\d+)(?:\.\d+)?"  # what a user writes: 2.13 (a patch number is accepted and ignored)
 _INSTALLED = r"(\d+)\.(\d+)"  # the start of a package's version: 2.13.0+cpu, 2.14.0.dev20260101
 
 
-@dataclass(frozen=True, order=True)
-class TorchVersion:
+class TorchVersion(NamedTuple):  # not a dataclass: compiling its methods would cost every start
     major: int
     minor: int
 

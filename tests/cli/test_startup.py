@@ -16,10 +16,17 @@ from samples import BAD, BAD_WITH_FIX, write
 
 from fsdp2_lint.output import Fixing, _print_summary, console, write_report
 
-# Records the modules loaded when the command exits (it always ends with sys.exit).
+# Records the modules loaded when the command exits (it always ends with sys.exit), and the
+# dataclasses fsdp2-lint's modules define.
 RUN = (
     "import atexit, json, sys\n"
-    "atexit.register(lambda: open({out!r}, 'w').write(json.dumps(sorted(sys.modules))))\n"
+    "def record():\n"
+    "    modules = sorted(sys.modules)\n"
+    "    defined = [f'{{name}}.{{kind.__qualname__}}' for name in modules if name.startswith('fsdp2_lint')\n"
+    "               for kind in vars(sys.modules[name]).values()\n"
+    "               if isinstance(kind, type) and kind.__module__ == name and '__dataclass_fields__' in vars(kind)]\n"
+    "    open({out!r}, 'w').write(json.dumps({{'modules': modules, 'dataclasses': sorted(defined)}}))\n"
+    "atexit.register(record)\n"
     "from fsdp2_lint.cli import main\n"
     "main()\n"
 )
@@ -48,6 +55,22 @@ DEFERRED = (
     "tempfile",
     "pkgutil",
 )
+# The dataclasses such a check defines. Creating one compiles its methods, about 4 M instructions
+# of every start (bench/startup.py): the records this run makes without comparing or printing them
+# (a rule's head, a task), and those only a lint, a fix or a rule module makes, are NamedTuples or
+# plain classes. The diagnostic records stay dataclasses (the cache's codec and `replace` read their
+# fields), in the module the rule index imports `Severity` from.
+CLEAN_RUN_DATACLASSES = [
+    "fsdp2_lint.analysis.project.ProjectModule",
+    "fsdp2_lint.config.Settings",
+    "fsdp2_lint.diagnostics.Diagnostic",
+    "fsdp2_lint.diagnostics.Edit",
+    "fsdp2_lint.diagnostics.Fix",
+    "fsdp2_lint.diagnostics.Related",
+    "fsdp2_lint.output.Fixing",
+    "fsdp2_lint.prefilter.Word",
+    "fsdp2_lint.torch_version.TorchVersions",
+]
 CLEAN = '''\
 """Data loading: no collective, no rank test, nothing sharded."""
 import os
@@ -62,6 +85,11 @@ def paths(root):
 
 def run(cwd: Path, *args: str, stdin: str | None = None) -> tuple[int, str, list[str]]:
     """Exit status, standard output and the modules loaded of `fsdp2-lint ARGS`."""
+    status, stdout, recorded = _run(cwd, *args, stdin=stdin)
+    return status, stdout, recorded["modules"]
+
+
+def _run(cwd: Path, *args: str, stdin: str | None = None) -> tuple[int, str, dict[str, list[str]]]:
     out = cwd / "modules.json"
     code = RUN.format(out=str(out))
     result = subprocess.run(
@@ -93,6 +121,11 @@ def test_a_file_the_prefilter_rejects_imports_nothing_heavy(tmp_path):
         assert (status, stdout) == (0, "All checks passed!\n")
         assert [name for name in HEAVY + DEFERRED if loaded(modules, name)] == [], args
         assert rule_modules(modules) == [], args
+
+
+def test_a_file_the_prefilter_rejects_defines_no_other_dataclass(tmp_path):
+    status, _, recorded = _run(project(tmp_path), "check", "data.py")
+    assert status == 0 and recorded["dataclasses"] == CLEAN_RUN_DATACLASSES
 
 
 def test_standard_input_the_prefilter_rejects_imports_nothing_heavy(tmp_path):

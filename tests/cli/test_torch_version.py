@@ -8,7 +8,6 @@ import importlib.metadata
 import json
 import subprocess
 import sys
-from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -57,7 +56,7 @@ def fixed_in_2_8(monkeypatch):
     """FSDP001 as if its failure happened before torch 2.8 only (its class, and its head: what a run
     selects rules by)."""
     monkeypatch.setattr(OPTIMIZER_BEFORE_SHARD, "torch_versions", BEFORE_2_8)
-    heads = tuple(replace(head, torch_versions=BEFORE_2_8) if head.code == "FSDP001" else head for head in _index.HEADS)
+    heads = tuple(head._replace(torch_versions=BEFORE_2_8) if head.code == "FSDP001" else head for head in _index.HEADS)
     monkeypatch.setattr(_index, "HEADS", heads)
 
 
