@@ -459,6 +459,30 @@ def _passes(option: Value, how: str, root: tuple[Value, str] | None) -> tuple[bo
     return False, True
 
 
+def project_instance_test(objects: Value, classes: Value) -> bool | None:
+    """``isinstance(x, C)`` decided where the code shows the answer: every object ``x`` may be was
+    built from a class of the project (``accelerator = Printer()``), and ``C`` is a project class
+    or a tuple of them. True where each object's class is ``C`` or derives from it, False where
+    none does and each of its bases is known (only a project class can derive from one); None
+    (unknown) otherwise."""
+    tested = [option for option in walk_contents(classes) if not isinstance(option, Tuple)]
+    built = options(objects)
+    if not tested or not all(isinstance(c, Class) for c in tested) or not built:
+        return None
+    answers = set()
+    for option in built:
+        if not isinstance(option, Ref) or option.path or option.root.cls is None:
+            return None
+        lineage = list(option.root.cls.mro())
+        if any(c.info in lineage for c in tested):  # type: ignore[union-attr]
+            answers.add(True)
+        elif all(isinstance(base, (Class, Symbol)) for cls in lineage for base in cls.bases):
+            answers.add(False)
+        else:
+            return None  # a base the analysis does not know may be a project class deriving from `C`
+    return answers.pop() if len(answers) == 1 else None
+
+
 def _same_class(option: Value, cls: Value) -> bool:
     if isinstance(option, Class) and isinstance(cls, Class):
         return option.info is cls.info
