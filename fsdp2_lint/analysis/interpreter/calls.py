@@ -266,6 +266,9 @@ class Calls:
             return Super(frame.self_ref, frame.cls) if frame.self_ref and frame.cls else UNKNOWN
         if name == "int" and isinstance(first, (RankDep, Uniform)):
             return first
+        if name == "isinstance" and len(args) == 2:
+            decided = guards.project_instance_test(first, args[1])
+            return None if decided is None else Const(decided)
         return None
 
     def materialize(self, value: Value, node: cst.CSTNode) -> Value:

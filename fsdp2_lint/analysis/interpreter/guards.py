@@ -72,6 +72,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
     """What ``test`` (of ``node``, evaluated to ``value``) establishes in its true and in its
     false arm."""
     facts = _by_arm(test, lambda condition: _condition(interp, condition), _Facts.both, _Facts())
+    identities = _by_arm(test, lambda condition: _identity_test(interp, condition), lambda a, b: {**a, **b}, {})
     loops = _loop_narrowing(interp, test)
     guards = rank_guards(node, test, rank_kind(value), len(interp.frame.stack))
     ruled_out = _ruled_out_by_default(interp, test, value)
@@ -80,7 +81,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
         Arm(
             branch=(id(node), index),
             rank_guard=guards[index],
-            narrowing={**_variables(facts[index].wrappers), **loops[index]},
+            narrowing={**_variables(facts[index].wrappers), **identities[index], **loops[index]},
             type_facts=facts[index].type_facts,
             slots={**_slots(facts[index].wrappers), **(facts[index].settings if decides_settings else {})},
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
@@ -158,6 +159,27 @@ def _type_condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts
     if any(isinstance(o, StateDict) for o in options(tested)):
         plain = {name: choice([replace(o, full=True) if isinstance(o, StateDict) else o for o in options(tested)])}
     return _Facts(wrapper_true, dtensor_tested=(tested,)), _Facts(wrapper_false, plain, not_dtensor=(tested,))
+
+
+def _identity_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
+    """What ``x is y`` (or ``is not``) establishes of a name ``x`` that holds one of several objects
+    (``for model in (ref_model, fsdp_model):``) and ``y``, some of them: where they are the same
+    object, ``x`` is one of those; where not, and ``y`` is one object, ``x`` is one of the others.
+    Returns the narrowing of the true arm, then of the false arm."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return {}, {}
+    target = test.comparisons[0]
+    if not isinstance(target.operator, (cst.Is, cst.IsNot)) or not isinstance(test.left, cst.Name):
+        return {}, {}
+    name = test.left.value
+    held = options(interp.frame.env.lookup(name) or UNKNOWN)
+    other = options(peek(interp, target.comparator))
+    same = [o for o in held if isinstance(o, Ref) and o in other]
+    if len(held) < 2 or not same:
+        return {}, {}
+    rest = [o for o in held if o not in same]
+    narrowed = ({name: choice(same)}, {name: choice(rest)} if rest and len(other) == 1 else {})
+    return narrowed if isinstance(target.operator, cst.Is) else (narrowed[1], narrowed[0])
 
 
 def _fixed_condition(interp: Evaluator, test: cst.BaseExpression) -> Condition | None:
@@ -435,6 +457,30 @@ def _passes(option: Value, how: str, root: tuple[Value, str] | None) -> tuple[bo
     if how == "isinstance" and isinstance(option, Class) and isinstance(cls, Class):
         return any(base is option.info for base in cls.info.mro()), True
     return False, True
+
+
+def project_instance_test(objects: Value, classes: Value) -> bool | None:
+    """``isinstance(x, C)`` decided where the code shows the answer: every object ``x`` may be was
+    built from a class of the project (``accelerator = Printer()``), and ``C`` is a project class
+    or a tuple of them. True where each object's class is ``C`` or derives from it, False where
+    none does and each of its bases is known (only a project class can derive from one); None
+    (unknown) otherwise."""
+    tested = [option for option in walk_contents(classes) if not isinstance(option, Tuple)]
+    built = options(objects)
+    if not tested or not all(isinstance(c, Class) for c in tested) or not built:
+        return None
+    answers = set()
+    for option in built:
+        if not isinstance(option, Ref) or option.path or option.root.cls is None:
+            return None
+        lineage = list(option.root.cls.mro())
+        if any(c.info in lineage for c in tested):  # type: ignore[union-attr]
+            answers.add(True)
+        elif all(isinstance(base, (Class, Symbol)) for cls in lineage for base in cls.bases):
+            answers.add(False)
+        else:
+            return None  # a base the analysis does not know may be a project class deriving from `C`
+    return answers.pop() if len(answers) == 1 else None
 
 
 def _same_class(option: Value, cls: Value) -> bool:

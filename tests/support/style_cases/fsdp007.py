@@ -1,5 +1,30 @@
 """Style cases for FSDP007: code written in styles the fixtures do not use."""
 
+
+def _printer_fallback(accelerator: str, mark: str = "") -> str:
+    """A data helper that broadcasts what rank 0 loaded unless it was given its own stand-in for
+    an accelerator (ModelOpt's ``create_validation_dataloader``), called on rank 0 only."""
+    return f"""
+        import torch.distributed as dist
+        class Printer:
+            is_main_process = True
+        class QuietPrinter(Printer):
+            pass
+        class Recorder:
+            is_main_process = True
+        def make_data(accelerator=None):
+            if accelerator is None:
+                accelerator = Printer()
+            data = [1, 2, 3] if accelerator.is_main_process else None
+            if not isinstance(accelerator, Printer):
+                objects = [data]
+                dist.broadcast_object_list(objects)
+                data = objects[0]
+            return data
+        data = make_data({accelerator}) if dist.get_rank() == 0 else None{mark}
+    """
+
+
 CASES = {
     "fsdp007-early-return": """
         import torch
@@ -564,4 +589,10 @@ CASES = {
             with MainProcessFirst():
                 download()
     """,
+    # `isinstance` of an object built from a project class is decided from the class and its bases.
+    "fsdp007-good-printer-given": _printer_fallback("Printer()"),
+    "fsdp007-good-printer-given-none": _printer_fallback("accelerator=None"),
+    "fsdp007-good-printer-subclass": _printer_fallback("QuietPrinter()"),
+    "fsdp007-another-project-class-broadcasts": _printer_fallback("Recorder()", "  # expect: FSDP007"),
+    "fsdp007-library-accelerator-broadcasts": _printer_fallback("accelerator", "  # expect: FSDP007"),
 }

@@ -1,5 +1,26 @@
 """Style cases for FSDP045: code written in styles the fixtures do not use."""
 
+
+def _parity_check(test: str, mark: str = "") -> str:
+    """A parity test that trains a reference copy and the sharded model in one loop and reduces the
+    gradients of the one ``test`` picks by hand (torchao's ``check_parity_no_mp``)."""
+    return f"""
+        import copy
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard
+        def check_parity(ref_model, fsdp_model, inp):
+            for model in (ref_model, fsdp_model):
+                model(inp).sum().backward()
+                if {test}:
+                    for param in model.parameters():
+                        dist.all_reduce(param.grad)
+        def test_parity(module, inp):
+            ref_module = copy.deepcopy(module)
+            fully_shard(module)
+            check_parity(ref_module, module, inp){mark}
+    """
+
+
 CASES = {
     "fsdp045-gradient-list-then-loop": """
         import torch.distributed as dist
@@ -146,4 +167,10 @@ CASES = {
             for p in model.parameters():
                 dist.all_reduce(p.grad)  # expect: FSDP045
     """,
+    # An identity test picks one of the objects a loop goes through: the unsharded reference's
+    # gradients are reduced by hand, as DDP would; the sharded model's must not be.
+    "fsdp045-good-identity-test-picks-the-reference": _parity_check("model is ref_model"),
+    "fsdp045-good-identity-test-excludes-the-sharded-model": _parity_check("model is not fsdp_model"),
+    "fsdp045-good-negated-identity-test": _parity_check("not model is fsdp_model"),
+    "fsdp045-identity-test-picks-the-sharded-model": _parity_check("model is fsdp_model", "  # expect: FSDP045"),
 }
