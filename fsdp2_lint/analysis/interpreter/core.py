@@ -122,6 +122,7 @@ class Interpreter(Expressions, Calls, Imports):
         self.steps = 0
         self.foreign_steps = 0  # statements run in other project modules
         self.value_flow_steps = 0  # of those, in modules followed only for the values passed in
+        self.foreign_running = 0  # expansions of other modules' code (and their module bodies) in progress
         self.summaries = Summaries()
         self.loops_seen = 0
         self.entering: frozenset[int] = frozenset()  # ids of the calls the `with` item being evaluated enters

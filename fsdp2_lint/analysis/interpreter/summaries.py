@@ -47,8 +47,13 @@ followed only for the values a call passes in (a model built in ``models.py``, a
 a test file constructs thirty times is otherwise re-run thirty times for nothing a rule can see.
 All other modules together get ``MAX_FOREIGN_STEPS`` statements per file: the training code of a
 project takes a few thousand (torchtitan, VeOmni, verl: under 10,000), a framework's god object
-constructed in each test of a file takes a hundred thousand. Past either budget, a call into such a
-module is analysed like a call past the bound.
+constructed in each test of a file takes a hundred thousand. Past either budget, a call the linted
+file's code makes into such a module is analysed like a call past the bound. The budgets are checked
+there only: a call that started within them, and a module body, runs to its end with every call
+inside it followed (``MAX_STEPS`` still bounds it): past a budget, a file runs no more of those
+modules than the one call running when it ran out and the bodies of modules it loads later. Cut short part-way instead, that call would go on with what its later
+calls return unknown (a property read): a test the analysis knew the outcome of would run both its
+arms, and the arm it rules out report what never runs.
 """
 
 from __future__ import annotations
