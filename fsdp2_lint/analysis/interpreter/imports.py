@@ -202,8 +202,9 @@ class Imports:
 
     def past_module_budget(self, info: FunctionInfo) -> bool:
         """Is ``info`` in another project module, called by the linted file's own code, with the
-        file's statements for other modules spent (``MAX_FOREIGN_STEPS``), or for modules followed
-        only for the values passed in, when its code cannot satisfy a rule (``MAX_VALUE_FLOW_STEPS``)?
+        file's statements for other modules spent (``MAX_FOREIGN_STEPS``), or the entry point's for
+        modules followed only for the values passed in, when its code cannot satisfy a rule
+        (``MAX_VALUE_FLOW_STEPS``)?
         A call made while another module's code runs is never past them: that code started within
         them and is followed to its end, not cut short part-way (see :mod:`.summaries`)."""
         scope = self.scope_of[info]
