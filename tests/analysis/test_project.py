@@ -551,6 +551,68 @@ def test_the_linted_files_own_code_is_never_cut_short_by_the_budget_for_other_mo
     assert found == {"full": [], "sharded": [("train.py", flatten_line(train), "FSDP024")]}
 
 
+# A trainer whose __init__ builds a config in a module followed only for values (config.py) and whose
+# `resume` passes it to a loading helper in another (loading.py); `{methods}`: entry points before it.
+TRAINER_WITH_CONFIG = """
+    import torch
+    from torch.distributed.fsdp import fully_shard
+
+    from app.config import LoadConfig
+    from app.loading import load_optimizer
+
+
+    class Trainer:
+        def __init__(self):
+            self.model = torch.nn.Linear(4, 4)
+            fully_shard(self.model)
+            self.optimizer = torch.optim.AdamW(self.model.parameters())
+            self.config = LoadConfig("sharded")
+    {methods}
+        def resume(self):
+            return load_optimizer(self.model, self.optimizer, self.config, "optim.pt")
+    """
+LOADING_HELPER = """
+    import torch
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+    def load_optimizer(model, optimizer, config, path):
+        state = torch.load(path)
+        if config.kind == "sharded":
+            state = FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)
+        return state
+    """
+EARLIER_ENTRY_POINTS = """
+        def evaluate(self):
+            return self.model(torch.ones(4))
+
+        def fit(self):
+            self.model(torch.ones(4)).sum().backward()
+            self.optimizer.step()
+"""
+
+
+def test_each_entry_point_follows_values_on_its_own_budget(tmp_path: Path, monkeypatch) -> None:
+    """The entry points before ``resume`` (each running ``__init__`` again) do not spend its budget
+    for modules followed only for values: whatever that budget, ``resume`` finds what it finds alone."""
+    files = {
+        "app/__init__.py": "",
+        "app/config.py": "class LoadConfig:\n    def __init__(self, kind):\n        self.kind = kind\n",
+        "app/loading.py": LOADING_HELPER,
+    }
+    found = {}
+    for methods in ("", EARLIER_ENTRY_POINTS):
+        trainer = textwrap.dedent(TRAINER_WITH_CONFIG).format(methods=textwrap.indent(textwrap.dedent(methods), "    "))
+        write(tmp_path, {**files, "app/train.py": trainer})
+        found[methods] = []
+        for budget in range(0, 12):  # from none to more than one entry point needs
+            monkeypatch.setattr(summaries, "MAX_VALUE_FLOW_STEPS", budget)
+            found[methods].append(codes_at(lint(tmp_path / "app/train.py")))
+    alone = found[""]
+    assert found[EARLIER_ENTRY_POINTS] == alone
+    assert alone[0] == [] and alone[-1] == [("loading.py", flatten_line(tmp_path / "app/loading.py"), "FSDP024")]
+
+
 def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_file(tmp_path: Path) -> None:
     """The sharding in one module makes a checkpoint helper in another save a sharded state dict."""
     write(
