@@ -469,6 +469,150 @@ def test_other_modules_are_followed_while_the_file_budgets_last(tmp_path, monkey
     assert found == [(line, "FSDP001") for line in lines]
 
 
+# state.py: a loading helper whose "sharded" arm, under a property, calls FSDP1's API (FSDP024 on an
+# FSDP2 model); train.py: builds the state with the kind it loads, then loads.
+LOADING_STATE = """
+    import torch
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+    class State:
+        def __init__(self, model, optimizer, state_dict_type):
+            self.model = model
+            self.optimizer = optimizer
+            self.state_dict_type = state_dict_type
+
+        @property
+        def sharded_state_dict(self):
+            return self.state_dict_type == "sharded"
+
+        def load_optimizer(self, path):
+            print("loading", path)
+            state = torch.load(path)
+            if self.sharded_state_dict:
+                state = FSDP.flatten_sharded_optim_state_dict(state, self.model, self.optimizer)
+            return state
+    """
+LOADING_MAIN = """
+
+    def main():
+        model = torch.nn.Linear(4, 4)
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        state = State(model, optimizer, "{kind}")
+        state.load_optimizer("optim.pt")
+    """
+LOADING_IMPORTS = "import torch\nfrom torch.distributed.fsdp import fully_shard\n\nfrom app.state import State\n"
+
+
+def flatten_line(path: Path) -> int:
+    """The line of ``FSDP.flatten_sharded_optim_state_dict(...)``, where FSDP024 goes."""
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if "flatten_sharded" in line)
+
+
+def lint_loading(root: Path, monkeypatch, kind: str, budget: int) -> list[tuple[str, int, str]]:
+    monkeypatch.setattr(summaries, "MAX_FOREIGN_STEPS", budget)
+    main = textwrap.dedent(LOADING_MAIN).format(kind=kind)
+    write(root, {"app/__init__.py": "", "app/state.py": LOADING_STATE, "app/train.py": LOADING_IMPORTS + main})
+    return codes_at(lint(root / "app/train.py"))
+
+
+@pytest.mark.parametrize("kind", ["full", "sharded"])
+def test_a_call_into_another_module_that_starts_within_the_budget_is_followed_to_its_end(
+    tmp_path: Path, monkeypatch, kind
+) -> None:
+    """The budget for other modules is checked where the linted file calls into one: whichever
+    statement it runs out at, a helper it reached is not cut short there, with its property read
+    unknown and both arms of the test on it run. So the "sharded" arm of a state built "full" is
+    never reported; built "sharded", it is wherever the helper is followed (a budget that runs out
+    before the call follows nothing)."""
+    budgets = range(0, 20)  # from none to more than the run takes, through each statement of the helper
+    found = [lint_loading(tmp_path, monkeypatch, kind, budget) for budget in budgets]
+    flatten = ("state.py", flatten_line(tmp_path / "app/state.py"), "FSDP024")
+    reported = [flatten in findings for findings in found]
+    if kind == "full":
+        assert found == [[]] * len(budgets)
+        return
+    assert reported == sorted(reported)  # not followed at first, then followed to its end
+    assert reported[0] is False and reported[-1] is True
+
+
+def test_the_linted_files_own_code_is_never_cut_short_by_the_budget_for_other_modules(tmp_path, monkeypatch) -> None:
+    """The same helper in the linted file: its code is followed whatever the budget for other modules."""
+    monkeypatch.setattr(summaries, "MAX_FOREIGN_STEPS", 0)
+    monkeypatch.setattr(summaries, "MAX_VALUE_FLOW_STEPS", 0)
+    state = "from torch.distributed.fsdp import fully_shard\n" + textwrap.dedent(LOADING_STATE).lstrip()
+    train = tmp_path / "app/train.py"
+    found = {}
+    for kind in ("full", "sharded"):
+        main = textwrap.dedent(LOADING_MAIN).format(kind=kind)
+        write(tmp_path, {"app/__init__.py": "", "app/train.py": state + main})
+        found[kind] = codes_at(lint(train))
+    assert found == {"full": [], "sharded": [("train.py", flatten_line(train), "FSDP024")]}
+
+
+# A trainer whose __init__ builds a config in a module followed only for values (config.py) and whose
+# `resume` passes it to a loading helper in another (loading.py); `{methods}`: entry points before it.
+TRAINER_WITH_CONFIG = """
+    import torch
+    from torch.distributed.fsdp import fully_shard
+
+    from app.config import LoadConfig
+    from app.loading import load_optimizer
+
+
+    class Trainer:
+        def __init__(self):
+            self.model = torch.nn.Linear(4, 4)
+            fully_shard(self.model)
+            self.optimizer = torch.optim.AdamW(self.model.parameters())
+            self.config = LoadConfig("sharded")
+    {methods}
+        def resume(self):
+            return load_optimizer(self.model, self.optimizer, self.config, "optim.pt")
+    """
+LOADING_HELPER = """
+    import torch
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+    def load_optimizer(model, optimizer, config, path):
+        state = torch.load(path)
+        if config.kind == "sharded":
+            state = FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)
+        return state
+    """
+EARLIER_ENTRY_POINTS = """
+        def evaluate(self):
+            return self.model(torch.ones(4))
+
+        def fit(self):
+            self.model(torch.ones(4)).sum().backward()
+            self.optimizer.step()
+"""
+
+
+def test_each_entry_point_follows_values_on_its_own_budget(tmp_path: Path, monkeypatch) -> None:
+    """The entry points before ``resume`` (each running ``__init__`` again) do not spend its budget
+    for modules followed only for values: whatever that budget, ``resume`` finds what it finds alone."""
+    files = {
+        "app/__init__.py": "",
+        "app/config.py": "class LoadConfig:\n    def __init__(self, kind):\n        self.kind = kind\n",
+        "app/loading.py": LOADING_HELPER,
+    }
+    found = {}
+    for methods in ("", EARLIER_ENTRY_POINTS):
+        trainer = textwrap.dedent(TRAINER_WITH_CONFIG).format(methods=textwrap.indent(textwrap.dedent(methods), "    "))
+        write(tmp_path, {**files, "app/train.py": trainer})
+        found[methods] = []
+        for budget in range(0, 12):  # from none to more than one entry point needs
+            monkeypatch.setattr(summaries, "MAX_VALUE_FLOW_STEPS", budget)
+            found[methods].append(codes_at(lint(tmp_path / "app/train.py")))
+    alone = found[""]
+    assert found[EARLIER_ENTRY_POINTS] == alone
+    assert alone[0] == [] and alone[-1] == [("loading.py", flatten_line(tmp_path / "app/loading.py"), "FSDP024")]
+
+
 def test_a_helper_wrong_on_its_own_is_reported_in_its_module_naming_the_other_file(tmp_path: Path) -> None:
     """The sharding in one module makes a checkpoint helper in another save a sharded state dict."""
     write(

@@ -526,6 +526,8 @@ class Calls:
         """``run`` as code of ``info`` in ``frame`` and ``ctx``; then the caller's frame again."""
         self.invoked.add(info)
         self.active.append(info)
+        foreign = self.scope_of[info] is not self.main
+        self.foreign_running += foreign
         outer_frame, outer_ctx = self.frame, self.ctx
         self.frame, self.ctx = frame, ctx
         try:
@@ -533,6 +535,7 @@ class Calls:
         finally:
             self.frame, self.ctx = outer_frame, outer_ctx
             self.active.pop()
+            self.foreign_running -= foreign
 
     # --- generators entered by a `with` (see :mod:`.generators`) ----------------------------------
 

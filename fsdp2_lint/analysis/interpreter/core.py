@@ -121,7 +121,8 @@ class Interpreter(Expressions, Calls, Imports):
         self.invoked: set[FunctionInfo] = set()
         self.steps = 0
         self.foreign_steps = 0  # statements run in other project modules
-        self.value_flow_steps = 0  # of those, in modules followed only for the values passed in
+        self.value_flow_steps = 0  # of those, this entry point's in modules followed only for the values passed in
+        self.foreign_running = 0  # expansions of other modules' code (and their module bodies) in progress
         self.summaries = Summaries()
         self.loops_seen = 0
         self.entering: frozenset[int] = frozenset()  # ids of the calls the `with` item being evaluated enters
@@ -173,6 +174,7 @@ class Interpreter(Expressions, Calls, Imports):
         self.events, self.heap, self.ctx = [], Heap(self.world, module_heap), Context()
         self.patched = {}
         self.summaries.start_entry()
+        self.value_flow_steps = 0  # each entry point follows values on its own budget
         self.frame = Frame(self.main.env, self.main)
         instance = Ref(Obj(ObjKind.SELF, "self", cls=info.cls)) if info.cls and not self._is_static(info) else None
         init = info.cls.method("__init__") if info.cls else None

@@ -193,17 +193,22 @@ class Imports:
         """Run a module's body as its import does: outside whatever code first used it."""
         saved = self.frame, self.ctx, self.active, self.active_lambdas
         self.frame, self.ctx, self.active, self.active_lambdas = Frame(scope.env, scope), Context(), [], []
+        self.foreign_running += 1
         try:
             self.exec_block(statements(scope.module))
         finally:
             self.frame, self.ctx, self.active, self.active_lambdas = saved
+            self.foreign_running -= 1
 
     def past_module_budget(self, info: FunctionInfo) -> bool:
-        """Is ``info`` in another project module, with the file's statements for other modules spent
-        (``MAX_FOREIGN_STEPS``), or for modules followed only for the values passed in, when its
-        code cannot satisfy a rule (``MAX_VALUE_FLOW_STEPS``)?"""
+        """Is ``info`` in another project module, called by the linted file's own code, with the
+        file's statements for other modules spent (``MAX_FOREIGN_STEPS``), or the entry point's for
+        modules followed only for the values passed in, when its code cannot satisfy a rule
+        (``MAX_VALUE_FLOW_STEPS``)?
+        A call made while another module's code runs is never past them: that code started within
+        them and is followed to its end, not cut short part-way (see :mod:`.summaries`)."""
         scope = self.scope_of[info]
-        if scope is self.main:
+        if scope is self.main or self.foreign_running:
             return False
         if self.foreign_steps >= summaries.MAX_FOREIGN_STEPS:
             return True

@@ -43,12 +43,24 @@ analysed as an entry point of its own. Entry points themselves always run.
 
 Another project module whose own code cannot satisfy a rule (its tokens fail the prefilter) is
 followed only for the values a call passes in (a model built in ``models.py``, a config read in
-``config.py``), and only for ``MAX_VALUE_FLOW_STEPS`` statements per file: a framework's trainer
-a test file constructs thirty times is otherwise re-run thirty times for nothing a rule can see.
-All other modules together get ``MAX_FOREIGN_STEPS`` statements per file: the training code of a
-project takes a few thousand (torchtitan, VeOmni, verl: under 10,000), a framework's god object
-constructed in each test of a file takes a hundred thousand. Past either budget, a call into such a
-module is analysed like a call past the bound.
+``config.py``), and only for ``MAX_VALUE_FLOW_STEPS`` statements per entry point: a framework's
+trainer a test constructs is otherwise run to its end for nothing a rule can see. All other
+modules together get ``MAX_FOREIGN_STEPS`` statements per file (those for values included): the
+training code of a project takes a few thousand (torchtitan, VeOmni, verl: under 10,000), a
+framework's god object constructed in each test of a file takes a hundred thousand. Past either
+budget, a call the linted file's code makes into such a module is analysed like a call past the
+bound.
+
+A budget should not leave a value unknown that the analysis would otherwise know, to code it still
+follows: a test on it would run both its arms, and the arm it rules out report what never runs. So
+the budget for values is the entry point's own (one per file let the first entry points spend it,
+and each later one, running its class's ``__init__`` again, lost the config objects it builds while
+still following the modules that read them; an entry point that spends it alone still can); and the
+budgets are checked only where the linted file's code calls into another module: a call that
+started within them, and a module body, runs to its end with every call inside it followed
+(``MAX_STEPS`` still bounds it), never cut short part-way with what its later calls return unknown.
+Past a budget, a file runs no more of those modules than the one call running when it ran out and
+the bodies of modules it loads later.
 """
 
 from __future__ import annotations
