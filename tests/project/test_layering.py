@@ -188,7 +188,7 @@ ANALYSIS_LAYERS = (
     ("model",),
     ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),
-    ("interpreter.settings",),  # settings a test proved equal to a constant
+    ("interpreter.settings", "interpreter.ranks"),  # settings a test proved equal to a constant; rank tests
     ("interpreter.guards", "interpreter.torch_api", "interpreter.summaries"),
     ("interpreter.flow", "interpreter.generators", "interpreter.order"),
     ("interpreter.calls", "interpreter.expressions", "interpreter.imports"),

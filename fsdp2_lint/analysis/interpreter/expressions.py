@@ -11,7 +11,7 @@ from functools import partial
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.interpreter import flow, guards, torch_api
+from fsdp2_lint.analysis.interpreter import flow, guards, ranks, torch_api
 from fsdp2_lint.analysis.interpreter.order import reversed_order
 from fsdp2_lint.analysis.interpreter.state import Env, Slot, slot_keys
 from fsdp2_lint.analysis.model import (
@@ -304,7 +304,7 @@ class Expressions:
                 return Uniform(UniformKind.SINGLE if value.kind is UniformKind.DIST else UniformKind.DIST)
             if _is_literal(const(value)):  # `not USE_FSDP2` with `USE_FSDP2 = True`
                 return Const(not const(value))
-            return guards.negate_fsdp_version(value) or guards.negate_rank(value)
+            return guards.negate_fsdp_version(value) or ranks.negate_rank(value)
         if isinstance(node.operator, cst.Minus) and isinstance(const(value), (int, float)):
             return Const(-const(value))
         return UNKNOWN
@@ -322,7 +322,7 @@ class Expressions:
         sides = [value for value in (left, right) if value != neutral]
         if len(sides) < 2:
             return sides[0] if sides else neutral
-        kinds = {guards.rank_kind(side) for side in sides} - {None}
+        kinds = {ranks.rank_kind(side) for side in sides} - {None}
         if not kinds:
             return UNKNOWN
         if isinstance(node.operator, cst.And):
@@ -337,9 +337,9 @@ class Expressions:
             if index == 0:
                 operator = target.operator
                 result = (
-                    guards.compare_world_size(left, operator, right)
+                    ranks.compare_world_size(left, operator, right)
                     or guards.compare_fsdp_version(left, operator, right)
-                    or guards.compare_rank(left, operator, right)
+                    or ranks.compare_rank(left, operator, right)
                 )
                 if len(node.comparisons) == 1:
                     result = _compare_constants(left, operator, right) if result is UNKNOWN else result
