@@ -26,6 +26,33 @@ def _trainer_state(test: str, built: str = "Trainer(Net())", mark: str = "") -> 
     """
 
 
+def _monolith_load(built: str, mark: str = "") -> str:
+    """A trainer that shards after a monolith load, under `and` with a test the analysis cannot decide."""
+    return f"""
+        import torch
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+        class State:
+            def __init__(self, model, parallelism=None):
+                self.model = model
+                self.fsdp = parallelism.fsdp if parallelism is not None else None
+            @property
+            def monolith_rank0_only(self):
+                return self.fsdp is not None and self.fsdp.monolith
+            @property
+            def sharded(self):
+                return any(isinstance(m, FSDPModule) for m in self.model.modules())
+        class Trainer:
+            def __init__(self, model, parallelism=None):
+                self.state = State(model, parallelism=parallelism)
+            def after_load(self):
+                if not self.state.sharded and self.state.monolith_rank0_only:
+                    fully_shard(self.state.model)
+        trainer = {built}
+        trainer.after_load()
+        torch.save(trainer.state.model.state_dict(), "model.pt"){mark}
+    """
+
+
 CASES = {
     "fsdp004-dict-built-up": """
         import torch
@@ -378,50 +405,6 @@ CASES = {
     ),
     # Sharding after a monolith load, under `and` with a test the analysis cannot decide: without a
     # config the monolith property is False, so the `and` is (composer's `Trainer.fit`).
-    "fsdp004-good-and-with-a-false-setting": """
-        import torch
-        from torch.distributed.fsdp import FSDPModule, fully_shard
-        class State:
-            def __init__(self, model, parallelism=None):
-                self.model = model
-                self.fsdp = parallelism.fsdp if parallelism is not None else None
-            @property
-            def monolith_rank0_only(self):
-                return self.fsdp is not None and self.fsdp.monolith
-            @property
-            def sharded(self):
-                return any(isinstance(m, FSDPModule) for m in self.model.modules())
-        class Trainer:
-            def __init__(self, model, parallelism=None):
-                self.state = State(model, parallelism=parallelism)
-            def after_load(self):
-                if not self.state.sharded and self.state.monolith_rank0_only:
-                    fully_shard(self.state.model)
-        trainer = Trainer(Net())
-        trainer.after_load()
-        torch.save(trainer.state.model.state_dict(), "model.pt")
-    """,
-    "fsdp004-and-with-a-setting-given": """
-        import torch
-        from torch.distributed.fsdp import FSDPModule, fully_shard
-        class State:
-            def __init__(self, model, parallelism=None):
-                self.model = model
-                self.fsdp = parallelism.fsdp if parallelism is not None else None
-            @property
-            def monolith_rank0_only(self):
-                return self.fsdp is not None and self.fsdp.monolith
-            @property
-            def sharded(self):
-                return any(isinstance(m, FSDPModule) for m in self.model.modules())
-        class Trainer:
-            def __init__(self, model, parallelism=None):
-                self.state = State(model, parallelism=parallelism)
-            def after_load(self):
-                if not self.state.sharded and self.state.monolith_rank0_only:
-                    fully_shard(self.state.model)
-        trainer = Trainer(Net(), parallelism=config)
-        trainer.after_load()
-        torch.save(trainer.state.model.state_dict(), "model.pt")  # expect: FSDP004
-    """,
+    "fsdp004-good-and-with-a-false-setting": _monolith_load("Trainer(Net())"),
+    "fsdp004-and-with-a-setting-given": _monolith_load("Trainer(Net(), parallelism=config)", "  # expect: FSDP004"),
 }

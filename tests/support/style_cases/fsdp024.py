@@ -9,6 +9,38 @@ _CONFIG_READERS = "".join(
     for n in range(80)
 )
 
+
+def _config_object_load(test: str, mark: str = "") -> str:
+    """A state whose config object holds the checkpoint kind, converting the optimizer state under
+    ``test`` on a property that implies ``kind == "full"`` (composer's FSDP2Config.state_dict_type)."""
+    return f"""
+        import torch
+        from dataclasses import dataclass
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import fully_shard
+        def to_load(state, model, optimizer, kind="full"):
+            if kind == "sharded":
+                return FSDP.flatten_sharded_optim_state_dict(state, model, optimizer){mark}
+            return state
+        @dataclass
+        class FSDPConfig:
+            kind: str = "sharded"
+            rank0_only: bool = False
+        class State:
+            def __init__(self, model, optimizer, kind):
+                self.model = fully_shard(model)
+                self.optimizer = optimizer
+                self.config = FSDPConfig(kind=kind)
+            @property
+            def monolith(self):
+                return self.config.kind == "full" and self.config.rank0_only
+            def load(self, state):
+                {test}
+                    state = to_load(state, self.model, self.optimizer, kind=self.config.kind)
+                self.optimizer.load_state_dict(state)
+    """
+
+
 CASES = {
     "fsdp024-good-model-class-own-methods": """
         import torch
@@ -271,56 +303,8 @@ CASES = {
     """,
     # A setting a config object holds (what its constructor was given): in the arm of a property
     # that implies `kind == "full"`, it is "full" (composer's FSDP2Config.state_dict_type).
-    "fsdp024-good-config-object-setting-ruled-out-by-a-property": """
-        import torch
-        from dataclasses import dataclass
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-        from torch.distributed.fsdp import fully_shard
-        def to_load(state, model, optimizer, kind="full"):
-            if kind == "sharded":
-                return FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)
-            return state
-        @dataclass
-        class FSDPConfig:
-            kind: str = "sharded"
-            rank0_only: bool = False
-        class State:
-            def __init__(self, model, optimizer, kind):
-                self.model = fully_shard(model)
-                self.optimizer = optimizer
-                self.config = FSDPConfig(kind=kind)
-            @property
-            def monolith(self):
-                return self.config.kind == "full" and self.config.rank0_only
-            def load(self, state):
-                if self.monolith:
-                    state = to_load(state, self.model, self.optimizer, kind=self.config.kind)
-                self.optimizer.load_state_dict(state)
-    """,
-    "fsdp024-config-object-setting-kept-where-the-property-is-false": """
-        import torch
-        from dataclasses import dataclass
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-        from torch.distributed.fsdp import fully_shard
-        def to_load(state, model, optimizer, kind="full"):
-            if kind == "sharded":
-                return FSDP.flatten_sharded_optim_state_dict(state, model, optimizer)  # expect: FSDP024
-            return state
-        @dataclass
-        class FSDPConfig:
-            kind: str = "sharded"
-            rank0_only: bool = False
-        class State:
-            def __init__(self, model, optimizer, kind):
-                self.model = fully_shard(model)
-                self.optimizer = optimizer
-                self.config = FSDPConfig(kind=kind)
-            @property
-            def monolith(self):
-                return self.config.kind == "full" and self.config.rank0_only
-            def load(self, state):
-                if not self.monolith:
-                    state = to_load(state, self.model, self.optimizer, kind=self.config.kind)
-                self.optimizer.load_state_dict(state)
-    """,
+    "fsdp024-good-config-object-setting-ruled-out-by-a-property": _config_object_load("if self.monolith:"),
+    "fsdp024-config-object-setting-kept-where-the-property-is-false": _config_object_load(
+        "if not self.monolith:", "  # expect: FSDP024"
+    ),
 }
