@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fsdp2_lint.analysis.conditions import excludes
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Const, Event, Obj, canonical, may_be_same, refs
 from fsdp2_lint.analysis.switches import (
@@ -33,7 +34,11 @@ class GradientSyncNeverEnabled(Rule):
 Flags `model.set_requires_gradient_sync(False)` when no later call (in the same function, in the
 same loop, or in another method of the same class) sets it to `True` or to a computed value before
 an optimizer `step()`, including a loop that switches it back on only after the step (the next
-iteration switches it off again before any backward).
+iteration switches it off again before any backward). A branch in the loop that switches sync on in
+one arm and off in the other (`if is_last: ...(True) else: ...(False)`, in the loop or in a helper it
+calls) chooses per micro-batch, like `set_requires_gradient_sync(is_last)`, and counts as switching it
+back on; one that tests a setting read from an object (`if cfg.accumulate:`) takes the same arm every
+iteration and does not.
 
 Switching it back on counts only for the modules it reaches: `set_requires_gradient_sync(True)` on
 the same module (through any alias, `self.model` in another method) or a module around it does;
@@ -141,10 +146,28 @@ def _partly(call: Event, enables: list[Enable]) -> str:
 def _enabled_between(call: Event, step: Event, enables: list[Event]) -> bool:
     """Is sync switched back on after ``call`` and before ``step`` (through the loop when the
     step comes earlier in the loop body)? Switched on only after the step is too late: the next
-    iteration turns it off again before any backward reduces."""
+    iteration turns it off again before any backward reduces. A branch in the loop that switches
+    it on in one arm and off in the other chooses per iteration, like
+    ``set_requires_gradient_sync(is_last)``."""
+    if any(_chosen_per_iteration(call, enable) for enable in enables):
+        return True
+    enables = [enable for enable in enables if not enable.exclusive_with(call)]
     if step.index > call.index:
         return any(call.index < enable.index < step.index for enable in enables)
     return any(enable.index > call.index or enable.index < step.index for enable in enables)
+
+
+def _chosen_per_iteration(call: Event, enable: Event) -> bool:
+    """Other arms of a branch in a loop around both, unless the branch tests a setting read from an
+    object (``if cfg.accumulate:``), which takes the same arm in every iteration."""
+    if not set(call.ctx.loops) & set(enable.ctx.loops) or not enable.exclusive_with(call):
+        return False
+    return not any(
+        excludes(mine, my_truth, theirs, their_truth)
+        for mine, my_truth in call.ctx.conditions
+        if mine.path
+        for theirs, their_truth in enable.ctx.conditions
+    )
 
 
 def _enables(trace: Trace, onto: Obj | None = None) -> list[Enable]:

@@ -159,4 +159,68 @@ CASES = {
                 self.model(mb).mean().backward()
                 self.optimizer.step()
     """,
+    "fsdp014-good-on-or-off-per-micro-batch-by-branch": """
+        def train(model, optimizer, micro_batches):
+            for i, mb in enumerate(micro_batches):
+                if i == len(micro_batches) - 1:
+                    model.set_requires_gradient_sync(True)
+                else:
+                    model.set_requires_gradient_sync(False)
+                model(mb).mean().backward()
+            optimizer.step()
+    """,
+    "fsdp014-good-off-branch-first-per-micro-batch": """
+        def train(model, optimizer, micro_batches, accumulation):
+            for step, mb in enumerate(micro_batches):
+                if (step + 1) % accumulation:
+                    model.set_requires_gradient_sync(False)
+                else:
+                    model.set_requires_gradient_sync(True)
+                model(mb).mean().backward()
+            optimizer.step()
+    """,
+    "fsdp014-good-helper-chooses-by-last-micro-batch-flag": """
+        from contextlib import nullcontext
+
+        class Strategy:
+            def before_micro_batch(self, model, is_last_micro_batch):
+                if is_last_micro_batch:
+                    model.set_requires_gradient_sync(True)
+                else:
+                    model.set_requires_gradient_sync(False)
+                return nullcontext()
+
+        class Worker:
+            def __init__(self, model, optimizer):
+                self.model, self.optimizer, self.strategy = model, optimizer, Strategy()
+
+            def update(self, micro_batches):
+                for idx, mb in enumerate(micro_batches):
+                    ctx = self.strategy.before_micro_batch(
+                        self.model, is_last_micro_batch=(idx + 1) == len(micro_batches)
+                    )
+                    with ctx:
+                        self.model(mb).mean().backward()
+                self.optimizer.step()
+    """,
+    "fsdp014-switched-on-first-then-off-each-micro-batch": """
+        def train(model, optimizer, micro_batches):
+            for i, mb in enumerate(micro_batches):
+                if i == 0:
+                    model.set_requires_gradient_sync(True)
+                model.set_requires_gradient_sync(False)  # expect: FSDP014
+                model(mb).mean().backward()
+            optimizer.step()
+    """,
+    "fsdp014-branch-on-a-setting-keeps-sync-off-every-micro-batch": """
+        class Trainer:
+            def train(self, micro_batches):
+                for mb in micro_batches:
+                    if self.cfg.accumulate:
+                        self.model.set_requires_gradient_sync(False)  # expect: FSDP014
+                    else:
+                        self.model.set_requires_gradient_sync(True)
+                    self.model(mb).mean().backward()
+                self.optimizer.step()
+    """,
 }
