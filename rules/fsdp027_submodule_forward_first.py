@@ -127,11 +127,11 @@ def _early_submodule_forward(trace: Trace, call: Event, forwards: list[Event]) -
 
 def _enclosing_receivers(trace: Trace, call: Event) -> list[Ref]:
     """The modules whose methods the call runs inside (the receivers of the calls on its stack)."""
-    sites = {id(node) for node in call.stack}
     return [
         canonical(r)
-        for event in trace.events[: call.index]
-        if event.kind in (EventKind.METHOD, EventKind.INVOKE) and id(event.node) in sites
+        for node in call.stack
+        for event in trace.invocations_at(node)
+        if event.index < call.index
         for r in refs(event.receiver)
     ]
 
@@ -144,4 +144,4 @@ def _called_modules(trace: Trace, event: Event) -> list[Ref]:
     if event.kind is not EventKind.METHOD or not event.name or event.receiver is None:
         return []
     attributes = [canonical(Ref(r.root, (*r.path, event.name))) for r in refs(event.receiver)]
-    return [a for a in attributes if any(canonical(t) == a for s in trace.shards for t in s.targets)]
+    return [a for a in attributes if a in trace.sharded_targets]

@@ -19,6 +19,7 @@ truth implies; the interpreter decides whether the name's binding is fixed and b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import libcst as cst
 
@@ -50,13 +51,15 @@ class Condition:
     equals: object = TRUTH
     calls: tuple[int, ...] = ()  # ids of the call sites through which the binding's function runs
 
+    @cached_property
     def atom(self) -> tuple:
+        """What identifies the tested setting (``equals`` aside): two tests of one atom see one value."""
         return (self.name, id(self.site), self.calls, self.path, self.state)
 
 
 def excludes(first: Condition, first_truth: bool, second: Condition, second_truth: bool) -> bool:
     """Can ``first`` having ``first_truth`` and ``second`` having ``second_truth`` never both hold?"""
-    if first.atom() != second.atom():
+    if first.atom != second.atom:
         return False
     if first.equals == second.equals:
         return first_truth != second_truth

@@ -247,10 +247,8 @@ class FileFacts:
             return []
         return [
             store.args[0]
-            for _, store in self.events()
-            if store.kind is EventKind.STORE
-            and store.name == whole.path[0]
-            and any(
+            for store in self._stores_of.get(whole.path[0], ())
+            if any(
                 not owner.path and owner.root.cls is whole.root.cls for owner in map(canonical, refs(store.receiver))
             )
         ]
@@ -279,14 +277,19 @@ class FileFacts:
         instance of its class?"""
         whole, cls = canonical(obj), obj.root.cls
         return any(
-            store.kind is EventKind.STORE
-            and store.name == name
-            and any(
-                owner == whole or (cls is not None and not owner.path and owner.root.cls is cls)
-                for owner in map(canonical, refs(store.receiver))
-            )
-            for _, store in self.events()
+            owner == whole or (cls is not None and not owner.path and owner.root.cls is cls)
+            for store in self._stores_of.get(name, ())
+            for owner in map(canonical, refs(store.receiver))
         )
+
+    @cached_property
+    def _stores_of(self) -> dict[str, list[Event]]:
+        """The attribute stores of the file's runs, by attribute name."""
+        index: dict[str, list[Event]] = {}
+        for _, event in self.events():
+            if event.kind is EventKind.STORE and event.name:
+                index.setdefault(event.name, []).append(event)
+        return index
 
 
 # Context managers that expect the code they hold to raise (pytest, unittest).

@@ -667,7 +667,13 @@ class Context:
             raise TypeError(f"Context has no field {sorted(changes.keys() - _CONTEXT_FIELDS)}")
         changed = object.__new__(Context)
         changed.__dict__.update(self.__dict__, **changes)
+        changed.__dict__.pop("arms", None)  # derived from the fields: computed afresh
         return changed
+
+    @cached_property
+    def arms(self) -> dict[int, int]:
+        """``branches`` as a map: the arm each branch node runs."""
+        return dict(self.branches)
 
     def in_function(self) -> Context:
         """The context a called function's body starts from: what encloses the call site does not

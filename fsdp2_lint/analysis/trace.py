@@ -53,6 +53,11 @@ class Trace:
             call for call in calls if not any(self._never_sharded(ref, call, calls) for ref in call.ctx.fsdp2_tested)
         ]
 
+    @cached_property
+    def sharded_targets(self) -> frozenset[Ref]:
+        """What the ``fully_shard`` calls that can run shard, each named from its outermost owner."""
+        return frozenset(canonical(target) for shard in self.shards for target in shard.targets)
+
     def _never_sharded(self, ref: Ref, at: Event, shards: list[Event]) -> bool:
         """Is ``ref`` a module built in this run (not one the caller or the instance brings, which
         code we cannot see may have sharded) that no ``fully_shard`` before ``at`` applies to?"""
@@ -86,6 +91,18 @@ class Trace:
             if event.kind is EventKind.CALL:
                 index.setdefault(id(event.node), []).append(event)
         return index
+
+    @cached_property
+    def _invocations_at(self) -> dict[int, list[Event]]:
+        index: dict[int, list[Event]] = {}
+        for event in self.events:
+            if event.kind in (EventKind.METHOD, EventKind.INVOKE):
+                index.setdefault(id(event.node), []).append(event)
+        return index
+
+    def invocations_at(self, node: cst.CSTNode) -> list[Event]:
+        """The method calls and module calls (``m.f(...)``, ``m(...)``) recorded at ``node``."""
+        return self._invocations_at.get(id(node), [])
 
     def other_callees(self, call: Event) -> set[str | None]:
         """What else the call may be calling: a callee bound differently on two paths
