@@ -4,7 +4,7 @@ pinned in the project's real-world corpus list, into one folder (default: bench-
     python bench/fetch_corpus.py [DEST]
     python bench/lint_speed.py bench-corpus/
 
-    python bench/fetch_corpus.py --precision bench-precision      # the speed corpus and 4 more
+    python bench/fetch_corpus.py --precision bench-precision      # the speed corpus and 11 more
     python bench/precision_corpus.py bench-precision
 
 Needs git and network access; a repository already there is left as it is. Without them, run
@@ -34,6 +34,13 @@ PRECISION_REPOSITORIES = REPOSITORIES | {
     "mosaicml/composer": "6405188805a0",
     "ByteDance-Seed/VeOmni": "d9774494f5d8",
     "PrimeIntellect-ai/prime-rl": "559b44772e47",
+    "huggingface/trl": "f2cd57710ae3",
+    "NVIDIA-NeMo/RL": "7ea279abfbeb",
+    "pytorch/ao": "36027d82d1ad",
+    "NVIDIA/Model-Optimizer": "a2fbac7bad8a",
+    "inclusionAI/AReaL": "4aef98d8d818",
+    "RLinf/RLinf": "a3816b596478",
+    "NVIDIA-NeMo/Automodel": "36044ad3d139",
 }
 
 
