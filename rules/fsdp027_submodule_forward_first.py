@@ -50,6 +50,12 @@ first` — the job dies at its first training step, after the warm-up that cause
 
 Use instead: warm up or check through the root, `model(x)`, or run the check of one block after
 the root's first forward.
+
+## Known problems
+A child sharded only by a loop over the children (`for _, child in model.named_children():
+fully_shard(child)`) and then called by its name (`model.encoder(x)`, `f = model.encoder; f(x)`)
+is not reported: for a class the analysis cannot see, `model.encoder` may as well be a method
+(`model.tie_weights`) as one of those children.
 """
     valid = (
         """
@@ -137,11 +143,20 @@ def _enclosing_receivers(trace: Trace, call: Event) -> list[Ref]:
 
 
 def _called_modules(trace: Trace, event: Event) -> list[Ref]:
-    """The modules a call runs forward: `m(x)`, also `model.encoder(x)` where `model.encoder` is
-    itself given to `fully_shard` (a call of an attribute that is a sharded module)."""
+    """The modules a call runs forward: `m(x)`, `model.layers[0](x)`, also `model.encoder(x)` where
+    `model.encoder` is itself given to `fully_shard`. An attribute called through a name
+    (`f = getattr(model, "tie_weights"); f()`) is read as the same call spelled directly: a bound
+    method unless the attribute is a sharded module; a loop's `fully_shard(child)` over the
+    children does not make it one."""
     if event.kind is EventKind.INVOKE:
-        return [canonical(r) for r in refs(event.receiver)]
-    if event.kind is not EventKind.METHOD or not event.name or event.receiver is None:
+        called = [canonical(r) for r in refs(event.receiver)]
+    elif event.kind is EventKind.METHOD and event.name and event.receiver is not None:
+        called = [canonical(Ref(r.root, (*r.path, event.name))) for r in refs(event.receiver)]
+    else:
         return []
-    attributes = [canonical(Ref(r.root, (*r.path, event.name))) for r in refs(event.receiver)]
-    return [a for a in attributes if a in trace.sharded_targets]
+    return [module for module in called if not _names_attribute(module) or module in trace.sharded_targets]
+
+
+def _names_attribute(module: Ref) -> bool:
+    """Is ``module`` an attribute read by name (`model.encoder`), not an item (`model.layers[0]`) or the root?"""
+    return bool(module.path) and module.path[-1].isidentifier()

@@ -67,8 +67,10 @@ Warns when a file shards a model it trains (an optimizer is built over it) with
 `fully_shard(model)` and shards nothing inside that model: no per-block `fully_shard` on it
 anywhere in the file's flow. The question is asked per model object: a second model sharded per
 block (in the same function, another function, another method of the class or a helper module)
-does not hide a model sharded only at its root. Not reported for a module without submodules (an
-`nn.Linear`, or a class of the file that defines no submodules), an `nn.Sequential` of such
+does not hide a model sharded only at its root; a module the model holds under a second name
+(`self.draft = draft`, then `wrapper.draft = draft`) is part of it under either name. Not reported
+for a module without submodules (an `nn.Linear`, or a class of the file that defines no
+submodules), an `nn.Sequential` of such
 layers and activations, or such a module a function converts (`convert_to_float8_training(linear)`):
 no blocks to shard. Nor for a submodule sharded alone, or for a module
 sharding itself in one of its methods (the per-block half of a bottom-up plan).
@@ -191,6 +193,8 @@ def _blocks_may_be_sharded(traces: list[Trace], trace: Trace, root_shard: Event,
             if not shard.targets and (other is trace or origins.outside_or_escaping(trace, whole.root)):
                 return True  # sharding a value the analysis does not know
             for target in map(canonical, shard.targets):
+                if target != whole and other.inside_through_alias(whole, target):
+                    return True  # a block of a module the model also holds (`wrapper.draft = draft`)
                 if target.root is whole.root:
                     if target != whole and may_overlap(whole, target):
                         return True

@@ -254,6 +254,22 @@ class Trace:
                 return shard
         return any(may_contain(canonical(ref), assumed) for assumed in self.assumed_sharded)
 
+    def inside_through_alias(self, outer: Ref, inner: Ref) -> bool:
+        """Is ``inner`` inside ``outer`` through an object stored in two places? An object keeps the
+        name of its first store (``self.draft = draft`` makes it ``self.draft``); a later store in an
+        attribute under ``outer`` (``wrapper.draft = draft``, then ``self.wrapper = wrapper``) makes
+        the same modules part of ``outer`` too."""
+        whole, part = canonical(outer), canonical(inner)
+        return any(
+            any(may_contain(whole, canonical(owner).child(store.name)) for owner in refs(store.receiver))
+            and any(may_contain(canonical(value), part) for value in refs(store.args[0]))
+            for store in self._stores
+        )
+
+    @cached_property
+    def _stores(self) -> list[Event]:
+        return [event for event in self.of_kind(EventKind.STORE) if event.name and event.args]
+
     def is_managed(self, ref: Ref, event: Event) -> Event | bool:
         """Is ``ref`` or one of its ancestors sharded before ``event`` (its params are DTensors)?"""
         if _proved_unsharded(ref, event):

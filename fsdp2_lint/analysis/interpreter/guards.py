@@ -9,7 +9,8 @@ of the test (:func:`arms`). Per arm:
 - ``slots``: the same wrapper narrowing for attributes, as heap slots, undone after the arm;
   also a setting compared with a constant, which reads as that constant in the arm where they are
   equal (:mod:`.settings`), so that a later test of the same setting is decided;
-- ``not_fsdp2``: the modules the test proves are no FSDP2 modules;
+- ``not_fsdp2``: the modules the test proves are no FSDP2 modules, or hold no DTensor parameter
+  (``any(isinstance(p, DTensor) for p in model.parameters())`` in its false arm);
 - ``dtensor_tested``: the values the test requires to be DTensors;
 - ``not_dtensor``: the values the test proves are no DTensors (a parameter, or its gradient);
 - ``rank_guard``: the ranks the arm runs on, from the test's rank kind (:mod:`.ranks`, computed
@@ -78,7 +79,9 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             narrowing={**_variables(facts[index].wrappers), **identities[index], **loops[index]},
             type_facts=facts[index].type_facts,
             slots={**_slots(facts[index].wrappers), **(facts[index].settings if decides_settings else {})},
-            not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
+            not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers)
+            + facts[index].unsharded
+            + _version_not_fsdp2(value, index),
             fsdp2_tested=_version_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
             not_dtensor=facts[index].not_dtensor,
@@ -108,6 +111,7 @@ class _Facts:
     not_dtensor: tuple[Value, ...] = ()
     conditions: tuple[tuple[Condition, bool], ...] = ()
     settings: dict[Slot, Value] = field(default_factory=dict)  # settings known equal to a constant
+    unsharded: tuple[Ref, ...] = ()  # modules none of whose parameters is a DTensor
 
     def both(self, other: _Facts) -> _Facts:
         """What two conditions that both hold establish."""
@@ -118,6 +122,7 @@ class _Facts:
             self.not_dtensor + other.not_dtensor,
             self.conditions + other.conditions,
             {**self.settings, **other.settings},
+            self.unsharded + other.unsharded,
         )
 
 
@@ -138,6 +143,9 @@ def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Fa
 
 def _type_condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Facts]:
     """What a type test (``isinstance``, ``hasattr``) establishes in its true and its false arm."""
+    over_parameters = _parameters_dtensor_test(interp, test)
+    if over_parameters is not None:
+        return over_parameters
     wrapper_true, wrapper_false = _wrapper_type_test(interp, test)
     name = dtensor_test_subject(interp, test)
     tested = interp.frame.env.lookup(name) if name is not None else None
@@ -218,6 +226,49 @@ def dtensor_test_subject(interp: Evaluator, test: cst.BaseExpression) -> str | N
             isinstance(option, Symbol) and option.qname == apis.DTENSOR for option in walk_contents(peek(interp, kind))
         )
     return subject.value if is_dtensor_test else None
+
+
+def _parameters_dtensor_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Facts] | None:
+    """``any(isinstance(p, DTensor) for p in model.parameters())`` (or ``named_parameters()``, or
+    ``all(not ...)``): where no parameter of ``model`` is a DTensor, no ``fully_shard`` covers
+    any part of it. The facts of the true and of the false arm."""
+    function = dotted(test.func) if isinstance(test, cst.Call) else None
+    if function not in ("any", "all") or len(test.args) != 1:  # type: ignore[union-attr]
+        return None
+    loop = test.args[0].value  # type: ignore[union-attr]
+    if not isinstance(loop, (cst.GeneratorExp, cst.ListComp)) or loop.for_in.ifs or loop.for_in.inner_for_in:
+        return None
+    element, negated = _without_not(loop.elt)
+    if negated != (function == "all"):
+        return None
+    target = loop.for_in.target
+    parameter = target.elements[-1].value if isinstance(target, cst.Tuple) and target.elements else target
+    module = _parameters_owner(interp, loop.for_in.iter)
+    if not isinstance(parameter, cst.Name) or module is None:
+        return None
+    if dtensor_test_subject(interp, element) != parameter.value:
+        return None
+    unsharded = _Facts(unsharded=tuple(canonical(ref) for ref in refs(module)))
+    return (unsharded, _Facts()) if function == "all" else (_Facts(), unsharded)
+
+
+def _parameters_owner(interp: Evaluator, node: cst.BaseExpression) -> Value | None:
+    """``model`` of ``model.parameters()`` / ``model.named_parameters()`` (``model`` a name or
+    ``self.model``)."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return None
+    if node.func.attr.value not in ("parameters", "named_parameters"):
+        return None
+    owner = node.func.value
+    if isinstance(owner, cst.Name):
+        return interp.frame.env.lookup(owner.value)
+    if not (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name)):
+        return None
+    holder = interp.frame.env.lookup(owner.value.value)
+    if not isinstance(holder, Ref) or holder.root.kind is ObjKind.CONTAINER:
+        return None
+    attribute = canonical(holder).child(owner.attr.value)
+    return interp.heap.get((id(attribute.root), attribute.path)) or attribute  # stored there, or as read
 
 
 def _gradient_test_subject(interp: Evaluator, test: cst.BaseExpression) -> Value | None:

@@ -31,4 +31,44 @@ CASES = {
             state = model.state_dict()
             restore(model, state)
     """,
+    "fsdp013-good-plain-load-only-where-no-parameter-is-a-dtensor": """
+        import torch
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        def load_full(parts, state):
+            for part in parts:
+                if any(isinstance(p, DTensor) for p in part.parameters()):
+                    set_model_state_dict(part, state, options=StateDictOptions(full_state_dict=True))
+                else:
+                    part.load_state_dict(state, strict=False)
+        def load_unless_sharded(model, state):
+            if not any(hasattr(param, "full_tensor") for _, param in model.named_parameters()):
+                model.load_state_dict(state)
+        class Trainer:
+            def restore(self, path):
+                state = torch.load(path, map_location="cpu")
+                if all(not isinstance(p, DTensor) for p in self.model.parameters()):
+                    self.model.load_state_dict(state)
+            def setup(self, path):
+                fully_shard(self.model)
+                state = torch.load(path, map_location="cpu")
+                load_full([self.model], state)
+                load_unless_sharded(self.model, state)
+                self.restore(path)
+    """,
+    "fsdp013-plain-load-where-a-parameter-test-proves-nothing": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        def main(model, other, path):
+            fully_shard(model)
+            state = torch.load(path, map_location="cpu")
+            if all(isinstance(p, DTensor) for p in model.parameters()):
+                pass
+            else:
+                model.load_state_dict(state)  # expect: FSDP013
+            if not any(isinstance(p, DTensor) for p in other.parameters()):
+                model.load_state_dict(state)  # expect: FSDP013
+    """,
 }

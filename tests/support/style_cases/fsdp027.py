@@ -44,4 +44,40 @@ CASES = {
         student(x)
         student.blocks[0](x)
     """,
+    "fsdp027-good-method-called-through-a-name": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def tie_if_supported(model):
+            tie_weights = getattr(model, "tie_weights", None)
+            if callable(tie_weights):
+                tie_weights()
+        def embedding_of(model):
+            get_embeddings = model.get_input_embeddings
+            return get_embeddings()
+        class Trainer:
+            def __init__(self, model):
+                for name, child in model.named_children():
+                    fully_shard(child)
+                self.model = fully_shard(model)
+                tie_if_supported(self.model)
+                self.embedding = embedding_of(self.model)
+                refresh = getattr(self.model, "reset_cache")
+                refresh()
+            def step(self, batch):
+                return self.model(batch).sum()
+        Trainer(Model()).step(batch)
+    """,
+    "fsdp027-sharded-submodule-called-through-a-name": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        for name, child in model.named_children():
+            fully_shard(child)
+        fully_shard(model.encoder)
+        fully_shard(model)
+        encode = getattr(model, "encoder")
+        encode(x)  # expect: FSDP027
+        embed = model.get_input_embeddings()
+        embed(ids)  # expect: FSDP027
+        model(x)
+    """,
 }

@@ -384,4 +384,63 @@ CASES = {
                 fully_shard(model)
                 self.optimizer = torch.optim.AdamW(self.model.parameters())
     """,
+    "fsdp034-good-blocks-of-a-model-the-wrapper-also-holds": """
+        import torch
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        from models import Draft
+        class DraftLoss(nn.Module):
+            def __init__(self, draft):
+                super().__init__()
+                self.draft = draft
+            def forward(self, x):
+                return self.draft(x).sum()
+        class Recipe:
+            def setup(self):
+                self.draft = Draft(config).to(device)
+                loss_module = DraftLoss(self.draft)
+                for layer in loss_module.draft.layers:
+                    fully_shard(layer)
+                fully_shard(loss_module)
+                self.loss_module = loss_module
+                self.optimizer = torch.optim.AdamW(self.loss_module.parameters())
+        Recipe().setup()
+    """,
+    "fsdp034-good-blocks-sharded-by-their-first-name": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from models import Backbone, Head, RunState
+        def main():
+            state = RunState()
+            backbone = Backbone()
+            state.backbone = backbone
+            head = Head()
+            setattr(head, "body", backbone)
+            for block in backbone.blocks:
+                fully_shard(block)
+            model = fully_shard(head)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    """,
+    "fsdp034-blocks-of-a-model-the-wrapper-does-not-hold": """
+        import torch
+        from torch import nn
+        from torch.distributed.fsdp import fully_shard
+        from models import Draft
+        class DraftLoss(nn.Module):
+            def __init__(self, draft):
+                super().__init__()
+                self.draft = draft
+        class Recipe:
+            def setup(self):
+                self.draft = Draft(config)
+                self.teacher = Draft(config)
+                loss_module = DraftLoss(self.draft)
+                for layer in self.teacher.layers:
+                    fully_shard(layer)
+                fully_shard(self.teacher)
+                fully_shard(loss_module)  # expect: FSDP034
+                self.loss_module = loss_module
+                self.optimizer = torch.optim.AdamW(self.loss_module.parameters())
+        Recipe().setup()
+    """,
 }
