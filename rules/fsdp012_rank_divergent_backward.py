@@ -96,7 +96,8 @@ loss test before the forward; a `raise` (the job stops; the launcher tears the o
 tests on the rank itself (FSDP007); a `break` (or a `return` out of the function's own loop) on a
 missing batch: that ends the loop, which is the usual end-of-data test, and the ranks diverge only
 if their data have different lengths; a `continue` after the `backward()`; a sharded submodule run
-on every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth
+on every rank, on a dummy input where this rank has none (the SPMD fix), or after a test that
+raises where the input is missing (`if hidden is None: raise ...`: the job stops); an arm on a plain truth
 test (`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything
 read from `self`. Among micro-batch loops: a fixed count (`batch.chunk(4)`, `torch.split(batch,
 mb_size)`, `range(grad_accum_steps)`), or one that follows the number of samples (`len(current) + 1

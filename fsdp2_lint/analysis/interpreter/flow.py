@@ -205,6 +205,8 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
         if _ends_in_skip(exit_block):
             data = _skips_a_step(interp, exit_block) and exits_when_empty(node.test, then.done)
             live.arm = replace(live.arm, skipped=(id(node),), data_skips=(node,) if data else ())
+        elif isinstance(_last_statement(exit_block), cst.Raise):  # a rank without the data stops the job
+            live.arm = replace(live.arm, data_arms=())
         interp.frame.env.vars.clear()
         interp.frame.env.vars.update(live.env.vars)
         interp.heap.update(live.writes)
@@ -235,27 +237,28 @@ def evaluate_test(interp: Evaluator, node: cst.If | cst.IfExp) -> Value:
         interp.ctx = outer
 
 
-def _ends_in_skip(block: object) -> bool:
-    """Does the arm end in a plain `continue`, `break` or `return` (no `raise`)?"""
+def _last_statement(block: object) -> cst.CSTNode | None:
+    """The last simple statement of an arm (or its last compound one)."""
     if isinstance(block, cst.Else):
         block = block.body
     if not isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) or not block.body:
-        return False
+        return None
     last = block.body[-1]
     if isinstance(last, cst.SimpleStatementLine) and last.body:
         last = last.body[-1]
-    return isinstance(last, (cst.Continue, cst.Break, cst.Return))
+    return last
+
+
+def _ends_in_skip(block: object) -> bool:
+    """Does the arm end in a plain `continue`, `break` or `return` (no `raise`)?"""
+    return isinstance(_last_statement(block), (cst.Continue, cst.Break, cst.Return))
 
 
 def _skips_a_step(interp: Evaluator, block: object) -> bool:
     """Does the arm skip one step: a `continue`, or a `return` from a function with no loop of its
     own around the `if` (a per-step function)? A `break`, or a `return` out of the function's own
     loop, ends the loop: where all ranks' data end together that is no divergence."""
-    if isinstance(block, cst.Else):
-        block = block.body
-    last = block.body[-1]  # type: ignore[attr-defined]
-    if isinstance(last, cst.SimpleStatementLine) and last.body:
-        last = last.body[-1]
+    last = _last_statement(block)
     if isinstance(last, cst.Continue):
         return True
     return isinstance(last, cst.Return) and len(interp.ctx.loops) <= interp.frame.entry_loops

@@ -231,6 +231,57 @@ CASES = {
         for x, routes in loader:
             model(x, routes).sum().backward()
     """,
+    "fsdp012-base-and-drafter-after-validation-raises-near-miss": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class WithDrafter(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.base = LanguageModel()
+                self.drafter = Drafter()
+
+            def forward(self, input_ids=None, **kwargs):
+                out = self.base(input_ids, output_hidden_states=True, **kwargs)
+                hidden = getattr(out, "hidden_states", None)
+                if hidden is None:
+                    raise RuntimeError("the base returned no hidden states")
+                cache = out.get("shared_kv")
+                if cache is None: raise ValueError("no shared KV states")
+                if input_ids is not None:
+                    ids = input_ids
+                else:
+                    raise ValueError("the drafter needs input_ids")
+                return self.drafter(ids, hidden[-1], cache)
+
+        model = WithDrafter()
+        fully_shard(model.base)
+        fully_shard(model.drafter)
+        for batch in loader:
+            model(input_ids=batch["input_ids"]).logits.sum().backward()
+    """,
+    "fsdp012-vision-tower-after-early-return-on-text-only": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids, pixel_values=None):
+                embeds = self.language_model.embed(input_ids)
+                if pixel_values is None:  # expect: FSDP012
+                    return self.language_model(embeds)
+                return self.language_model(embeds + self.vision_tower(pixel_values))
+
+        model = Llava()
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        for batch in loader:
+            model(batch["input_ids"], batch.get("pixel_values")).sum().backward()
+    """,
     "fsdp012-vision-tower-dummy-input-near-miss": """
         import torch
         import torch.nn as nn
