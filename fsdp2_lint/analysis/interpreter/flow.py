@@ -194,7 +194,7 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
     taken = _decided(interp, node.test, test)
     if taken is not None:
         return exec_taken_arm(interp, node, taken)
-    then_arm, else_arm = _data_arms(node, *guards.arms(interp, node, node.test, test))
+    then_arm, else_arm = _data_arms(node, test, *guards.arms(interp, node, node.test, test))
     then = run_arm(interp, then_arm, lambda exits: interp.exec_block(statements(node.body), exits))
     other = run_arm(interp, else_arm, lambda exits: _exec_else(interp, node, exits))
     if then.done and other.done:
@@ -217,9 +217,13 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
     return None
 
 
-def _data_arms(node: cst.If | cst.IfExp, then_arm: Arm, else_arm: Arm) -> tuple[Arm, Arm]:
+def _data_arms(node: cst.If | cst.IfExp, test: Value, then_arm: Arm, else_arm: Arm) -> tuple[Arm, Arm]:
     """The arms, the one that runs only when a value is not None and not empty marked so (`data_arms`).
-    A plain truth test (`if use_vision:`) is no data test here: settings are tested that way."""
+    A plain truth test (`if use_vision:`) is no data test here: settings are tested that way. Nor is
+    a test whose value is known, though both arms run because a default decided it (`if
+    inputs_embeds is None:` where this caller passes none): every rank's call is this one."""
+    if isinstance(const(test), bool):
+        return then_arm, else_arm
     if exits_when_empty(node.test, exit_on_true=False, truthiness=False):
         return replace(then_arm, data_arms=(node,)), else_arm
     if exits_when_empty(node.test, exit_on_true=True, truthiness=False):
@@ -329,7 +333,7 @@ def _eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
     bodies = (node.body, node.orelse)
     runs = [
         run_arm(interp, arm, lambda exits, body=body: results.append(interp.eval(body)) or False)
-        for arm, body in zip(_data_arms(node, *guards.arms(interp, node, node.test, test)), bodies, strict=True)
+        for arm, body in zip(_data_arms(node, test, *guards.arms(interp, node, node.test, test)), bodies, strict=True)
     ]
     join_arms(interp, runs)
     return choice(results)
