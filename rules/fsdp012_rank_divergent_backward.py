@@ -7,7 +7,7 @@ import libcst as cst
 from fsdp2_lint.analysis.decoding import exits_on_result
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.micro_batch_loops import counted_by_tokens
-from fsdp2_lint.analysis.model import Const, Event, EventKind, refs
+from fsdp2_lint.analysis.model import Const, Event, EventKind, Ref, canonical, is_strict_ancestor, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
@@ -96,7 +96,11 @@ loss test before the forward; a `raise` (the job stops; the launcher tears the o
 tests on the rank itself (FSDP007); a `break` (or a `return` out of the function's own loop) on a
 missing batch: that ends the loop, which is the usual end-of-data test, and the ranks diverge only
 if their data have different lengths; a `continue` after the `backward()`; a sharded submodule run
-on every rank, on a dummy input where this rank has none (the SPMD fix); an arm on a plain truth
+on every rank, on a dummy input where this rank has none (the SPMD fix), or after a test that
+raises where the input is missing (`if hidden is None: raise ...`: the job stops), or in an arm
+the call decides (the caller passes no `pixel_values`, so the default `None` holds on every rank);
+an attribute nothing stored, fetched and called (`f = getattr(m, "name", None); f(...)`: read as
+`m.name(...)`, maybe a method) unless it, or a module certainly inside it, is sharded; an arm on a plain truth
 test (`if self.use_vision:`, `if cfg.vision:`: a setting, the same on every rank) or on anything
 read from `self`. Among micro-batch loops: a fixed count (`batch.chunk(4)`, `torch.split(batch,
 mb_size)`, `range(grad_accum_steps)`), or one that follows the number of samples (`len(current) + 1
@@ -176,6 +180,11 @@ made before the loop. A submodule run only when this rank has input is flagged o
 because FSDP2 reduce-scatters only the parameters that got a gradient on this rank, unless
 `set_reduce_scatter_unused_params(True)` is set; that shape is not flagged (the harness does not yet
 observe its cause, and a parameterless submodule run the same way is harmless).
+Whether an input is there is taken for this rank's data whatever the input: `if input_ids is not
+None and inputs_embeds is None: x = self.embed(input_ids)` with the embedding sharded alone is
+flagged though every rank's batch carries `input_ids`, unless the call decides the test; a tensor
+a torch factory made (`torch.randint(...)`) is not known to be not None (a dict's `.get` of a key
+stored on some paths only would then read as always there).
 """
     valid = (
         """
@@ -480,7 +489,7 @@ def _groups_run_with_data(trace: Trace, backwards: list[Event], seen: set[int]) 
         for node in event.ctx.data_arms:
             if id(node.test) in seen or event.receiver is None:
                 continue
-            if not any(trace.holds_fsdp_module(ref, event) for ref in refs(event.receiver)):
+            if not any(_runs_sharded_group(trace, ref, event) for ref in refs(event.receiver)):
                 continue
             if not any(b.index > event.index and not any(n is node for n in b.ctx.data_arms) for b in backwards):
                 continue
@@ -495,6 +504,20 @@ def _groups_run_with_data(trace: Trace, backwards: list[Event], seen: set[int]) 
                 "rank runs), so the ranks' collectives pair up wrongly and the run hangs or fails; run it "
                 "on a dummy input on every rank",
             )
+
+
+def _runs_sharded_group(trace: Trace, called: Ref, event: Event) -> bool:
+    """Does calling ``called`` run a module that holds a `fully_shard` group? An attribute nothing
+    stored (`f = getattr(m, "name", None); f(...)`) may be a bound method, as the same call spelled
+    `m.name(...)` is read: it counts only where it, or a module certainly inside it, was sharded,
+    not where only a wildcard (a module of `m.modules()`) might make it one."""
+    if not trace.holds_fsdp_module(called, event):
+        return False
+    if not called.path or not called.path[-1].isidentifier():
+        return True
+    attribute = canonical(called)
+    sharded = [canonical(target) for _, target in trace.shards_before(event)] + trace.assumed_sharded
+    return any(target == attribute or is_strict_ancestor(attribute, target) for target in sharded)
 
 
 def _micro_batches_by_tokens(facts: FileFacts, trace: Trace, seen: set[int]) -> Iterator[Finding]:

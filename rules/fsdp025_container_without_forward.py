@@ -36,7 +36,9 @@ in the flow (`blocks = nn.ModuleList(...)`) or stored by the model's class
 (`self.layers = nn.ModuleList(...)` in `__init__`, then `fully_shard(model.layers)`). Not flagged:
 the modules inside it sharded one by one, a list of modules given as one group
 (`fully_shard([model.layers[0], model.layers[1]])`, also `fully_shard(list(model.layers))`), an
-`nn.Sequential` (it has a `forward`), and a project subclass of `ModuleList` that defines `forward`.
+`nn.Sequential` (it has a `forward`), a project subclass of `ModuleList` that defines `forward`,
+and a container a helper's `isinstance(module, nn.ModuleList)` test sends to a loop over its
+modules (the `fully_shard` in its other arm never gets it).
 
 ## Why is this bad?
 `fully_shard` works through the forward hooks of the module it is given: its pre-forward hook

@@ -194,7 +194,7 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
     taken = _decided(interp, node.test, test)
     if taken is not None:
         return exec_taken_arm(interp, node, taken)
-    then_arm, else_arm = _data_arms(node, *guards.arms(interp, node, node.test, test))
+    then_arm, else_arm = _data_arms(node, test, *guards.arms(interp, node, node.test, test))
     then = run_arm(interp, then_arm, lambda exits: interp.exec_block(statements(node.body), exits))
     other = run_arm(interp, else_arm, lambda exits: _exec_else(interp, node, exits))
     if then.done and other.done:
@@ -205,6 +205,8 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
         if _ends_in_skip(exit_block):
             data = _skips_a_step(interp, exit_block) and exits_when_empty(node.test, then.done)
             live.arm = replace(live.arm, skipped=(id(node),), data_skips=(node,) if data else ())
+        elif isinstance(_last_statement(exit_block), cst.Raise):  # a rank without the data stops the job
+            live.arm = replace(live.arm, data_arms=())
         interp.frame.env.vars.clear()
         interp.frame.env.vars.update(live.env.vars)
         interp.heap.update(live.writes)
@@ -215,9 +217,13 @@ def _exec_if(interp: Evaluator, node: cst.If) -> object:
     return None
 
 
-def _data_arms(node: cst.If | cst.IfExp, then_arm: Arm, else_arm: Arm) -> tuple[Arm, Arm]:
+def _data_arms(node: cst.If | cst.IfExp, test: Value, then_arm: Arm, else_arm: Arm) -> tuple[Arm, Arm]:
     """The arms, the one that runs only when a value is not None and not empty marked so (`data_arms`).
-    A plain truth test (`if use_vision:`) is no data test here: settings are tested that way."""
+    A plain truth test (`if use_vision:`) is no data test here: settings are tested that way. Nor is
+    a test whose value is known, though both arms run because a default decided it (`if
+    inputs_embeds is None:` where this caller passes none): every rank's call is this one."""
+    if isinstance(const(test), bool):
+        return then_arm, else_arm
     if exits_when_empty(node.test, exit_on_true=False, truthiness=False):
         return replace(then_arm, data_arms=(node,)), else_arm
     if exits_when_empty(node.test, exit_on_true=True, truthiness=False):
@@ -235,27 +241,28 @@ def evaluate_test(interp: Evaluator, node: cst.If | cst.IfExp) -> Value:
         interp.ctx = outer
 
 
-def _ends_in_skip(block: object) -> bool:
-    """Does the arm end in a plain `continue`, `break` or `return` (no `raise`)?"""
+def _last_statement(block: object) -> cst.CSTNode | None:
+    """The last simple statement of an arm (or its last compound one)."""
     if isinstance(block, cst.Else):
         block = block.body
     if not isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) or not block.body:
-        return False
+        return None
     last = block.body[-1]
     if isinstance(last, cst.SimpleStatementLine) and last.body:
         last = last.body[-1]
-    return isinstance(last, (cst.Continue, cst.Break, cst.Return))
+    return last
+
+
+def _ends_in_skip(block: object) -> bool:
+    """Does the arm end in a plain `continue`, `break` or `return` (no `raise`)?"""
+    return isinstance(_last_statement(block), (cst.Continue, cst.Break, cst.Return))
 
 
 def _skips_a_step(interp: Evaluator, block: object) -> bool:
     """Does the arm skip one step: a `continue`, or a `return` from a function with no loop of its
     own around the `if` (a per-step function)? A `break`, or a `return` out of the function's own
     loop, ends the loop: where all ranks' data end together that is no divergence."""
-    if isinstance(block, cst.Else):
-        block = block.body
-    last = block.body[-1]  # type: ignore[attr-defined]
-    if isinstance(last, cst.SimpleStatementLine) and last.body:
-        last = last.body[-1]
+    last = _last_statement(block)
     if isinstance(last, cst.Continue):
         return True
     return isinstance(last, cst.Return) and len(interp.ctx.loops) <= interp.frame.entry_loops
@@ -326,7 +333,7 @@ def _eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
     bodies = (node.body, node.orelse)
     runs = [
         run_arm(interp, arm, lambda exits, body=body: results.append(interp.eval(body)) or False)
-        for arm, body in zip(_data_arms(node, *guards.arms(interp, node, node.test, test)), bodies, strict=True)
+        for arm, body in zip(_data_arms(node, test, *guards.arms(interp, node, node.test, test)), bodies, strict=True)
     ]
     join_arms(interp, runs)
     return choice(results)

@@ -506,26 +506,32 @@ def _passes(option: Value, how: str, root: tuple[Value, str] | None) -> tuple[bo
 
 def project_instance_test(objects: Value, classes: Value) -> bool | None:
     """``isinstance(x, C)`` decided where the code shows the answer: every object ``x`` may be was
-    built from a class of the project (``accelerator = Printer()``), and ``C`` is a project class
-    or a tuple of them. True where each object's class is ``C`` or derives from it, False where
-    none does and each of its bases is known (only a project class can derive from one); None
-    (unknown) otherwise."""
+    built from a class of the project (``accelerator = Printer()``) or by calling a library class
+    (``blocks = nn.ModuleList(...)``), and ``C`` is a class or a tuple of them. True where each
+    object's class is ``C`` or derives from it (a library class by its resolved name), False where
+    none does, ``C`` is the project's and each base is known (only a project class can derive from
+    one); None (unknown) otherwise."""
     tested = [option for option in walk_contents(classes) if not isinstance(option, Tuple)]
     built = options(objects)
-    if not tested or not all(isinstance(c, Class) for c in tested) or not built:
+    if not tested or not all(isinstance(c, (Class, Symbol)) for c in tested) or not built:
         return None
-    answers = set()
-    for option in built:
-        if not isinstance(option, Ref) or option.path or option.root.cls is None:
-            return None
-        lineage = list(option.root.cls.mro())
-        if any(c.info is cls for c in tested for cls in lineage):  # type: ignore[union-attr]
-            answers.add(True)
-        elif all(isinstance(base, (Class, Symbol)) for cls in lineage for base in cls.bases):
-            answers.add(False)
-        else:
-            return None  # a base the analysis does not know may be a project class deriving from `C`
+    answers = {_instance_of(option, tested) for option in built}
     return answers.pop() if len(answers) == 1 else None
+
+
+def _instance_of(option: Value, tested: list[Value]) -> bool | None:
+    if not isinstance(option, Ref) or option.path:
+        return None
+    named = {c.qname for c in tested if isinstance(c, Symbol)}
+    cls = option.root.cls
+    if cls is None:  # the library callable that built it, when it is the class tested
+        return True if option.root.qname in named else None
+    lineage = list(cls.mro())
+    if any(isinstance(c, Class) and c.info is k for c in tested for k in lineage) or named & set(cls.external_bases()):
+        return True
+    if not named and all(isinstance(base, (Class, Symbol)) for k in lineage for base in k.bases):
+        return False
+    return None  # a base the analysis does not know may derive from `C`
 
 
 def _same_class(option: Value, cls: Value) -> bool:

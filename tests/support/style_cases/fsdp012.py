@@ -231,6 +231,129 @@ CASES = {
         for x, routes in loader:
             model(x, routes).sum().backward()
     """,
+    "fsdp012-base-and-drafter-after-validation-raises-near-miss": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class WithDrafter(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.base = LanguageModel()
+                self.drafter = Drafter()
+
+            def forward(self, input_ids=None, **kwargs):
+                out = self.base(input_ids, output_hidden_states=True, **kwargs)
+                hidden = getattr(out, "hidden_states", None)
+                if hidden is None:
+                    raise RuntimeError("the base returned no hidden states")
+                cache = out.get("shared_kv")
+                if cache is None: raise ValueError("no shared KV states")
+                if input_ids is not None:
+                    ids = input_ids
+                else:
+                    raise ValueError("the drafter needs input_ids")
+                return self.drafter(ids, hidden[-1], cache)
+
+        model = WithDrafter()
+        fully_shard(model.base)
+        fully_shard(model.drafter)
+        for batch in loader:
+            model(input_ids=batch["input_ids"]).logits.sum().backward()
+    """,
+    "fsdp012-vision-tower-after-early-return-on-text-only": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids, pixel_values=None):
+                embeds = self.language_model.embed(input_ids)
+                if pixel_values is None:  # expect: FSDP012
+                    return self.language_model(embeds)
+                return self.language_model(embeds + self.vision_tower(pixel_values))
+
+        model = Llava()
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        for batch in loader:
+            model(batch["input_ids"], batch.get("pixel_values")).sum().backward()
+    """,
+    "fsdp012-hooks-fetched-by-getattr-while-sharding-near-miss": """
+        from torch.distributed.fsdp import fully_shard
+
+        def bind_groups(block, mesh):
+            group = mesh.get_group()
+            for sub in block.modules():
+                setter = getattr(sub, "set_param_sync_group", None)
+                if setter is not None:
+                    setter(group)
+
+        def shard(model, mesh):
+            for layer in model.layers:
+                fully_shard(layer, mesh=mesh)
+                bind_groups(layer, mesh)
+            fully_shard(model, mesh=mesh)
+
+        class Trainer:
+            def __init__(self, model, mesh):
+                self.model = model
+                shard(model, mesh)
+                for child in model.children():
+                    hook = getattr(child, "on_sharded", None)
+                    if hook is not None:
+                        hook(mesh)
+
+            def fit(self, loader):
+                for batch in loader:
+                    self.model(batch).sum().backward()
+    """,
+    "fsdp012-library-tower-fetched-by-getattr-run-with-pixels": """
+        from torch.distributed.fsdp import fully_shard
+        from transformers import AutoModelForImageTextToText
+
+        model = AutoModelForImageTextToText.from_pretrained("some/vlm")
+        fully_shard(model.vision_tower)
+        fully_shard(model)
+        tower = getattr(model, "vision_tower")
+        for batch in loader:
+            out = model(batch["input_ids"]).logits.sum()
+            pixel_values = batch.get("pixel_values")
+            if pixel_values is not None:  # expect: FSDP012
+                out = out + tower(pixel_values).sum()
+            out.backward()
+    """,
+    "fsdp012-vision-tower-text-only-caller-near-miss": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+
+        class Llava(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vision_tower = VisionTower()
+                self.language_model = LanguageModel()
+
+            def forward(self, input_ids=None, *, inputs_embeds=None, pixel_values=None):
+                if inputs_embeds is None:
+                    inputs_embeds = self.language_model.embed(input_ids)
+                image = self.vision_tower(pixel_values) if pixel_values is not None else None
+                if pixel_values is not None:
+                    inputs_embeds = inputs_embeds + image
+                return self.language_model(inputs_embeds)
+
+        def train(model, loader):
+            for batch in loader:
+                model(batch["input_ids"]).sum().backward()
+
+        model = Llava()
+        fully_shard(model.vision_tower)
+        fully_shard(model.language_model.embed)
+        fully_shard(model)
+        train(model, loader)
+    """,
     "fsdp012-vision-tower-dummy-input-near-miss": """
         import torch
         import torch.nn as nn

@@ -60,4 +60,38 @@ CASES = {
         part = nn.ModuleList([nn.Linear(4, 4)]) if flag else nn.Sequential(nn.Linear(4, 4))
         fully_shard(part)
     """,
+    "fsdp025-good-helper-that-unpacks-containers": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def shard(module, mesh):
+            if isinstance(module, nn.ModuleList):
+                for layer in module:
+                    shard(layer, mesh)
+            else:
+                fully_shard(module, mesh=mesh)
+        def shard_each(module, mesh):
+            if isinstance(module, (nn.ModuleList, nn.ModuleDict)):
+                return
+            fully_shard(module, mesh=mesh)
+        class Trainer:
+            def setup(self, mesh):
+                blocks = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+                heads = nn.ModuleDict({"a": nn.Linear(4, 4)})
+                shard(blocks, mesh)
+                shard_each(heads, mesh)
+                if not isinstance(blocks, nn.ModuleList):
+                    fully_shard(blocks, mesh=mesh)
+    """,
+    "fsdp025-guard-on-the-other-container": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def shard(module, mesh):
+            if isinstance(module, nn.ModuleDict):
+                for layer in module.values():
+                    fully_shard(layer, mesh=mesh)
+            else:
+                fully_shard(module, mesh=mesh)  # expect: FSDP025
+        def main():
+            shard(nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)]), None)
+    """,
 }
