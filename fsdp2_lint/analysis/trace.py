@@ -209,7 +209,8 @@ class Trace:
         for shard in self.shards:
             if start < shard.index < end and not shard.exclusive_with(event):
                 for target in shard.targets:
-                    yield shard, canonical(target)
+                    if may_have_sharded(shard, canonical(target), event):
+                        yield shard, canonical(target)
 
     def shards_before(self, event: Event, since: int = -1) -> Iterator[tuple[Event, Ref]]:
         return self.shards_between(since, event.index, event)
@@ -265,6 +266,14 @@ def fsdp2_model(trace: Trace, event: Event, value: Value | None) -> bool:
     if value is None or may_be_wrapper(value):
         return False
     return any(trace.sharded_overlap(ref, event) for ref in refs(value))
+
+
+def may_have_sharded(shard: Event, target: Ref, event: Event) -> bool:
+    """May ``shard`` have sharded ``target`` (canonical), seen from ``event``? Not where an identity
+    test ``event`` runs under proves that the module ``shard`` was given, one of several, is not
+    ``target`` (``fully_shard(inner)``, then ``if model is not inner: fully_shard(model)``)."""
+    given = shard.arg(0, "module")
+    return not any(value == given and canonical(ref) == target for value, ref in event.ctx.ruled_out)
 
 
 def _proved_unsharded(ref: Ref, event: Event) -> bool:

@@ -10,6 +10,7 @@ of the test (:func:`arms`). Per arm:
   also a setting compared with a constant, which reads as that constant in the arm where they are
   equal (:mod:`.settings`), so that a later test of the same setting is decided;
 - ``not_fsdp2``: the modules the test proves are no FSDP2 modules;
+- ``ruled_out``: a value that may be several modules, and one an identity test proves it is not;
 - ``dtensor_tested``: the values the test requires to be DTensors;
 - ``not_dtensor``: the values the test proves are no DTensors (a parameter, or its gradient);
 - ``rank_guard``: the ranks the arm runs on, from the test's rank kind (:mod:`.ranks`, computed
@@ -66,7 +67,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
     """What ``test`` (of ``node``, evaluated to ``value``) establishes in its true and in its
     false arm."""
     facts = _by_arm(test, lambda condition: _condition(interp, condition), _Facts.both, _Facts())
-    identities = _by_arm(test, lambda condition: _identity_test(interp, condition), lambda a, b: {**a, **b}, {})
+    identities = _by_arm(test, lambda condition: _identity_test(interp, condition), _Identity.both, _Identity())
     loops = _loop_narrowing(interp, test)
     guards = rank_guards(node, test, rank_kind(value), len(interp.frame.stack))
     ruled_out = _ruled_out_by_default(interp, test, value)
@@ -75,7 +76,8 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
         Arm(
             branch=(id(node), index),
             rank_guard=guards[index],
-            narrowing={**_variables(facts[index].wrappers), **identities[index], **loops[index]},
+            narrowing={**_variables(facts[index].wrappers), **identities[index].narrowing, **loops[index]},
+            ruled_out=identities[index].ruled_out,
             type_facts=facts[index].type_facts,
             slots={**_slots(facts[index].wrappers), **(facts[index].settings if decides_settings else {})},
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
@@ -155,25 +157,49 @@ def _type_condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts
     return _Facts(wrapper_true, dtensor_tested=(tested,)), _Facts(wrapper_false, plain, not_dtensor=(tested,))
 
 
-def _identity_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
-    """What ``x is y`` (or ``is not``) establishes of a name ``x`` that holds one of several objects
-    (``for model in (ref_model, fsdp_model):``) and ``y``, some of them: where they are the same
-    object, ``x`` is one of those; where not, and ``y`` is one object, ``x`` is one of the others.
-    Returns the narrowing of the true arm, then of the false arm."""
+def _identity_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Identity, _Identity]:
+    """What ``x is y`` (or ``is not``) establishes of a name on either side that holds one of
+    several objects (``for model in (ref_model, fsdp_model):``, ``inner = model.model if ... else
+    model``) and the other side, some of them: where they are the same object, the name is one of
+    those; where not, and the other side is one object, the name is one of the others, and what
+    took the name's value earlier took one of those too (``fully_shard(inner)`` did not shard
+    ``model`` where ``model is not inner``). Returns what the true arm establishes, then the false arm."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return {}, {}
+        return _Identity(), _Identity()
     target = test.comparisons[0]
-    if not isinstance(target.operator, (cst.Is, cst.IsNot)) or not isinstance(test.left, cst.Name):
-        return {}, {}
-    name = test.left.value
-    held = options(interp.frame.env.lookup(name) or UNKNOWN)
-    other = options(peek(interp, target.comparator))
-    same = [o for o in held if isinstance(o, Ref) and o in other]
+    if not isinstance(target.operator, (cst.Is, cst.IsNot)):
+        return _Identity(), _Identity()
+    same, different = _Identity(), _Identity()
+    for name, other in ((test.left, target.comparator), (target.comparator, test.left)):
+        if isinstance(name, cst.Name):
+            narrowed = _identity_narrowing(interp, name.value, peek(interp, other))
+            same, different = same.both(narrowed[0]), different.both(narrowed[1])
+    return (same, different) if isinstance(target.operator, cst.Is) else (different, same)
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """What an identity test establishes in one arm: names narrowed to some of their objects, and
+    (value, module) pairs: a value that may be several modules is not that one here."""
+
+    narrowing: dict[str, Value] = field(default_factory=dict)
+    ruled_out: tuple[tuple[Value, Ref], ...] = ()
+
+    def both(self, other: _Identity) -> _Identity:
+        return _Identity({**self.narrowing, **other.narrowing}, self.ruled_out + other.ruled_out)
+
+
+def _identity_narrowing(interp: Evaluator, name: str, other: Value) -> tuple[_Identity, _Identity]:
+    """What ``name`` is where it is ``other`` and where it is not."""
+    value = interp.frame.env.lookup(name) or UNKNOWN
+    held, others = options(value), options(other)
+    same = [o for o in held if isinstance(o, Ref) and o in others]
     if len(held) < 2 or not same:
-        return {}, {}
+        return _Identity(), _Identity()
     rest = [o for o in held if o not in same]
-    narrowed = ({name: choice(same)}, {name: choice(rest)} if rest and len(other) == 1 else {})
-    return narrowed if isinstance(target.operator, cst.Is) else (narrowed[1], narrowed[0])
+    if not rest or len(others) != 1:
+        return _Identity({name: choice(same)}), _Identity()
+    return _Identity({name: choice(same)}), _Identity({name: choice(rest)}, ((value, same[0]),))
 
 
 def _fixed_condition(interp: Evaluator, test: cst.BaseExpression) -> Condition | None:
