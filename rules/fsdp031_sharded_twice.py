@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import Event, Ref, canonical, is_exact, may_contain, report_node
-from fsdp2_lint.analysis.trace import may_have_sharded
+from fsdp2_lint.analysis.trace import may_have_sharded, proved_distinct
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 
@@ -120,6 +120,8 @@ def _sharded_before(later: Event, earlier: list[Event]) -> Event | None:
             continue  # the same statement run again by a loop
         if shard.exclusive_with(later) or _guarded(later, shard):
             continue
+        if proved_distinct(shard.arg(0, "module"), later.arg(0, "module"), later):
+            continue  # `if model is not inner:` after `fully_shard(inner)`
         if any(is_exact(t) and t in _modules(shard) and may_have_sharded(shard, t, later) for t in targets):
             return shard
     return None

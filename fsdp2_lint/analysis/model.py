@@ -631,8 +631,8 @@ class Context:
     # Modules a type test proved are no FSDP2 modules here (`isinstance(m, FSDPModule)` failed, or
     # `m` is a DDP/FSDP1 wrapper): in this arm nothing in them is sharded, whatever else ran.
     not_fsdp2: tuple[Ref, ...] = ()
-    # (value, module): a value that may be one of several modules is not this one here (`model is not inner`).
-    ruled_out: tuple[tuple[Value, Ref], ...] = ()
+    # Pairs of values (modules, or choices of them) an identity test proves are different objects here.
+    distinct: tuple[tuple[Value, Value], ...] = ()
     # Values a type test (`isinstance(x, DTensor)`, `hasattr(x, "full_tensor")`) requires to be
     # DTensors here: the code runs only if they are.
     dtensor_tested: tuple[Value, ...] = ()

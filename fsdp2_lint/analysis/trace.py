@@ -270,10 +270,23 @@ def fsdp2_model(trace: Trace, event: Event, value: Value | None) -> bool:
 
 def may_have_sharded(shard: Event, target: Ref, event: Event) -> bool:
     """May ``shard`` have sharded ``target`` (canonical), seen from ``event``? Not where an identity
-    test ``event`` runs under proves that the module ``shard`` was given, one of several, is not
-    ``target`` (``fully_shard(inner)``, then ``if model is not inner: fully_shard(model)``)."""
-    given = shard.arg(0, "module")
-    return not any(value == given and canonical(ref) == target for value, ref in event.ctx.ruled_out)
+    test ``event`` runs under proves the module ``shard`` was given is not ``target``
+    (``fully_shard(inner)``, then ``if model is not inner: fully_shard(model)``)."""
+    return not proved_distinct(shard.arg(0, "module"), target, event)
+
+
+def proved_distinct(a: Value | None, b: Value | None, event: Event) -> bool:
+    """Does an identity test ``event`` runs under prove ``a`` and ``b`` (each a value as given, or
+    one module) are different objects?"""
+    return any(
+        _matches(one, a) and _matches(other, b) for pair in event.ctx.distinct for one, other in (pair, pair[::-1])
+    )
+
+
+def _matches(recorded: Value, value: Value | None) -> bool:
+    if recorded == value:
+        return True
+    return isinstance(recorded, Ref) and isinstance(value, Ref) and canonical(recorded) == canonical(value)
 
 
 def _proved_unsharded(ref: Ref, event: Event) -> bool:

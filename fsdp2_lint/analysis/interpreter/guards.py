@@ -10,7 +10,7 @@ of the test (:func:`arms`). Per arm:
   also a setting compared with a constant, which reads as that constant in the arm where they are
   equal (:mod:`.settings`), so that a later test of the same setting is decided;
 - ``not_fsdp2``: the modules the test proves are no FSDP2 modules;
-- ``ruled_out``: a value that may be several modules, and one an identity test proves it is not;
+- ``distinct``: the values (modules) an identity test proves are different objects;
 - ``dtensor_tested``: the values the test requires to be DTensors;
 - ``not_dtensor``: the values the test proves are no DTensors (a parameter, or its gradient);
 - ``rank_guard``: the ranks the arm runs on, from the test's rank kind (:mod:`.ranks`, computed
@@ -77,7 +77,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             branch=(id(node), index),
             rank_guard=guards[index],
             narrowing={**_variables(facts[index].wrappers), **identities[index].narrowing, **loops[index]},
-            ruled_out=identities[index].ruled_out,
+            distinct=identities[index].distinct,
             type_facts=facts[index].type_facts,
             slots={**_slots(facts[index].wrappers), **(facts[index].settings if decides_settings else {})},
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers) + _version_not_fsdp2(value, index),
@@ -158,21 +158,24 @@ def _type_condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts
 
 
 def _identity_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Identity, _Identity]:
-    """What ``x is y`` (or ``is not``) establishes of a name on either side that holds one of
-    several objects (``for model in (ref_model, fsdp_model):``, ``inner = model.model if ... else
-    model``) and the other side, some of them: where they are the same object, the name is one of
-    those; where not, and the other side is one object, the name is one of the others, and what
-    took the name's value earlier took one of those too (``fully_shard(inner)`` did not shard
-    ``model`` where ``model is not inner``). Returns what the true arm establishes, then the false arm."""
+    """What ``x is y`` (or ``is not``) establishes. Where they differ, the two values (modules, or
+    choices of them) are different objects, so what was given one earlier did not take the other
+    (``fully_shard(inner)``, then ``if model is not inner: fully_shard(model)``). A name on either
+    side that holds one of several objects (``for model in (ref_model, fsdp_model):``, ``inner =
+    model.model if ... else model``) of which the other side is some, is one of those where they are
+    the same; where not, and the other side is one object, one of the others.
+    Returns what the true arm establishes, then the false arm."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return _Identity(), _Identity()
     target = test.comparisons[0]
     if not isinstance(target.operator, (cst.Is, cst.IsNot)):
         return _Identity(), _Identity()
-    same, different = _Identity(), _Identity()
-    for name, other in ((test.left, target.comparator), (target.comparator, test.left)):
+    left, right = peek(interp, test.left), peek(interp, target.comparator)
+    modules = all(any(isinstance(o, Ref) for o in options(value)) for value in (left, right))
+    same, different = _Identity(), _Identity(distinct=((left, right),) if modules else ())
+    for name, other in ((test.left, right), (target.comparator, left)):
         if isinstance(name, cst.Name):
-            narrowed = _identity_narrowing(interp, name.value, peek(interp, other))
+            narrowed = _identity_narrowing(interp, name.value, other)
             same, different = same.both(narrowed[0]), different.both(narrowed[1])
     return (same, different) if isinstance(target.operator, cst.Is) else (different, same)
 
@@ -180,26 +183,24 @@ def _identity_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Identi
 @dataclass(frozen=True)
 class _Identity:
     """What an identity test establishes in one arm: names narrowed to some of their objects, and
-    (value, module) pairs: a value that may be several modules is not that one here."""
+    pairs of values that are different objects."""
 
     narrowing: dict[str, Value] = field(default_factory=dict)
-    ruled_out: tuple[tuple[Value, Ref], ...] = ()
+    distinct: tuple[tuple[Value, Value], ...] = ()
 
     def both(self, other: _Identity) -> _Identity:
-        return _Identity({**self.narrowing, **other.narrowing}, self.ruled_out + other.ruled_out)
+        return _Identity({**self.narrowing, **other.narrowing}, self.distinct + other.distinct)
 
 
 def _identity_narrowing(interp: Evaluator, name: str, other: Value) -> tuple[_Identity, _Identity]:
     """What ``name`` is where it is ``other`` and where it is not."""
-    value = interp.frame.env.lookup(name) or UNKNOWN
-    held, others = options(value), options(other)
+    held, others = options(interp.frame.env.lookup(name) or UNKNOWN), options(other)
     same = [o for o in held if isinstance(o, Ref) and o in others]
     if len(held) < 2 or not same:
         return _Identity(), _Identity()
     rest = [o for o in held if o not in same]
-    if not rest or len(others) != 1:
-        return _Identity({name: choice(same)}), _Identity()
-    return _Identity({name: choice(same)}), _Identity({name: choice(rest)}, ((value, same[0]),))
+    different = _Identity({name: choice(rest)}) if rest and len(others) == 1 else _Identity()
+    return _Identity({name: choice(same)}), different
 
 
 def _fixed_condition(interp: Evaluator, test: cst.BaseExpression) -> Condition | None:

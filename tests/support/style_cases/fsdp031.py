@@ -175,4 +175,22 @@ CASES = {
             if wrap_outer:
                 fully_shard(model)  # expect: FSDP031
     """,
+    "fsdp031-good-outer-one-of-two-models-not-the-inner": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model):
+            inner = model.model if hasattr(model, "model") else model
+            fully_shard(inner)
+            if model is not inner:
+                fully_shard(model)
+        def main(policy, value_model, train_value):
+            parallelize(value_model if train_value else policy)
+    """,
+    "fsdp031-outer-sharded-where-the-inner-is-not-its-child": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model):
+            inner = model.model if hasattr(model, "model") else model
+            fully_shard(inner)
+            if inner is not model.model:
+                fully_shard(model)  # expect: FSDP031
+    """,
 }
