@@ -193,4 +193,29 @@ CASES = {
             if inner is not model.model:
                 fully_shard(model)  # expect: FSDP031
     """,
+    "fsdp031-good-fresh-trainer-sets-up-inner-then-outer": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, wrap_outer=True):
+            inner = model[0] if hasattr(model, "inner") else model
+            fully_shard(inner)
+            if wrap_outer and model is not inner:
+                fully_shard(model)
+        class Trainer:
+            def __init__(self, cfg):
+                self.cfg = cfg
+            def setup(self):
+                self.pp = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+                parallelize(self.pp)
+        def run(recipe_cls, cfg, parity):
+            trainer = recipe_cls(cfg)
+            trainer.setup()
+            if parity:
+                del trainer
+                trainer = recipe_cls(cfg)
+                trainer.setup()
+            return trainer
+        def test_run():
+            run(Trainer, {}, True)
+    """,
 }
