@@ -366,4 +366,15 @@ CASES = {
             fully_shard(model)
             restore(model, reference, snapshot)
     """,
+    "fsdp024-good-caller-tells-the-wrapper-apart": """
+        from torch.distributed.fsdp import fully_shard
+        from megatron_fsdp import MegatronFSDP
+        def inner_names(model):
+            return [name for name, _ in model.module.named_parameters()]
+        def main(model, megatron):
+            model = MegatronFSDP(model) if megatron else fully_shard(model)
+            if isinstance(model, MegatronFSDP):
+                return inner_names(model)
+            return [name for name, _ in model.named_parameters()]
+    """,
 }
