@@ -69,7 +69,9 @@ Flags FSDP1 (`FullyShardedDataParallel`) API used on a module sharded with `full
 `FSDP.flatten_sharded_optim_state_dict`, `FSDP.optim_state_dict_to_load`, `FSDP.clip_grad_norm_(model, ...)`.
 Not flagged on modules wrapped by `DistributedDataParallel` or `FullyShardedDataParallel`, which
 have them, nor where code checks the object first (`m.module if hasattr(m, "module") else m`,
-`if isinstance(m, FSDP): m.clip_grad_norm_(...)`, `getattr(m, "module", m)`), nor where the
+`if isinstance(m, FSDP): m.clip_grad_norm_(...)`, a guard clause such as `if not isinstance(m,
+MegatronFSDP): return` before the access, or such a test in the caller's arm that calls the
+helper, `getattr(m, "module", m)`), nor where the
 module gives the name itself: its class (or a base class in the project) defines the method,
 property or class attribute (`fully_shard` keeps the model's class as a base of the new one), or the code stores the
 attribute on it (`self.module = inner`).
@@ -240,11 +242,12 @@ def _has_default(node: cst.CSTNode) -> bool:
 
 
 def _checked_first(trace: Trace, access: Event) -> bool:
-    """Is the access under an `if` (or a conditional expression) whose test checks the object
-    with `hasattr` / `isinstance`, directly or through a helper, as in `m.module if
-    hasattr(m, "module") else m`? Code that tells a wrapper from an FSDP2 module at runtime does
-    not reach the access with the latter."""
-    tests = access.ctx.if_nodes
+    """Does the access run in an arm of an `if` (or a conditional expression) whose test checks the
+    object with `hasattr` / `isinstance`, directly or through a helper, as in `m.module if
+    hasattr(m, "module") else m`, or past one whose other arm exits (`if not isinstance(m,
+    Wrapper): return`)? Code that tells a wrapper from an FSDP2 module at runtime does not reach
+    the access with the latter."""
+    tests = {*access.ctx.if_nodes, *(node for node, _ in access.ctx.branches)}
     return bool(tests) and any(
         check.args and any(test in tests for test in check.ctx.testing) and _same(check.args[0], access.receiver)
         for check in trace.calls(*CHECKS)

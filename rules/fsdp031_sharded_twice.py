@@ -3,7 +3,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, canonical, is_exact, may_contain, report_node
+from fsdp2_lint.analysis.model import Event, Ref, canonical, is_exact, may_contain, report_node
+from fsdp2_lint.analysis.trace import may_have_sharded, proved_distinct
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 
@@ -22,8 +23,9 @@ Flags a `fully_shard` call on a module that an earlier `fully_shard` call in the
 already sharded: the same call written twice, a helper that shards the model called twice, a
 sharding helper followed by an explicit `fully_shard(model)` of the root it already sharded.
 Not flagged: calls in different arms of one branch, a second call guarded by
-`if not isinstance(m, FSDPModule)`, the same call statement run again by a loop, and modules
-the analysis cannot name exactly (elements of a loop over `model.modules()`).
+`if not isinstance(m, FSDPModule)`, the same call statement run again by a loop, a root sharded
+where an identity test proves it is not the inner module sharded before (`if model is not inner:`),
+and modules the analysis cannot name exactly (elements of a loop over `model.modules()`).
 
 ## Where it is reported
 At the second call; when each call is a helper that is right on its own (`shard_model(model)`
@@ -118,9 +120,15 @@ def _sharded_before(later: Event, earlier: list[Event]) -> Event | None:
             continue  # the same statement run again by a loop
         if shard.exclusive_with(later) or _guarded(later, shard):
             continue
-        if any(is_exact(t) and any(canonical(s) == t for s in shard.targets) for t in targets):
+        if proved_distinct(shard.arg(0, "module"), later.arg(0, "module"), later):
+            continue  # `if model is not inner:` after `fully_shard(inner)`
+        if any(is_exact(t) and t in _modules(shard) and may_have_sharded(shard, t, later) for t in targets):
             return shard
     return None
+
+
+def _modules(shard: Event) -> list[Ref]:
+    return [canonical(s) for s in shard.targets]
 
 
 def _guarded(later: Event, shard: Event) -> bool:

@@ -151,9 +151,7 @@ class Obj:
         self.cls = cls  # same-file class it is an instance of
         self.declared = declared  # the class a parameter's annotation names (`model: Model`), if any
         self.node = node
-        self.items: list[tuple[object, Value]] = (
-            [] if items is None else items
-        )  # container contents: (key or None, value)
+        self.items: list[tuple[object, Value]] = [] if items is None else items  # contents: (key or None, value)
         self.params = params  # optimizers: the parameters captured
         self.event = event  # the call event that created it (its arguments)
         # Set when the object is stored as an attribute of another (``self.model = model``):
@@ -631,6 +629,8 @@ class Context:
     # Modules a type test proved are no FSDP2 modules here (`isinstance(m, FSDPModule)` failed, or
     # `m` is a DDP/FSDP1 wrapper): in this arm nothing in them is sharded, whatever else ran.
     not_fsdp2: tuple[Ref, ...] = ()
+    # Pairs of values (modules, or choices of them) an identity test proves are different objects here.
+    distinct: tuple[tuple[Value, Value], ...] = ()
     # Values a type test (`isinstance(x, DTensor)`, `hasattr(x, "full_tensor")`) requires to be
     # DTensors here: the code runs only if they are.
     dtensor_tested: tuple[Value, ...] = ()

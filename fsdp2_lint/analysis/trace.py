@@ -226,7 +226,8 @@ class Trace:
         for shard in self.shards:
             if start < shard.index < end and not shard.exclusive_with(event):
                 for target in shard.targets:
-                    yield shard, canonical(target)
+                    if may_have_sharded(shard, canonical(target), event):
+                        yield shard, canonical(target)
 
     def shards_before(self, event: Event, since: int = -1) -> Iterator[tuple[Event, Ref]]:
         return self.shards_between(since, event.index, event)
@@ -298,6 +299,27 @@ def fsdp2_model(trace: Trace, event: Event, value: Value | None) -> bool:
     if value is None or may_be_wrapper(value):
         return False
     return any(trace.sharded_overlap(ref, event) for ref in refs(value))
+
+
+def may_have_sharded(shard: Event, target: Ref, event: Event) -> bool:
+    """May ``shard`` have sharded ``target`` (canonical), seen from ``event``? Not where an identity
+    test ``event`` runs under proves the module ``shard`` was given is not ``target``
+    (``fully_shard(inner)``, then ``if model is not inner: fully_shard(model)``)."""
+    return not proved_distinct(shard.arg(0, "module"), target, event)
+
+
+def proved_distinct(a: Value | None, b: Value | None, event: Event) -> bool:
+    """Does an identity test ``event`` runs under prove ``a`` and ``b`` (each a value as given, or
+    one module) are different objects?"""
+    return any(
+        _matches(one, a) and _matches(other, b) for pair in event.ctx.distinct for one, other in (pair, pair[::-1])
+    )
+
+
+def _matches(recorded: Value, value: Value | None) -> bool:
+    if recorded == value:
+        return True
+    return isinstance(recorded, Ref) and isinstance(value, Ref) and canonical(recorded) == canonical(value)
 
 
 def _proved_unsharded(ref: Ref, event: Event) -> bool:

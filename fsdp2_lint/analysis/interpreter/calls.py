@@ -153,12 +153,10 @@ class Calls:
             return self.invoke(callee, args, kwargs, node)
         if isinstance(callee, (RankDep, Uniform)):  # a flag whose definition we cannot see, called: is_main()
             return callee
-        if isinstance(callee, Partial):
-            return choice(
-                [
-                    self.call_value(option, callee.args + args, {**dict(callee.kwargs), **kwargs}, node)
-                    for option in options(callee.func)
-                ]
+        if isinstance(callee, Partial):  # partial(impl, ...) where impl is one function or another
+            bound = {**dict(callee.kwargs), **kwargs}
+            return self.alternatives(
+                callee.func, node, lambda option: self.call_value(option, callee.args + args, bound, node)
             )
         if isinstance(callee, Lambda):
             return self.call_lambda(callee, args, kwargs)

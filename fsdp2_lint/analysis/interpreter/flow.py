@@ -64,6 +64,7 @@ def in_arm(ctx: Context, arm: Arm) -> Context:
         conditions=ctx.conditions + arm.conditions,
         rank_guard=arm.rank_guard or ctx.rank_guard,
         not_fsdp2=ctx.not_fsdp2 + arm.not_fsdp2,
+        distinct=ctx.distinct + arm.distinct,
         fsdp2_tested=ctx.fsdp2_tested + arm.fsdp2_tested,
         dtensor_tested=ctx.dtensor_tested + arm.dtensor_tested,
         not_dtensor=ctx.not_dtensor + arm.not_dtensor,

@@ -11,6 +11,7 @@ of the test (:func:`arms`). Per arm:
   equal (:mod:`.settings`), so that a later test of the same setting is decided;
 - ``not_fsdp2``: the modules the test proves are no FSDP2 modules, or hold no DTensor parameter
   (``any(isinstance(p, DTensor) for p in model.parameters())`` in its false arm);
+- ``distinct``: the values (modules) an identity test proves are different objects;
 - ``dtensor_tested``: the values the test requires to be DTensors;
 - ``not_dtensor``: the values the test proves are no DTensors (a parameter, or its gradient);
 - ``rank_guard``: the ranks the arm runs on, from the test's rank kind (:mod:`.ranks`, computed
@@ -67,7 +68,7 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
     """What ``test`` (of ``node``, evaluated to ``value``) establishes in its true and in its
     false arm."""
     facts = _by_arm(test, lambda condition: _condition(interp, condition), _Facts.both, _Facts())
-    identities = _by_arm(test, lambda condition: _identity_test(interp, condition), lambda a, b: {**a, **b}, {})
+    identities = _by_arm(test, lambda condition: _identity_test(interp, condition), _Identity.both, _Identity())
     loops = _loop_narrowing(interp, test)
     guards = rank_guards(node, test, rank_kind(value), len(interp.frame.stack))
     ruled_out = _ruled_out_by_default(interp, test, value)
@@ -76,7 +77,8 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
         Arm(
             branch=(id(node), index),
             rank_guard=guards[index],
-            narrowing={**_variables(facts[index].wrappers), **identities[index], **loops[index]},
+            narrowing={**_variables(facts[index].wrappers), **identities[index].narrowing, **loops[index]},
+            distinct=identities[index].distinct,
             type_facts=facts[index].type_facts,
             slots={**_slots(facts[index].wrappers), **(facts[index].settings if decides_settings else {})},
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers)
@@ -163,25 +165,50 @@ def _type_condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts
     return _Facts(wrapper_true, dtensor_tested=(tested,)), _Facts(wrapper_false, plain, not_dtensor=(tested,))
 
 
-def _identity_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
-    """What ``x is y`` (or ``is not``) establishes of a name ``x`` that holds one of several objects
-    (``for model in (ref_model, fsdp_model):``) and ``y``, some of them: where they are the same
-    object, ``x`` is one of those; where not, and ``y`` is one object, ``x`` is one of the others.
-    Returns the narrowing of the true arm, then of the false arm."""
+def _identity_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Identity, _Identity]:
+    """What ``x is y`` (or ``is not``) establishes. Where they differ, the two values (modules, or
+    choices of them) are different objects, so what was given one earlier did not take the other
+    (``fully_shard(inner)``, then ``if model is not inner: fully_shard(model)``). A name on either
+    side that holds one of several objects (``for model in (ref_model, fsdp_model):``, ``inner =
+    model.model if ... else model``) of which the other side is some, is one of those where they are
+    the same; where not, and the other side is one object, one of the others.
+    Returns what the true arm establishes, then the false arm."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return {}, {}
+        return _Identity(), _Identity()
     target = test.comparisons[0]
-    if not isinstance(target.operator, (cst.Is, cst.IsNot)) or not isinstance(test.left, cst.Name):
-        return {}, {}
-    name = test.left.value
-    held = options(interp.frame.env.lookup(name) or UNKNOWN)
-    other = options(peek(interp, target.comparator))
-    same = [o for o in held if isinstance(o, Ref) and o in other]
+    if not isinstance(target.operator, (cst.Is, cst.IsNot)):
+        return _Identity(), _Identity()
+    left, right = peek(interp, test.left), peek(interp, target.comparator)
+    modules = all(any(isinstance(o, Ref) for o in options(value)) for value in (left, right))
+    same, different = _Identity(), _Identity(distinct=((left, right),) if modules else ())
+    for name, other in ((test.left, right), (target.comparator, left)):
+        if isinstance(name, cst.Name):
+            narrowed = _identity_narrowing(interp, name.value, other)
+            same, different = same.both(narrowed[0]), different.both(narrowed[1])
+    return (same, different) if isinstance(target.operator, cst.Is) else (different, same)
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """What an identity test establishes in one arm: names narrowed to some of their objects, and
+    pairs of values that are different objects."""
+
+    narrowing: dict[str, Value] = field(default_factory=dict)
+    distinct: tuple[tuple[Value, Value], ...] = ()
+
+    def both(self, other: _Identity) -> _Identity:
+        return _Identity({**self.narrowing, **other.narrowing}, self.distinct + other.distinct)
+
+
+def _identity_narrowing(interp: Evaluator, name: str, other: Value) -> tuple[_Identity, _Identity]:
+    """What ``name`` is where it is ``other`` and where it is not."""
+    held, others = options(interp.frame.env.lookup(name) or UNKNOWN), options(other)
+    same = [o for o in held if isinstance(o, Ref) and o in others]
     if len(held) < 2 or not same:
-        return {}, {}
+        return _Identity(), _Identity()
     rest = [o for o in held if o not in same]
-    narrowed = ({name: choice(same)}, {name: choice(rest)} if rest and len(other) == 1 else {})
-    return narrowed if isinstance(target.operator, cst.Is) else (narrowed[1], narrowed[0])
+    different = _Identity({name: choice(rest)}) if rest and len(others) == 1 else _Identity()
+    return _Identity({name: choice(same)}), different
 
 
 def _fixed_condition(interp: Evaluator, test: cst.BaseExpression) -> Condition | None:

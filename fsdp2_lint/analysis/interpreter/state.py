@@ -63,6 +63,7 @@ class Arm:
     type_facts: dict[str, Value] = field(default_factory=dict)  # variables rebound, still true after
     slots: dict[Slot, Value] = field(default_factory=dict)  # attributes rebound in the arm only
     not_fsdp2: tuple[Ref, ...] = ()  # modules the test proves are no FSDP2 modules
+    distinct: tuple[tuple[Value, Value], ...] = ()  # values (modules) the test proves are different objects
     fsdp2_tested: tuple[Ref, ...] = ()  # modules the test requires to be FSDP2 modules
     dtensor_tested: tuple[Value, ...] = ()  # values the test requires to be DTensors
     not_dtensor: tuple[Value, ...] = ()  # values (parameters, gradients) the test proves are no DTensors

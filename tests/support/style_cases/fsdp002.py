@@ -456,4 +456,28 @@ CASES = {
                     fully_shard(m)
             fully_shard(model)
     """,
+    "fsdp002-good-partial-of-either-sharder-on-the-inner-or-the-model": """
+        import functools
+        from torch.distributed.fsdp import fully_shard
+        def shard_with_fp32_islands(module, **kwargs):
+            fully_shard(module.norm, **kwargs)
+            fully_shard(module, **kwargs)
+        def parallelize(model, mesh, keeps_fp32):
+            impl = shard_with_fp32_islands if keeps_fp32 else fully_shard
+            shard = functools.partial(impl, mesh=mesh)
+            inner = model.model if hasattr(model, "model") else model
+            shard(inner)
+    """,
+    "fsdp002-partial-of-either-sharder-root-first": """
+        import functools
+        from torch.distributed.fsdp import fully_shard
+        def shard_with_fp32_islands(module, **kwargs):
+            fully_shard(module.norm, **kwargs)
+            fully_shard(module, **kwargs)
+        def parallelize(model, mesh, keeps_fp32):
+            impl = shard_with_fp32_islands if keeps_fp32 else fully_shard
+            shard = functools.partial(impl, mesh=mesh)
+            shard(model)
+            shard(model.encoder)  # expect: FSDP002
+    """,
 }

@@ -307,4 +307,74 @@ CASES = {
     "fsdp024-config-object-setting-kept-where-the-property-is-false": _config_object_load(
         "if not self.monolith:", "  # expect: FSDP024"
     ),
+    # A guard clause that tells the other strategy's wrapper apart before the access: an FSDP2
+    # module never gets past it (Megatron-FSDP's wrapper has `.module`).
+    "fsdp024-good-wrapper-guard-clause-returns": """
+        from torch.distributed.fsdp import fully_shard
+        try:
+            from megatron_fsdp import MegatronFSDP
+        except ImportError:
+            MegatronFSDP = None
+        def snapshot(model):
+            if MegatronFSDP is None or not isinstance(model, MegatronFSDP):
+                return None
+            return {name: dict(p.__dict__) for name, p in model.module.named_parameters()}
+        def build(model, use_megatron):
+            if use_megatron:
+                model = MegatronFSDP(model)
+            else:
+                fully_shard(model)
+            return snapshot(model)
+    """,
+    "fsdp024-good-wrapper-guard-clause-raises": """
+        from torch.distributed.fsdp import fully_shard
+        from megatron_fsdp import MegatronFSDP
+        def unwrap(model):
+            if not isinstance(model, MegatronFSDP):
+                raise TypeError("expected a Megatron-FSDP model")
+            return model.module
+        def main(model, megatron):
+            model = MegatronFSDP(model) if megatron else fully_shard(model)
+            return unwrap(model)
+    """,
+    "fsdp024-good-wrapper-guard-clause-in-a-loop": """
+        import megatron_fsdp
+        from torch.distributed.fsdp import fully_shard
+        def names(parts):
+            found = []
+            for part in parts:
+                if not isinstance(part, megatron_fsdp.MegatronFSDP):
+                    continue
+                found.extend(name for name, _ in part.module.named_parameters())
+            return found
+        def main(model):
+            fully_shard(model)
+            return names([model])
+    """,
+    "fsdp024-guard-clause-on-another-object": """
+        from torch.distributed.fsdp import fully_shard
+        try:
+            from megatron_fsdp import MegatronFSDP
+        except ImportError:
+            MegatronFSDP = None
+        def restore(model, reference, snapshot):
+            if snapshot is None or not isinstance(reference, MegatronFSDP):
+                return
+            for name, p in model.module.named_parameters():  # expect: FSDP024
+                p.__dict__.update(snapshot[name])
+        def main(model, reference, snapshot):
+            fully_shard(model)
+            restore(model, reference, snapshot)
+    """,
+    "fsdp024-good-caller-tells-the-wrapper-apart": """
+        from torch.distributed.fsdp import fully_shard
+        from megatron_fsdp import MegatronFSDP
+        def inner_names(model):
+            return [name for name, _ in model.module.named_parameters()]
+        def main(model, megatron):
+            model = MegatronFSDP(model) if megatron else fully_shard(model)
+            if isinstance(model, MegatronFSDP):
+                return inner_names(model)
+            return [name for name, _ in model.named_parameters()]
+    """,
 }

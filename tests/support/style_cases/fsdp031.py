@@ -101,4 +101,121 @@ CASES = {
             fully_shard(model)
             shard(model, head)  # expect: FSDP031
     """,
+    "fsdp031-good-partial-of-one-sharder-or-another": """
+        import functools
+        from torch.distributed.fsdp import fully_shard
+        def shard_fp32_aware(module, **kwargs):
+            for child in module.children():
+                fully_shard(child, **kwargs)
+            fully_shard(module, **kwargs)
+        def parallelize(model, mesh, keeps_fp32):
+            impl = fully_shard
+            if keeps_fp32:
+                impl = shard_fp32_aware
+            shard = functools.partial(impl, mesh=mesh)
+            for block in model.layers:
+                shard(block)
+            shard(model.head)
+            shard(model)
+    """,
+    "fsdp031-good-partial-of-a-conditional-sharder": """
+        from functools import partial
+        from torch.distributed.fsdp import fully_shard
+        def shard_once(module, mesh):
+            fully_shard(module.norm, mesh=mesh)
+            fully_shard(module, mesh=mesh)
+        class Parallelizer:
+            def __init__(self, mesh, special):
+                self.shard = partial(shard_once if special else fully_shard, mesh=mesh)
+            def apply(self, model):
+                self.shard(model.embed)
+                self.shard(model)
+    """,
+    "fsdp031-partial-of-either-sharder-called-twice": """
+        import functools
+        from torch.distributed.fsdp import fully_shard
+        def shard_fp32_aware(module, **kwargs):
+            for child in module.children():
+                fully_shard(child, **kwargs)
+            fully_shard(module, **kwargs)
+        def parallelize(model, mesh, keeps_fp32):
+            impl = shard_fp32_aware if keeps_fp32 else fully_shard
+            shard = functools.partial(impl, mesh=mesh)
+            shard(model.head)
+            shard(model)
+            shard(model.head)  # expect: FSDP031
+    """,
+    "fsdp031-good-outer-sharded-where-it-is-not-the-inner": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, wrap_outer=True):
+            inner = model.model if hasattr(model, "model") else model
+            for block in inner.layers:
+                fully_shard(block)
+            fully_shard(inner)
+            if wrap_outer and model is not inner:
+                fully_shard(model)
+    """,
+    "fsdp031-good-inner-named-first-in-the-identity-test": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model):
+            if getattr(model, "language_model", None) is not None:
+                backbone = model.language_model
+            else:
+                backbone = model
+            fully_shard(backbone)
+            if backbone is model:
+                return
+            fully_shard(model)
+    """,
+    "fsdp031-outer-sharded-also-where-it-is-the-inner": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, wrap_outer=True):
+            inner = model.model if hasattr(model, "model") else model
+            fully_shard(inner)
+            if wrap_outer:
+                fully_shard(model)  # expect: FSDP031
+    """,
+    "fsdp031-good-outer-one-of-two-models-not-the-inner": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model):
+            inner = model.model if hasattr(model, "model") else model
+            fully_shard(inner)
+            if model is not inner:
+                fully_shard(model)
+        def main(policy, value_model, train_value):
+            parallelize(value_model if train_value else policy)
+    """,
+    "fsdp031-outer-sharded-where-the-inner-is-not-its-child": """
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model):
+            inner = model.model if hasattr(model, "model") else model
+            fully_shard(inner)
+            if inner is not model.model:
+                fully_shard(model)  # expect: FSDP031
+    """,
+    "fsdp031-good-fresh-trainer-sets-up-inner-then-outer": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model, wrap_outer=True):
+            inner = model[0] if hasattr(model, "inner") else model
+            fully_shard(inner)
+            if wrap_outer and model is not inner:
+                fully_shard(model)
+        class Trainer:
+            def __init__(self, cfg):
+                self.cfg = cfg
+            def setup(self):
+                self.pp = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+                parallelize(self.pp)
+        def run(recipe_cls, cfg, parity):
+            trainer = recipe_cls(cfg)
+            trainer.setup()
+            if parity:
+                del trainer
+                trainer = recipe_cls(cfg)
+                trainer.setup()
+            return trainer
+        def test_run():
+            run(Trainer, {}, True)
+    """,
 }
