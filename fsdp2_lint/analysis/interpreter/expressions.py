@@ -151,8 +151,10 @@ class Expressions:
             if steps == [-1]:  # `[::-1]`
                 return choice([reversed_order(option) for option in options(base)])
             return base  # a slice of a container is the same kind of container
-        key_value = self.eval(element.value)
-        key = const(key_value)
+        return self.item_of(base, const(self.eval(element.value)))
+
+    def item_of(self, base: Value, key: object) -> Value:
+        """``base[key]`` (``key`` NotImplemented when unknown)."""
         results = []
         for option in options(base):
             if is_container(option):
