@@ -69,7 +69,8 @@ Flags FSDP1 (`FullyShardedDataParallel`) API used on a module sharded with `full
 `FSDP.flatten_sharded_optim_state_dict`, `FSDP.optim_state_dict_to_load`, `FSDP.clip_grad_norm_(model, ...)`.
 Not flagged on modules wrapped by `DistributedDataParallel` or `FullyShardedDataParallel`, which
 have them, nor where code checks the object first (`m.module if hasattr(m, "module") else m`,
-`if isinstance(m, FSDP): m.clip_grad_norm_(...)`, `getattr(m, "module", m)`), nor where the
+`if isinstance(m, FSDP): m.clip_grad_norm_(...)`, `getattr(m, "module", m)`, `if type(m) in
+WRAPPERS:` with a dict, set or tuple of the wrapper classes), nor where the
 module gives the name itself: its class (or a base class in the project) defines the method,
 property or class attribute (`fully_shard` keeps the model's class as a base of the new one), or the code stores the
 attribute on it (`self.module = inner`).

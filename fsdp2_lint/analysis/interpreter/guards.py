@@ -254,26 +254,74 @@ def _proved_not_fsdp2(interp: Evaluator, wrappers: dict[object, Value]) -> tuple
 
 def _wrapper_type_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
     """A model tested for being a DDP/FSDP1 wrapper (``hasattr(model, "no_sync")``,
-    ``isinstance(model, DDP)``) or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in
-    the arm that rules that out, not an FSDP2 module. Keys: variable names, or heap slots for
-    attributes (``hasattr(self.model, "no_sync")``)."""
-    if not (isinstance(test, cst.Call) and len(test.args) >= 2):
+    ``isinstance(model, DDP)``, ``type(model) in WRAPPERS`` with a dict, set or tuple of such
+    classes) or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in the arm that rules
+    that out, not an FSDP2 module. Keys: variable names, or heap slots for attributes
+    (``hasattr(self.model, "no_sync")``)."""
+    parts = _class_test(test)
+    if parts is None:
         return {}, {}
-    tested = test.args[0].value
+    function, tested, kind, negative = parts
     name = tested.value if isinstance(tested, cst.Name) else _slot_of(interp, tested)
     if name is None:
         return {}, {}
-    function, kind = dotted(test.func), test.args[1].value
-    if function == "hasattr" and isinstance(kind, cst.SimpleString) and kind.evaluated_value in apis.WRAPPER_ONLY:
-        return {name: _unknown_wrapper(dotted(tested))}, {}
-    if function != "isinstance":
+    if function == "hasattr":
+        if isinstance(kind, cst.SimpleString) and kind.evaluated_value in apis.WRAPPER_ONLY:
+            return {name: _unknown_wrapper(dotted(tested))}, {}
         return {}, {}
-    types = {option.qname for option in walk_contents(peek(interp, kind)) if isinstance(option, Symbol)}
-    if apis.FSDP_MODULE in types:
-        return {}, {name: UNKNOWN}
-    if types & {apis.DDP, apis.FSDP1}:
-        return {name: _unknown_wrapper(dotted(tested))}, {}
-    return {}, {}
+    types = _classes_in(interp, kind)
+    found: tuple[dict[object, Value], dict[object, Value]] = ({}, {})
+    if function == "isinstance" and apis.FSDP_MODULE in types:
+        found = {}, {name: UNKNOWN}
+    elif types & {apis.DDP, apis.FSDP1} and not types & apis.ROOT_ADMITTING_TYPES:
+        found = {name: _unknown_wrapper(dotted(tested))}, {}
+    return (found[1], found[0]) if negative else found
+
+
+def _class_test(test: cst.BaseExpression) -> tuple[str, cst.BaseExpression, cst.BaseExpression, bool] | None:
+    """``(how, tested, classes, negative)`` for ``hasattr(m, "name")`` and ``isinstance(m, C)``
+    (how: the function), ``type(m) in C`` / ``type(m) is C`` / ``m.__class__ == C`` and their
+    negations (how: ``"type"``)."""
+    if isinstance(test, cst.Call) and len(test.args) >= 2 and dotted(test.func) in ("hasattr", "isinstance"):
+        return dotted(test.func), test.args[0].value, test.args[1].value, False
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if not isinstance(operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)):
+        return None
+    tested = _type_argument(test.left)
+    if tested is None:
+        return None
+    return "type", tested, right, isinstance(operator, (cst.NotIn, cst.IsNot, cst.NotEqual))
+
+
+def _type_argument(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``m`` of ``type(m)`` or ``m.__class__``."""
+    if isinstance(node, cst.Call) and dotted(node.func) == "type" and len(node.args) == 1:
+        return node.args[0].value
+    if isinstance(node, cst.Attribute) and node.attr.value == "__class__":
+        return node.value
+    return None
+
+
+def _classes_in(interp: Evaluator, node: cst.BaseExpression) -> set[str]:
+    """The names of the classes a type test lists: a class, a tuple, list or set of them, or the
+    keys of a dict of them (``WRAPPERS``, ``WRAPPERS.keys()``, ``tuple(WRAPPERS)``)."""
+    if isinstance(node, cst.Call) and len(node.args) == 1 and dotted(node.func) in _COPIES:
+        return _classes_in(interp, node.args[0].value)
+    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute):
+        return _classes_in(interp, node.func.value) if node.func.attr.value == "keys" else set()
+    found: set[str] = set()
+    for option in walk_contents(peek(interp, node)):
+        if isinstance(option, Symbol):
+            found.add(option.qname)
+        elif is_container(option) and isinstance(option.root.node, cst.Dict):  # type: ignore[union-attr]
+            keys = option.root.node.elements  # type: ignore[union-attr]
+            found |= {qname for key in keys if isinstance(key, cst.DictElement) for qname in _classes_in(interp, key.key)}
+    return found
+
+
+_COPIES = frozenset({"tuple", "list", "set", "frozenset"})
 
 
 def _slot_of(interp: Evaluator, node: cst.BaseExpression) -> Slot | None:
