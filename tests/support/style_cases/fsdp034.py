@@ -401,8 +401,7 @@ CASES = {
             model = fully_shard(model, mesh=mesh["dp"])
             optim = torch.optim.SGD(model.parameters(), lr=1e-2)
     """,
-    "fsdp034-good-a-toy-model-wrapping-one-feed-forward-copied-from-a-builder": """
-        import copy
+    "fsdp034-good-a-toy-model-wrapping-one-feed-forward-from-a-builder": """
         import torch
         import torch.nn as nn
         from torch.distributed.fsdp import fully_shard
@@ -421,7 +420,7 @@ CASES = {
             return ToyModel(size).to("cuda")
         class ParityTest:
             def test_root(self):
-                model = copy.deepcopy(init_toy_model(128))
+                model = init_toy_model(128)
                 fully_shard(model)
                 self.optim = torch.optim.AdamW(model.parameters())
     """,
@@ -437,7 +436,8 @@ CASES = {
         head = fully_shard(Head(32, bias_proj=True))
         optimizer = torch.optim.SGD(head.parameters(), lr=0.1)
     """,
-    "fsdp034-a-model-of-two-mlp-blocks-built-by-a-helper": """
+    "fsdp034-a-copy-of-a-model-of-two-mlp-blocks-built-by-a-helper": """
+        import copy
         import torch
         import torch.nn as nn
         from torch.distributed.fsdp import fully_shard
@@ -454,7 +454,7 @@ CASES = {
         def build(dim):
             return EncoderDecoder(dim)
         def main():
-            model = build(64)
+            model = copy.deepcopy(build(64))
             fully_shard(model)  # expect: FSDP034
             optimizer = torch.optim.AdamW(model.parameters())
     """,
