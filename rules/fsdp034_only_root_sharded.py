@@ -422,7 +422,10 @@ class _Structure:
     def _children(self, obj: Obj) -> list[Value] | None:
         creation = obj.event
         if obj.qname == "torch.nn.Sequential" and creation is not None and not creation.kwargs:
-            return list(creation.args)
+            layers = [option for arg in creation.args for option in options(arg)]
+            if all(isinstance(layer, Ref) and _may_be_submodule(layer) for layer in layers):
+                return list(creation.args)
+            return None  # an `OrderedDict` of layers, a starred list: not known one by one
         if obj.cls is not None and obj.cls.method("__init__") is not None:
             return [value for value in self._stored.get(id(obj), []) if any(map(_may_be_submodule, refs(value)))]
         return None

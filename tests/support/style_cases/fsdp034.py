@@ -468,6 +468,16 @@ CASES = {
         fully_shard(model)  # expect: FSDP034
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     """,
+    "fsdp034-a-sequential-of-named-blocks": """
+        import torch
+        import torch.nn as nn
+        from collections import OrderedDict
+        from torch.distributed.fsdp import fully_shard
+        blocks = OrderedDict((f"block{i}", nn.Sequential(nn.Linear(8, 8), nn.GELU())) for i in range(4))
+        model = nn.Sequential(blocks)
+        fully_shard(model)  # expect: FSDP034
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    """,
     "fsdp034-a-wrapper-around-a-model-whose-layers-are-not-shown": """
         import torch
         import torch.nn as nn
