@@ -317,7 +317,9 @@ def _classes_in(interp: Evaluator, node: cst.BaseExpression) -> set[str]:
             found.add(option.qname)
         elif is_container(option) and isinstance(option.root.node, cst.Dict):  # type: ignore[union-attr]
             keys = option.root.node.elements  # type: ignore[union-attr]
-            found |= {qname for key in keys if isinstance(key, cst.DictElement) for qname in _classes_in(interp, key.key)}
+            found |= {
+                qname for key in keys if isinstance(key, cst.DictElement) for qname in _classes_in(interp, key.key)
+            }
     return found
 
 

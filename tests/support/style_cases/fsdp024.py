@@ -41,7 +41,9 @@ def _config_object_load(test: str, mark: str = "") -> str:
     """
 
 
-def _unwrap_by_class(wrappers: str, test: str, access: str = "getattr(model, WRAPPERS[type(model)])", mark: str = "") -> str:
+def _unwrap_by_class(
+    wrappers: str, test: str, access: str = "getattr(model, WRAPPERS[type(model)])", mark: str = ""
+) -> str:
     """An unwrap helper that reads `.module` only under a test of the model's class against a
     collection of wrapper classes (a dict keyed by them, a set, a tuple), run on an FSDP2 model."""
     return f"""
@@ -341,9 +343,7 @@ CASES = {
     "fsdp024-good-type-in-a-tuple-of-wrapper-classes": _unwrap_by_class(
         "(DDP, FullyShardedDataParallel)", "if type(model) in WRAPPERS:", "model.module"
     ),
-    "fsdp024-good-type-is-a-wrapper-class": _unwrap_by_class(
-        "None", "if type(model) is DDP:", "model.module"
-    ),
+    "fsdp024-good-type-is-a-wrapper-class": _unwrap_by_class("None", "if type(model) is DDP:", "model.module"),
     "fsdp024-type-not-in-a-dict-of-wrapper-classes": _unwrap_by_class(
         '{DDP: "module", FullyShardedDataParallel: "module"}',
         "if type(model) not in WRAPPERS:",
@@ -351,6 +351,9 @@ CASES = {
         "  # expect: FSDP024",
     ),
     "fsdp024-type-in-a-dict-keyed-by-other-classes": _unwrap_by_class(
-        '{nn.Linear: "weight", nn.Embedding: "module"}', "if type(model) in WRAPPERS:", "model.module", "  # expect: FSDP024"
+        '{nn.Linear: "weight", nn.Embedding: "module"}',
+        "if type(model) in WRAPPERS:",
+        "model.module",
+        "  # expect: FSDP024",
     ),
 }
