@@ -19,7 +19,7 @@ from fsdp2_lint.analysis.model import (
     may_contain,
     refs,
 )
-from fsdp2_lint.analysis.trace import Trace
+from fsdp2_lint.analysis.trace import Trace, plain_attribute
 from fsdp2_lint.diagnostics import Applicability
 from fsdp2_lint.fixing.builders import code_of
 from fsdp2_lint.fixing.rewrite import Rewrite
@@ -69,6 +69,11 @@ nothing tying them again afterwards. Not flagged: `to_empty()` after `fully_shar
 group holding both), a tie made again after `to_empty()` (`model.tie_weights()`,
 `model.head.weight = model.emb.weight`), a tie made after `to_empty()`, a model with no tie.
 
+A number is no tie: a value read from a config the model keeps (`self.norm = RMSNorm(dim,
+eps=model_args.norm_eps)` with `self.model_args = model_args`), an instance of a project class
+that is no `nn.Module` or that declares the attribute `int`, `float`, `bool` or `str`
+(`norm_eps: float`), is stored on each module as a plain value, not shared as a parameter.
+
 ## Why is this bad?
 `fully_shard` replaces each parameter of its group by a sharded DTensor. Tied parameters are one
 `nn.Parameter` owned by two modules; when the modules land in different groups, the first group
@@ -115,7 +120,9 @@ unrelated. After `to_empty()`, any store of the tied attribute on one of the two
 tying them again, as does any `tie_weights()` call on the model and handing the model to code the
 file does not show; a `fully_shard` group that may hold both tied modules (a module whose path is
 not known exactly) counts as keeping the tie. A Hugging Face model built on the meta device is not
-checked for this.
+checked for this. A config whose class the analysis does not see (made by a call it does not
+follow) is not known to hold plain values: a value read from it and stored on another module of
+the model reads as a tie.
 """
     valid = (
         """
@@ -387,6 +394,8 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
             if not owner.path or not is_exact(owner):
                 continue
             for value in refs(store.args[0]):
+                if plain_attribute(value):
+                    continue  # a config's `norm_eps`, a declared `eps: float`: a number, not a parameter
                 shared = canonical(value)
                 if shared.root is not owner.root or len(shared.path) < 2 or not is_exact(shared):
                     continue

@@ -71,7 +71,8 @@ Not flagged on modules wrapped by `DistributedDataParallel` or `FullyShardedData
 have them, nor where code checks the object first (`m.module if hasattr(m, "module") else m`,
 `if isinstance(m, FSDP): m.clip_grad_norm_(...)`, a guard clause such as `if not isinstance(m,
 MegatronFSDP): return` before the access, or such a test in the caller's arm that calls the
-helper, `getattr(m, "module", m)`), nor where the
+helper, `getattr(m, "module", m)`, `if type(m) in WRAPPERS:` with a dict, set or tuple of the
+wrapper classes), nor where the
 module gives the name itself: its class (or a base class in the project) defines the method,
 property or class attribute (`fully_shard` keeps the model's class as a base of the new one), or the code stores the
 attribute on it (`self.module = inner`).

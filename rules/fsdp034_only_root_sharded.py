@@ -69,11 +69,15 @@ anywhere in the file's flow. The question is asked per model object: a second mo
 block (in the same function, another function, another method of the class or a helper module)
 does not hide a model sharded only at its root; a module the model holds under a second name
 (`self.draft = draft`, then `wrapper.draft = draft`) is part of it under either name. Not reported
-for a module without submodules (an `nn.Linear`, or a class of the file that defines no
-submodules), an `nn.Sequential` of such
-layers and activations, or such a module a function converts (`convert_to_float8_training(linear)`):
-no blocks to shard. Nor for a submodule sharded alone, or for a module
-sharding itself in one of its methods (the per-block half of a bottom-up plan).
+for a model without blocks: a module
+without submodules (an `nn.Linear`, or a project class that stores none), an `nn.Sequential` or
+project class whose submodules are such layers and at most one module built the same way (a
+test's toy MLP, or a model wrapping one), wherever the project builds it, or such a module a
+function converts (`convert_to_float8_training(linear)`) or copies (`copy.deepcopy`). Nor for a
+parity test: the same run trains an unsharded copy of the model beside the sharded one
+(`dist_model = copy.deepcopy(ref_model)`, an optimizer over each), so each rank holds the whole
+model anyway. Nor for a submodule sharded alone, or for a module sharding itself in one of its
+methods (the per-block half of a bottom-up plan).
 
 ## Why is this bad?
 `fully_shard` groups the parameters of each call into one all-gather. With only the root sharded
@@ -92,6 +96,11 @@ models both loaded from outside values in separate functions, each sharded at it
 not reported. Conversely a module that such a function makes from its parameter and shards
 together with its own blocks counts as a separate model (`layer = model.get_layer(i)`, then
 `fully_shard(layer.mlp)` and `fully_shard(layer)`), though it may be a block of this one.
+
+How a model is built is known from the project modules the analysis follows: a model class in a
+module of plain `nn` code that no rule reads is unknown, and taken to have blocks. A parity test
+whose reference the file cannot tie to the sharded model (two instances built by separate calls,
+rather than one copied) is reported.
 """
     valid = (
         """
@@ -148,8 +157,9 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
                 root = _lone_root(shard)
                 if (
                     root is not None
-                    and _has_submodules(trace, root)
+                    and _has_blocks(trace, root)
                     and _trained(trace, root)
+                    and not _reference_trained_unsharded(trace, root)
                     and not _sharded_elsewhere(trace, shard, root)
                     and not _fsdp1_blocks(trace, shard, root)
                     and not _blocks_may_be_sharded(facts.traces, trace, shard, root)
@@ -338,61 +348,132 @@ def _trained(trace: Trace, module: Ref) -> bool:
     )
 
 
-def _has_submodules(trace: Trace, module: Ref) -> bool:
-    """Sharding a module that has no submodules on its own is all there is to do: a torch.nn
-    leaf, or a class of this file whose constructor stores no object on ``self``."""
-    obj = module.root
-    if _without_blocks(obj):
-        return False
-    if obj.cls is None or obj.cls.method("__init__") is None:
-        return True
+def _reference_trained_unsharded(trace: Trace, module: Ref) -> bool:
+    """Does the run also train an unsharded copy of the same model (``dist = deepcopy(ref)``,
+    an optimizer over each)? Each rank holds that whole reference anyway: a parity test, where
+    sharding the copy per block would save nothing."""
+    whole = canonical(module)
+    lineage = _lineage(whole)
+    sharded = [canonical(target) for shard in trace.shards for target in shard.targets]
     return any(
-        any(owner.root is obj and not owner.path for owner in refs(store.receiver))
-        and any(_module_like(value) for value in refs(store.args[0]))
-        for store in trace.of_kind(EventKind.STORE)
+        reference.root is not whole.root
+        and _lineage(reference) == lineage
+        and not any(may_overlap(reference, target) for target in sharded)
+        for optimizer in trace.optimizers
+        if optimizer.result.root.params is not None  # type: ignore[union-attr]
+        for reference in (canonical(source.ref) for source in optimizer.result.root.params.sources)  # type: ignore[union-attr]
     )
 
 
-def _without_blocks(obj: Obj) -> bool:
-    return obj.qname in LEAF_MODULES or _sequence_of_leaves(obj) or _converted_leaf(obj)
+def _lineage(module: Ref) -> Ref:
+    """The module a ``copy.deepcopy`` chain starts from (the module itself if no copy)."""
+    for _ in range(_MAX_DEPTH):
+        creation = module.root.event
+        if module.path or creation is None or creation.qname != "copy.deepcopy" or not creation.args:
+            break
+        original = creation.args[0]
+        if not isinstance(original, Ref):
+            break
+        module = canonical(original)
+    return module
 
 
-def _converted_leaf(obj: Obj) -> bool:
-    """``convert_to_float8_training(nn.Linear(16, 16))``: a function (not a class) given a module
-    without blocks returns that module converted, still without blocks."""
-    creation = obj.event
-    if creation is None or creation.kind is not EventKind.CALL or not creation.args:
-        return False
-    if not (obj.qname or "").rpartition(".")[2][:1].islower():
-        return False
-    modules = options(creation.args[0])
-    return all(isinstance(option, Ref) and not option.path and _without_blocks(option.root) for option in modules)
+def _has_blocks(trace: Trace, module: Ref) -> bool:
+    """Has the module blocks to shard one by one? Not a torch.nn leaf, nor a module whose
+    submodules are leaves and at most one module built the same way (a test's toy MLP, a model
+    wrapping one), wherever its class is defined: the runs follow the code that builds it into
+    the project's other modules."""
+    return _Structure(trace).shape(module.root) is None
 
 
-def _sequence_of_leaves(obj: Obj) -> bool:
-    """``nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2))``: its layers are leaves, no
-    blocks made of several layers, so there is no per-block plan to apply (a test's toy model)."""
-    creation = obj.event
-    if obj.qname != "torch.nn.Sequential" or creation is None or creation.kwargs or not creation.args:
-        return False
-    return all(_leaf_layer(arg) for arg in creation.args)
+# How a module is built, as far as a per-block plan goes (None: it may have blocks, or the runs
+# do not show how it is built).
+_LEAF = 0  # no submodules: sharding it alone is all there is to do
+_FLAT = 1  # submodules that hold no two blocks between them: none to shard one by one
+_MAX_DEPTH = 8
 
 
-def _leaf_layer(value: Value) -> bool:
-    return all(
-        isinstance(option, Ref) and not option.path and option.root.qname in LEAF_MODULES | PARAMETER_FREE
-        for option in options(value)
-    )
+class _Structure:
+    """The submodules of the modules a run builds: what ``nn.Sequential`` is given, what the
+    constructor of a project class stores on ``self``."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._stored: dict[int, list[Value]] = {}
+        for store in trace.of_kind(EventKind.STORE):
+            for owner in refs(store.receiver):
+                if not owner.path:
+                    self._stored.setdefault(id(owner.root), []).append(store.args[0])
+
+    def shape(self, obj: Obj, depth: int = 0) -> int | None:
+        original = _lineage(Ref(obj))  # a copy is built as its original
+        if original.path:
+            return None
+        obj = original.root
+        if obj.qname in LEAF_MODULES | PARAMETER_FREE:
+            return _LEAF
+        if depth > _MAX_DEPTH:
+            return None
+        children = self._children(obj)
+        if children is None:
+            return self._converted(obj, depth)
+        shapes = [self._value_shape(child, depth + 1) for child in children]
+        if None in shapes:
+            return None
+        if not shapes:
+            return _LEAF
+        return _FLAT if shapes.count(_FLAT) <= 1 else None
+
+    def _children(self, obj: Obj) -> list[Value] | None:
+        creation = obj.event
+        if obj.qname == "torch.nn.Sequential" and creation is not None and not creation.kwargs:
+            layers = [option for arg in creation.args for option in options(arg)]
+            if all(isinstance(layer, Ref) and _may_be_submodule(layer) for layer in layers):
+                return list(creation.args)
+            return None  # an `OrderedDict` of layers, a starred list: not known one by one
+        if obj.cls is not None and obj.cls.method("__init__") is not None:
+            return [value for value in self._stored.get(id(obj), []) if any(map(_may_be_submodule, refs(value)))]
+        return None
+
+    def _value_shape(self, value: Value, depth: int) -> int | None:
+        """The worst shape among the modules a value may be; an option that is no module (``None``
+        for an absent layer) adds none."""
+        shapes: list[int | None] = []
+        for option in options(value):
+            if isinstance(option, Ref) and _may_be_submodule(option):
+                shapes.append(None if option.path else self.shape(option.root, depth))
+            elif option is UNKNOWN:
+                shapes.append(None)
+        return None if None in shapes else max(shapes, default=_LEAF)
+
+    def _converted(self, obj: Obj, depth: int) -> int | None:
+        """``convert_to_float8_training(nn.Linear(16, 16))``: a function (not a class) given a
+        module returns that module converted, built as before."""
+        creation = obj.event
+        if creation is None or creation.kind is not EventKind.CALL or not creation.args:
+            return None
+        if not (obj.qname or "").rpartition(".")[2][:1].islower():
+            return None
+        modules = options(creation.args[0])
+        if not all(isinstance(module, Ref) and not module.path for module in modules):
+            return None
+        shapes = [self.shape(module.root, depth) for module in modules]  # type: ignore[union-attr]
+        return None if None in shapes else max(shapes, default=None)
 
 
-def _module_like(value: Ref) -> bool:
-    """Could this stored object be a submodule? Parameters and buffers are not."""
+def _may_be_submodule(value: Ref) -> bool:
+    """Could this stored object be a submodule? Not a container, an optimizer, a parameter or
+    buffer, or a tensor torch makes (``torch.zeros(...)``); a module passed in, or made by a call
+    the run does not see into (``AutoModel.from_pretrained(name)``), may be."""
     obj = value.root
-    if value.path or obj.kind is ObjKind.PARAM:
-        return True  # passed in or reached through another object: assume a module
+    if value.path or obj.kind in _MODULE_KINDS:
+        return True
     if obj.kind is not ObjKind.NEW:
         return False
     if obj.cls is not None:
         return True
-    last = (obj.qname or "").rpartition(".")[2]
-    return last[:1].isupper() and last not in NOT_MODULES
+    qname = obj.qname or ""
+    last = qname.rpartition(".")[2]
+    return last not in NOT_MODULES and (last[:1].isupper() or not qname.startswith("torch."))
+
+
+_MODULE_KINDS = frozenset({ObjKind.PARAM, ObjKind.SELF, ObjKind.DDP, ObjKind.FSDP1, ObjKind.WRAPPER})

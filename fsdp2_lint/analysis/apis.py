@@ -27,6 +27,7 @@ LOADERS = frozenset(
     {"torch.load", "safetensors.torch.load_file", "safetensors.torch.load", "torch.hub.load_state_dict_from_url"}
 )
 DDP = "torch.nn.parallel.DistributedDataParallel"
+PARALLELIZE_MODULE = "torch.distributed.tensor.parallel.parallelize_module"
 TORCH_SAVE = "torch.save"
 DCP = "torch.distributed.checkpoint"
 STATE_DICT = "torch.distributed.checkpoint.state_dict"
@@ -64,6 +65,7 @@ _PREFIXES = {
     "torch.distributed.device_mesh": "torch.distributed",
     "torch.distributed._tensor": "torch.distributed.tensor",
     "torch.distributed.tensor._api": "torch.distributed.tensor",
+    "torch.distributed.tensor.parallel.api": "torch.distributed.tensor.parallel",
     "torch.nn.parallel.distributed": "torch.nn.parallel",
     "torch.nn.modules.container": "torch.nn",
     "torch.serialization": "torch",

@@ -15,12 +15,14 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.model import (
+    Class,
     ClassInfo,
     Event,
     EventKind,
     Obj,
     ObjKind,
     Ref,
+    Symbol,
     Value,
     canonical,
     may_be_same,
@@ -30,6 +32,7 @@ from fsdp2_lint.analysis.model import (
     refs,
     walk_contents,
 )
+from fsdp2_lint.analysis.syntax import dotted
 
 
 @dataclass(eq=False)
@@ -320,6 +323,40 @@ def _matches(recorded: Value, value: Value | None) -> bool:
     if recorded == value:
         return True
     return isinstance(recorded, Ref) and isinstance(value, Ref) and canonical(recorded) == canonical(value)
+
+
+def plain_attribute(holder: Ref) -> bool:
+    """Is ``holder`` (``obj.name``) certainly no parameter, buffer or module: an attribute of an
+    instance of a project class that is no ``nn.Module`` (a config: ``model_args.norm_eps``), or
+    that its class declares a plain scalar (``eps: float = 1e-6``)?"""
+    if len(holder.path) != 1 or holder.root.cls is None:
+        return False
+    cls = holder.root.cls
+    return _declares_scalar(cls, holder.path[0]) or all(
+        isinstance(base, Class) or (isinstance(base, Symbol) and base.qname in _PLAIN_BASES)
+        for each in cls.mro()
+        for base in each.bases
+    )
+
+
+# Bases of classes that are no nn.Module: plain objects, configs, enums, named tuples.
+_PLAIN_BASES = frozenset(
+    {"builtins.object", "abc.ABC", "typing.Generic", "typing.NamedTuple", "typing.Protocol", "enum.Enum"}
+)
+_SCALARS = frozenset({"int", "float", "bool", "str", "complex"})
+
+
+def _declares_scalar(cls: ClassInfo, name: str) -> bool:
+    return any(
+        isinstance(line, cst.AnnAssign)
+        and isinstance(line.target, cst.Name)
+        and line.target.value == name
+        and dotted(line.annotation.annotation) in _SCALARS
+        for each in cls.mro()
+        for statement in each.node.body.body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for line in statement.body
+    )
 
 
 def _proved_unsharded(ref: Ref, event: Event) -> bool:

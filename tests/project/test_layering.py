@@ -188,7 +188,8 @@ ANALYSIS_LAYERS = (
     ("model",),
     ("apis", "project"),  # torch's API by name; the project's own modules by path
     ("interpreter.state",),
-    ("interpreter.settings", "interpreter.ranks"),  # settings a test proved equal to a constant; rank tests
+    # settings a test proved equal to a constant; rank tests; FSDP version tests
+    ("interpreter.settings", "interpreter.ranks", "interpreter.versions"),
     ("interpreter.guards", "interpreter.torch_api", "interpreter.summaries"),
     ("interpreter.flow", "interpreter.generators", "interpreter.order"),
     ("interpreter.calls", "interpreter.expressions", "interpreter.imports"),

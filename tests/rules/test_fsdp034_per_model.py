@@ -68,3 +68,96 @@ def test_a_model_sharded_per_block_in_another_module_does_not_hide_a_root_only_o
     ]
     root_only_line = next((n for n, line in enumerate(train.splitlines(), 1) if line.strip() == ROOT_ONLY), None)
     assert [(d.line, d.code) for d in found] == ([(root_only_line, "FSDP034")] if reported else [])
+
+
+# The models module selects the device, so the analysis follows it (a module of plain `nn` code
+# no rule's prefilter admits is not followed: its models are unknown, taken to have blocks).
+TOY_MODELS = """
+    import copy
+
+    import torch
+    import torch.nn as nn
+
+
+    def setup_device(rank):
+        torch.cuda.set_device(rank)
+
+
+    class FeedForward(nn.Module):
+        def __init__(self, size):
+            super().__init__()
+            self.w1 = nn.Linear(size, 2 * size)
+            self.w2 = nn.Linear(2 * size, size)
+
+
+    class ToyModel(nn.Module):
+        def __init__(self, size):
+            super().__init__()
+            self.ffn = FeedForward(size)
+
+
+    class TwoBlocks(nn.Module):
+        def __init__(self, size):
+            super().__init__()
+            self.encoder = FeedForward(size)
+            self.decoder = FeedForward(size)
+
+
+    def make_pair(model_class, size):
+        ref_model = model_class(size).to("cuda")
+        return ref_model, copy.deepcopy(ref_model)
+    """
+PARITY_TEST = """
+    import torch
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import parallelize_module
+    from toys.models import {model_class}, make_pair
+
+
+    def test_parity(mesh, plan):
+        {build}
+        dist_model = parallelize_module(dist_model, mesh["tp"], plan)
+        dist_model = fully_shard(dist_model, mesh=mesh["dp"])
+        dist_optim = torch.optim.SGD(dist_model.parameters(), lr=1e-2)
+    """
+SHARD_LINE = 'dist_model = fully_shard(dist_model, mesh=mesh["dp"])'
+TOY_CASES = {
+    "a toy model of one feed-forward, built in another module": (
+        "ToyModel",
+        "_, dist_model = make_pair(ToyModel, 64)",
+        False,
+    ),
+    "a copy of a reference the test trains, made in another module": (
+        "TwoBlocks",
+        "ref_model, dist_model = make_pair(TwoBlocks, 64)\n"
+        "        ref_optim = torch.optim.SGD(ref_model.parameters(), lr=1e-2)",
+        False,
+    ),
+    "a model of two blocks, built in another module": (
+        "TwoBlocks",
+        "dist_model = make_pair(TwoBlocks, 64)[1]",
+        True,
+    ),
+    "a copy of an untrained reference of two blocks": (
+        "TwoBlocks",
+        "ref_model, dist_model = make_pair(TwoBlocks, 64)",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", TOY_CASES)
+def test_how_another_module_builds_the_model_decides_whether_it_has_blocks(tmp_path: Path, case: str) -> None:
+    model_class, build, reported = TOY_CASES[case]
+    test = textwrap.dedent(PARITY_TEST.format(model_class=model_class, build=build)).lstrip()
+    compile(test, "test_parity.py", "exec")
+    write_project(tmp_path, {"toys/__init__.py": "", "toys/models.py": TOY_MODELS, "toys/test_parity.py": test})
+    path = tmp_path / "toys" / "test_parity.py"
+    resolver = SettingsResolver(Selection(select=("FSDP034",)), isolated=True)
+    found = [
+        d
+        for diagnostics in lint_files([LintTask.of(path, resolver.for_path(path), str(path))], jobs=1)
+        for d in diagnostics
+    ]
+    shard_line = next(n for n, line in enumerate(test.splitlines(), 1) if line.strip() == SHARD_LINE)
+    assert [(d.line, d.code) for d in found] == ([(shard_line, "FSDP034")] if reported else [])

@@ -19,7 +19,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.interpreter import flow, generators, guards, summaries, torch_api
+from fsdp2_lint.analysis.interpreter import flow, generators, guards, summaries, torch_api, versions
 from fsdp2_lint.analysis.interpreter.generators import Exiting, Split, Suspended
 from fsdp2_lint.analysis.interpreter.order import reversed_items, reversed_order
 from fsdp2_lint.analysis.interpreter.state import Env, Frame, Slot, slot_keys
@@ -88,7 +88,7 @@ class Calls:
             self.ctx = outer
 
     def _eval_call(self, node: cst.Call) -> Value:
-        if guards.is_version_probe(node):
+        if versions.is_version_probe(node):
             return FsdpVersion(self.eval(node.args[0].value))
         if isinstance(node.func, cst.Attribute):
             receiver = self.eval(node.func.value)
@@ -97,7 +97,7 @@ class Calls:
         callee = self.eval(node.func)
         args, kwargs = self.eval_args(node)
         result = self.alternatives(callee, node, lambda option: self.call_value(option, args, kwargs, node))
-        type_test = guards.fsdp2_type_test(self, node, args)
+        type_test = versions.fsdp2_type_test(self, node, args)
         return result if type_test is None else type_test
 
     def alternatives(self, value: Value, node: cst.CSTNode, call) -> Value:
@@ -622,7 +622,7 @@ class Calls:
 
     def _default(self, param: cst.Param, symbolic: bool) -> Value:
         if symbolic:
-            declared = guards.peek(self, param.annotation.annotation) if param.annotation else None
+            declared = versions.peek(self, param.annotation.annotation) if param.annotation else None
             unknown = Ref(Obj(ObjKind.PARAM, param.name.value, declared=declared))
             return torch_api.rank_by_name(param.name.value, unknown)
         return self.eval(param.default) if param.default is not None else UNKNOWN

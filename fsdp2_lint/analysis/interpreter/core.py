@@ -460,7 +460,8 @@ class Interpreter(Expressions, Calls, Imports):
                 self.frame.bindings[target.value] = target
         elif isinstance(target, (cst.Tuple, cst.List)):
             items = [element.value for element in target.elements]
-            parts = _unpack(value, len(items))
+            starred = any(isinstance(item, cst.StarredElement) for item in items)
+            parts = _unpack(value, len(items), None if starred else self.item_of)
             for item, part in zip(items, parts, strict=True):
                 self.assign(item.value if isinstance(item, cst.StarredElement) else item, part)
         elif isinstance(target, cst.Attribute):
@@ -535,13 +536,18 @@ def _blocks(stmt: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
     return blocks
 
 
-def _unpack(value: Value, count: int) -> list[Value]:
+def _unpack(value: Value, count: int, item_of: Callable[[Value, int], Value] | None) -> list[Value]:
+    """The parts ``a, b = value`` binds: a tuple's items, else (``item_of`` given, no starred
+    target) what ``value[0]``, ``value[1]`` name: ``model, batch = make_case()`` names parts of
+    the one result as ``case = make_case(); model = case[0]`` does."""
     if isinstance(value, Tuple) and len(value.items) == count:
         return list(value.items)
     if isinstance(value, Choice):
-        per_option = [_unpack(option, count) for option in value.options]
+        per_option = [_unpack(option, count, item_of) for option in value.options]
         return [choice([parts[i] for parts in per_option]) for i in range(count)]
-    return [UNKNOWN] * count
+    if item_of is None or isinstance(value, Tuple) or value is UNKNOWN:
+        return [UNKNOWN] * count
+    return [item_of(value, index) for index in range(count)]
 
 
 _STATEMENTS = {

@@ -11,7 +11,7 @@ from functools import partial
 import libcst as cst
 
 from fsdp2_lint.analysis import apis
-from fsdp2_lint.analysis.interpreter import flow, guards, ranks, torch_api
+from fsdp2_lint.analysis.interpreter import flow, ranks, torch_api, versions
 from fsdp2_lint.analysis.interpreter.order import reversed_order
 from fsdp2_lint.analysis.interpreter.state import Env, Slot, slot_keys
 from fsdp2_lint.analysis.model import (
@@ -151,8 +151,10 @@ class Expressions:
             if steps == [-1]:  # `[::-1]`
                 return choice([reversed_order(option) for option in options(base)])
             return base  # a slice of a container is the same kind of container
-        key_value = self.eval(element.value)
-        key = const(key_value)
+        return self.item_of(base, const(self.eval(element.value)))
+
+    def item_of(self, base: Value, key: object) -> Value:
+        """``base[key]`` (``key`` NotImplemented when unknown)."""
         results = []
         for option in options(base):
             if is_container(option):
@@ -304,7 +306,7 @@ class Expressions:
                 return Uniform(UniformKind.SINGLE if value.kind is UniformKind.DIST else UniformKind.DIST)
             if _is_literal(const(value)):  # `not USE_FSDP2` with `USE_FSDP2 = True`
                 return Const(not const(value))
-            return guards.negate_fsdp_version(value) or ranks.negate_rank(value)
+            return versions.negate_fsdp_version(value) or ranks.negate_rank(value)
         if isinstance(node.operator, cst.Minus) and isinstance(const(value), (int, float)):
             return Const(-const(value))
         return UNKNOWN
@@ -338,7 +340,7 @@ class Expressions:
                 operator = target.operator
                 result = (
                     ranks.compare_world_size(left, operator, right)
-                    or guards.compare_fsdp_version(left, operator, right)
+                    or versions.compare_fsdp_version(left, operator, right)
                     or ranks.compare_rank(left, operator, right)
                 )
                 if len(node.comparisons) == 1:

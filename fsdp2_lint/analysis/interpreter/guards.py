@@ -34,14 +34,13 @@ from fsdp2_lint.analysis.conditions import Condition
 from fsdp2_lint.analysis.interpreter import settings
 from fsdp2_lint.analysis.interpreter.ranks import rank_guards, rank_kind
 from fsdp2_lint.analysis.interpreter.state import Arm, Evaluator, Slot
+from fsdp2_lint.analysis.interpreter.versions import peek, version_fsdp2, version_not_fsdp2
 from fsdp2_lint.analysis.model import (
     ANY,
     ANY_DEPTH,
     UNKNOWN,
     Class,
-    Const,
     EventKind,
-    FsdpVersion,
     Obj,
     ObjKind,
     Ref,
@@ -83,8 +82,8 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
             slots={**_slots(facts[index].wrappers), **(facts[index].settings if decides_settings else {})},
             not_fsdp2=_proved_not_fsdp2(interp, facts[index].wrappers)
             + facts[index].unsharded
-            + _version_not_fsdp2(value, index),
-            fsdp2_tested=_version_fsdp2(value, index),
+            + version_not_fsdp2(value, index),
+            fsdp2_tested=version_fsdp2(value, index),
             dtensor_tested=facts[index].dtensor_tested,
             not_dtensor=facts[index].not_dtensor,
             # A rank test is left to the rank guards: its arms run on different ranks of one job.
@@ -332,26 +331,76 @@ def _proved_not_fsdp2(interp: Evaluator, wrappers: dict[object, Value]) -> tuple
 
 def _wrapper_type_test(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[object, Value], dict[object, Value]]:
     """A model tested for being a DDP/FSDP1 wrapper (``hasattr(model, "no_sync")``,
-    ``isinstance(model, DDP)``) or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in
-    the arm that rules that out, not an FSDP2 module. Keys: variable names, or heap slots for
-    attributes (``hasattr(self.model, "no_sync")``)."""
-    if not (isinstance(test, cst.Call) and len(test.args) >= 2):
+    ``isinstance(model, DDP)``, ``type(model) in WRAPPERS`` with a dict, set or tuple of such
+    classes) or an FSDP2 module (``isinstance(model, FSDPModule)``) is, in the arm that rules
+    that out, not an FSDP2 module. Keys: variable names, or heap slots for attributes
+    (``hasattr(self.model, "no_sync")``)."""
+    parts = _class_test(test)
+    if parts is None:
         return {}, {}
-    tested = test.args[0].value
+    function, tested, kind, negative = parts
     name = tested.value if isinstance(tested, cst.Name) else _slot_of(interp, tested)
     if name is None:
         return {}, {}
-    function, kind = dotted(test.func), test.args[1].value
-    if function == "hasattr" and isinstance(kind, cst.SimpleString) and kind.evaluated_value in apis.WRAPPER_ONLY:
-        return {name: _unknown_wrapper(dotted(tested))}, {}
-    if function != "isinstance":
+    if function == "hasattr":
+        if isinstance(kind, cst.SimpleString) and kind.evaluated_value in apis.WRAPPER_ONLY:
+            return {name: _unknown_wrapper(dotted(tested))}, {}
         return {}, {}
-    types = {option.qname for option in walk_contents(peek(interp, kind)) if isinstance(option, Symbol)}
-    if apis.FSDP_MODULE in types:
-        return {}, {name: UNKNOWN}
-    if types & {apis.DDP, apis.FSDP1}:
-        return {name: _unknown_wrapper(dotted(tested))}, {}
-    return {}, {}
+    types = _classes_in(interp, kind)
+    found: tuple[dict[object, Value], dict[object, Value]] = ({}, {})
+    if function == "isinstance" and apis.FSDP_MODULE in types:
+        found = {}, {name: UNKNOWN}
+    elif types & {apis.DDP, apis.FSDP1} and not types & apis.ROOT_ADMITTING_TYPES:
+        found = {name: _unknown_wrapper(dotted(tested))}, {}
+    return (found[1], found[0]) if negative else found
+
+
+def _class_test(test: cst.BaseExpression) -> tuple[str, cst.BaseExpression, cst.BaseExpression, bool] | None:
+    """``(how, tested, classes, negative)`` for ``hasattr(m, "name")`` and ``isinstance(m, C)``
+    (how: the function), ``type(m) in C`` / ``type(m) is C`` / ``m.__class__ == C`` and their
+    negations (how: ``"type"``)."""
+    if isinstance(test, cst.Call) and len(test.args) >= 2 and dotted(test.func) in ("hasattr", "isinstance"):
+        return dotted(test.func), test.args[0].value, test.args[1].value, False
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if not isinstance(operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)):
+        return None
+    tested = _type_argument(test.left)
+    if tested is None:
+        return None
+    return "type", tested, right, isinstance(operator, (cst.NotIn, cst.IsNot, cst.NotEqual))
+
+
+def _type_argument(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``m`` of ``type(m)`` or ``m.__class__``."""
+    if isinstance(node, cst.Call) and dotted(node.func) == "type" and len(node.args) == 1:
+        return node.args[0].value
+    if isinstance(node, cst.Attribute) and node.attr.value == "__class__":
+        return node.value
+    return None
+
+
+def _classes_in(interp: Evaluator, node: cst.BaseExpression) -> set[str]:
+    """The names of the classes a type test lists: a class, a tuple, list or set of them, or the
+    keys of a dict of them (``WRAPPERS``, ``WRAPPERS.keys()``, ``tuple(WRAPPERS)``)."""
+    if isinstance(node, cst.Call) and len(node.args) == 1 and dotted(node.func) in _COPIES:
+        return _classes_in(interp, node.args[0].value)
+    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute):
+        return _classes_in(interp, node.func.value) if node.func.attr.value == "keys" else set()
+    found: set[str] = set()
+    for option in walk_contents(peek(interp, node)):
+        if isinstance(option, Symbol):
+            found.add(option.qname)
+        elif is_container(option) and isinstance(option.root.node, cst.Dict):  # type: ignore[union-attr]
+            keys = option.root.node.elements  # type: ignore[union-attr]
+            found |= {
+                qname for key in keys if isinstance(key, cst.DictElement) for qname in _classes_in(interp, key.key)
+            }
+    return found
+
+
+_COPIES = frozenset({"tuple", "list", "set", "frozenset"})
 
 
 def _slot_of(interp: Evaluator, node: cst.BaseExpression) -> Slot | None:
@@ -600,23 +649,6 @@ def _root_class(ref: Ref) -> tuple[Value, str] | None:
     return None
 
 
-def peek(interp: Evaluator, node: cst.BaseExpression) -> Value:
-    """Evaluate a side-effect-free name, attribute or literal (the types or names a type test
-    tests against)."""
-    if isinstance(node, cst.Name):  # a name imported from a project module is what that module binds
-        return interp.resolved(interp.frame.env.lookup(node.value) or interp.unbound(node.value))
-    if isinstance(node, cst.Attribute):
-        base = peek(interp, node.value)
-        if isinstance(base, Symbol):
-            return interp.resolved(Symbol(apis.canonical(f"{base.qname}.{node.attr.value}")))
-        return UNKNOWN
-    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-        return Tuple(tuple(peek(interp, element.value) for element in node.elements))
-    if isinstance(node, cst.SimpleString):
-        return Const(node.evaluated_value)
-    return UNKNOWN
-
-
 def dtensor_checks(interp: Evaluator, test: cst.BaseExpression) -> tuple[str, ...]:
     """The source of each ``x`` the test checks with ``isinstance(x, T)``, ``T`` naming ``DTensor``
     (however it is spelled or imported)."""
@@ -729,69 +761,3 @@ def _nodes_in(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         stack.extend(child_nodes(current))
-
-
-# --- FSDP version tests ------------------------------------------------------------------------
-
-
-def is_version_probe(node: cst.Call) -> bool:
-    """``fsdp_version(model)``, ``utils.get_fsdp_version(model)``: a helper that tells an FSDP1
-    wrapper (1) from an FSDP2 module (2), which code supporting both uses to pick an API."""
-    func = node.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
-    return name.lstrip("_").removeprefix("get_") == "fsdp_version" and len(positional) == len(node.args) == 1
-
-
-# (operator, number) -> the arm (0: true, 1: false) in which the version is not 2
-_FSDP1_ARM = {
-    (cst.Equal, 1): 0,
-    (cst.NotEqual, 1): 1,
-    (cst.Equal, 2): 1,
-    (cst.NotEqual, 2): 0,
-    (cst.LessThan, 2): 0,
-    (cst.LessThanEqual, 1): 0,
-    (cst.GreaterThan, 1): 1,
-    (cst.GreaterThanEqual, 2): 1,
-}
-
-
-def compare_fsdp_version(left: Value, operator: cst.BaseCompOp, right: Value) -> Value | None:
-    """``fsdp_version(model) == 1`` and the like: the test, with the arm that rules FSDP2 out."""
-    if not (isinstance(left, FsdpVersion) and left.fsdp1_arm is None):
-        return None
-    arm = _FSDP1_ARM.get((type(operator), const(right)))
-    return None if arm is None else replace(left, fsdp1_arm=arm)
-
-
-def negate_fsdp_version(value: Value) -> Value | None:
-    if isinstance(value, FsdpVersion) and value.fsdp1_arm is not None:
-        fsdp2_arm = None if value.fsdp2_arm is None else 1 - value.fsdp2_arm
-        return replace(value, fsdp1_arm=1 - value.fsdp1_arm, fsdp2_arm=fsdp2_arm)
-    return None
-
-
-def fsdp2_type_test(interp: Evaluator, node: cst.Call, args: tuple[Value, ...]) -> Value | None:
-    """``isinstance(model, FSDPModule)`` (evaluated to ``args``) as a version test: in its false
-    arm no FSDP2 module; in its true arm one, unless the test admits other types too."""
-    if not (dotted(node.func) == "isinstance" and len(args) == 2):
-        return None
-    kinds = [option for option in walk_contents(peek(interp, node.args[1].value)) if not isinstance(option, Tuple)]
-    if not any(isinstance(option, Symbol) and option.qname == apis.FSDP_MODULE for option in kinds):
-        return None
-    only_fsdp2 = all(isinstance(option, Symbol) and option.qname == apis.FSDP_MODULE for option in kinds)
-    return FsdpVersion(args[0], fsdp1_arm=1, fsdp2_arm=0 if only_fsdp2 else None)
-
-
-def _version_not_fsdp2(value: Value, arm: int) -> tuple[Ref, ...]:
-    """The model a version test (evaluated to ``value``) proves no FSDP2 module in ``arm``."""
-    if isinstance(value, FsdpVersion) and value.fsdp1_arm == arm:
-        return tuple(canonical(ref) for ref in refs(value.model))
-    return ()
-
-
-def _version_fsdp2(value: Value, arm: int) -> tuple[Ref, ...]:
-    """The model a type test (evaluated to ``value``) requires to be an FSDP2 module in ``arm``."""
-    if isinstance(value, FsdpVersion) and value.fsdp2_arm == arm:
-        return tuple(canonical(ref) for ref in refs(value.model))
-    return ()

@@ -195,8 +195,9 @@ def _first_answer(registry: Registry, key: object, args: tuple) -> Value | None:
     return result
 
 
-@SYMBOLS(apis.FULLY_SHARD, "torch.compile")
+@SYMBOLS(apis.FULLY_SHARD, "torch.compile", apis.PARALLELIZE_MODULE)
 def _returns_first(interp: Evaluator, event: Event) -> Value:
+    """The module given, returned: sharded, compiled or tensor-parallelised in place."""
     return event.arg(0) or UNKNOWN
 
 
@@ -628,6 +629,7 @@ def rank_by_name(name: str, value: Value) -> Value:
         value is UNKNOWN
         or (isinstance(value, Ref) and not value.path and value.root.kind is ObjKind.PARAM)
         or (isinstance(value, Ref) and value.path[-1:] == (name,))
+        or _position_in_unknown(value)
     ):
         kind = apis.rank_kind_of_name(name)
         if kind is not None:
@@ -636,6 +638,15 @@ def rank_by_name(name: str, value: Value) -> Value:
         if uniform is not None:
             return Uniform(uniform)
     return value
+
+
+def _position_in_unknown(value: Value) -> bool:
+    """``rank, world = get_dist_info()``: a numbered part of what a call the run does not see
+    into returned (or of a parameter), a value as unknown as the whole."""
+    if not isinstance(value, Ref) or value.root.cls is not None or value.root.kind not in (ObjKind.NEW, ObjKind.PARAM):
+        return False
+    last = value.path[-1] if value.path else ""
+    return last[:1] == "[" and last[1:-1].isdigit()
 
 
 def rank_dependent(args: tuple, kwargs: dict) -> bool:

@@ -595,4 +595,26 @@ CASES = {
     "fsdp007-good-printer-subclass": _printer_fallback("QuietPrinter()"),
     "fsdp007-another-project-class-broadcasts": _printer_fallback("Recorder()", "  # expect: FSDP007"),
     "fsdp007-library-accelerator-broadcasts": _printer_fallback("accelerator", "  # expect: FSDP007"),
+    "fsdp007-rank-unpacked-from-a-helper-s-result": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from mylib import get_dist_info
+        def save(model, path):
+            rank, world_size = get_dist_info()
+            if rank == 0:
+                state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))  # expect: FSDP007
+                torch.save(state, path)
+    """,
+    "fsdp007-good-a-numbered-part-not-named-like-a-rank": """
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from mylib import get_paths
+        def save(model):
+            path, backup = get_paths()
+            if path:
+                state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+                torch.save(state, path)
+    """,
 }

@@ -440,4 +440,71 @@ CASES = {
         model.apply(init_weights)  # to_empty() leaves memory uninitialised
         fully_shard(model)
     """,
+    # --- a number read from a config is no parameter: storing it on two modules ties nothing -------
+    "fsdp018-good-meta-norm-eps-from-a-plain-config-object": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class ModelArgs:
+            def __init__(self, **values):
+                self.__dict__.update(values)
+        class RMSNorm(nn.Module):
+            def __init__(self, dim, eps):
+                super().__init__()
+                self.eps = eps
+                self.weight = nn.Parameter(torch.ones(dim))
+        class LM(nn.Module):
+            def __init__(self, model_args):
+                super().__init__()
+                self.model_args = model_args
+                self.embed = nn.Embedding(8, model_args.dim)
+                self.norm = RMSNorm(model_args.dim, eps=model_args.norm_eps)
+        with torch.device("meta"):
+            model = LM(ModelArgs(dim=4, norm_eps=1e-6))
+        model.to_empty(device="cpu")
+        model.apply(init_weights)  # to_empty() leaves memory uninitialised
+        fully_shard(model)
+    """,
+    "fsdp018-good-meta-scalar-a-config-class-declares": """
+        import torch
+        import torch.nn as nn
+        from pydantic import BaseModel
+        from torch.distributed.fsdp import fully_shard
+        class ModelArgs(BaseModel):
+            dim: int
+            norm_eps: float
+        class LM(nn.Module):
+            def __init__(self, model_args):
+                super().__init__()
+                self.model_args = model_args
+                self.embed = nn.Embedding(8, model_args.dim)
+                self.norm = nn.LayerNorm(model_args.dim)
+                self.norm.eps = model_args.norm_eps
+        with torch.device("meta"):
+            model = LM(ModelArgs(dim=4, norm_eps=1e-6))
+        model.to_empty(device="cuda")
+        model.apply(init_weights)  # to_empty() leaves memory uninitialised
+        fully_shard(model)
+    """,
+    "fsdp018-meta-tie-through-a-module-held-in-a-variable": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class SharedEmbedding(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = nn.Parameter(torch.randn(8, 4))
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                shared = SharedEmbedding()
+                self.embed = shared
+                self.head = nn.Linear(4, 8, bias=False)
+                self.head.weight = shared.weight
+        with torch.device("meta"):
+            model = LM()
+        model.to_empty(device="cpu")  # expect: FSDP018
+        model.apply(init_weights)  # to_empty() leaves memory uninitialised
+        fully_shard(model)
+    """,
 }

@@ -41,6 +41,26 @@ def _config_object_load(test: str, mark: str = "") -> str:
     """
 
 
+def _unwrap_by_class(
+    wrappers: str, test: str, access: str = "getattr(model, WRAPPERS[type(model)])", mark: str = ""
+) -> str:
+    """An unwrap helper that reads `.module` only under a test of the model's class against a
+    collection of wrapper classes (a dict keyed by them, a set, a tuple), run on an FSDP2 model."""
+    return f"""
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel, fully_shard
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        WRAPPERS = {wrappers}
+        def unwrap_model(model):
+            {test}
+                return {access}{mark}
+            return model
+        def main():
+            model = fully_shard(nn.Linear(8, 8))
+            return unwrap_model(model)
+    """
+
+
 CASES = {
     "fsdp024-good-model-class-own-methods": """
         import torch
@@ -377,4 +397,33 @@ CASES = {
                 return inner_names(model)
             return [name for name, _ in model.named_parameters()]
     """,
+    # A class tested against a collection of wrapper classes: an FSDP2 module's class is none of them.
+    "fsdp024-good-type-in-a-dict-keyed-by-wrapper-classes": _unwrap_by_class(
+        '{DDP: "module", FullyShardedDataParallel: "module"}', "if type(model) in WRAPPERS:"
+    ),
+    "fsdp024-good-type-in-the-keys-of-a-dict-of-wrapper-classes": _unwrap_by_class(
+        '{DDP: "module", FullyShardedDataParallel: "module"}', "if type(model) in WRAPPERS.keys():", "model.module"
+    ),
+    "fsdp024-good-isinstance-of-a-tuple-of-a-dict-s-keys": _unwrap_by_class(
+        '{DDP: "module", FullyShardedDataParallel: "module"}', "if isinstance(model, tuple(WRAPPERS)):", "model.module"
+    ),
+    "fsdp024-good-class-in-a-set-of-wrapper-classes": _unwrap_by_class(
+        "{DDP, FullyShardedDataParallel}", "if model.__class__ in WRAPPERS:", "model.module"
+    ),
+    "fsdp024-good-type-in-a-tuple-of-wrapper-classes": _unwrap_by_class(
+        "(DDP, FullyShardedDataParallel)", "if type(model) in WRAPPERS:", "model.module"
+    ),
+    "fsdp024-good-type-is-a-wrapper-class": _unwrap_by_class("None", "if type(model) is DDP:", "model.module"),
+    "fsdp024-type-not-in-a-dict-of-wrapper-classes": _unwrap_by_class(
+        '{DDP: "module", FullyShardedDataParallel: "module"}',
+        "if type(model) not in WRAPPERS:",
+        "model.module",
+        "  # expect: FSDP024",
+    ),
+    "fsdp024-type-in-a-dict-keyed-by-other-classes": _unwrap_by_class(
+        '{nn.Linear: "weight", nn.Embedding: "module"}',
+        "if type(model) in WRAPPERS:",
+        "model.module",
+        "  # expect: FSDP024",
+    ),
 }

@@ -443,4 +443,176 @@ CASES = {
                 self.optimizer = torch.optim.AdamW(self.loss_module.parameters())
         Recipe().setup()
     """,
+    # --- models without blocks: leaves, and at most one module of leaves between them -------------
+    "fsdp034-good-an-mlp-class-of-linear-layers-after-tensor-parallelism": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor.parallel import parallelize_module
+        class GatedMLP(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.w1 = nn.Linear(dim, 4 * dim)
+                self.w2 = nn.Linear(dim, 4 * dim)
+                self.out_proj = nn.Linear(4 * dim, dim)
+        def test_parity(mesh):
+            model = parallelize_module(GatedMLP(64), mesh["tp"], plan)
+            model = fully_shard(model, mesh=mesh["dp"])
+            optim = torch.optim.SGD(model.parameters(), lr=1e-2)
+    """,
+    "fsdp034-good-a-toy-model-wrapping-one-feed-forward-from-a-builder": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class FeedForward(nn.Module):
+            def __init__(self, size):
+                super().__init__()
+                self.up = nn.Linear(size, 2 * size)
+                self.act = nn.SiLU()
+                self.down = nn.Linear(2 * size, size)
+        class ToyModel(nn.Module):
+            def __init__(self, size):
+                super().__init__()
+                self.norm = nn.LayerNorm(size)
+                self.ffn = FeedForward(size)
+        def init_toy_model(size):
+            return ToyModel(size).to("cuda")
+        class ParityTest:
+            def test_root(self):
+                model = init_toy_model(128)
+                fully_shard(model)
+                self.optim = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-an-mlp-with-an-optional-layer": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Head(nn.Module):
+            def __init__(self, dim, bias_proj):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+                self.extra = nn.Linear(dim, dim) if bias_proj else None
+        head = fully_shard(Head(32, bias_proj=True))
+        optimizer = torch.optim.SGD(head.parameters(), lr=0.1)
+    """,
+    "fsdp034-a-copy-of-a-model-of-two-mlp-blocks-built-by-a-helper": """
+        import copy
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class MLP(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.up = nn.Linear(dim, 4 * dim)
+                self.down = nn.Linear(4 * dim, dim)
+        class EncoderDecoder(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.encoder = MLP(dim)
+                self.decoder = MLP(dim)
+        def build(dim):
+            return EncoderDecoder(dim)
+        def main():
+            model = copy.deepcopy(build(64))
+            fully_shard(model)  # expect: FSDP034
+            optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-a-sequential-of-mlp-blocks": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def mlp():
+            return nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
+        model = nn.Sequential(mlp(), mlp(), mlp())
+        fully_shard(model)  # expect: FSDP034
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    """,
+    "fsdp034-a-sequential-of-named-blocks": """
+        import torch
+        import torch.nn as nn
+        from collections import OrderedDict
+        from torch.distributed.fsdp import fully_shard
+        blocks = OrderedDict((f"block{i}", nn.Sequential(nn.Linear(8, 8), nn.GELU())) for i in range(4))
+        model = nn.Sequential(blocks)
+        fully_shard(model)  # expect: FSDP034
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    """,
+    "fsdp034-a-wrapper-around-a-model-whose-layers-are-not-shown": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from transformers import AutoModel
+        class WithValueHead(nn.Module):
+            def __init__(self, name):
+                super().__init__()
+                self.backbone = AutoModel.from_pretrained(name)
+                self.value_head = nn.Linear(4096, 1)
+        model = fully_shard(WithValueHead("llama"))  # expect: FSDP034
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    # --- parity tests: the run trains an unsharded copy of the same model beside the sharded one ---
+    "fsdp034-good-a-parity-test-shards-a-copy-of-a-reference-it-trains": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        def run_parity(get_test_case):
+            model, batch = get_test_case()
+            model_copy = copy.deepcopy(model)
+            ref_optim = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(batch).sum().backward()
+            ref_optim.step()
+            fsdp_model = fully_shard(model_copy)
+            optim = torch.optim.SGD(fsdp_model.parameters(), lr=0.1)
+    """,
+    "fsdp034-good-a-parity-test-keeps-the-copy-as-the-reference": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from mylib import make_transformer
+        def test_parity():
+            model = make_transformer()
+            ref_model = copy.deepcopy(model)
+            ref_optim = torch.optim.AdamW(ref_model.parameters())
+            fully_shard(model)
+            optim = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-good-a-pair-of-copies-from-a-helper-one-sharded": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from mylib import make_transformer
+        def make_pair():
+            model = make_transformer()
+            return copy.deepcopy(model), copy.deepcopy(model)
+        def test_parity():
+            ref_model, dist_model = make_pair()
+            dist_model = fully_shard(dist_model)
+            ref_optim = torch.optim.SGD(ref_model.parameters(), lr=1e-2)
+            dist_optim = torch.optim.SGD(dist_model.parameters(), lr=1e-2)
+    """,
+    "fsdp034-an-untrained-copy-is-no-parity-reference": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from transformers import AutoModelForCausalLM
+        def main():
+            model = AutoModelForCausalLM.from_pretrained("llama")
+            ema = copy.deepcopy(model)
+            fully_shard(model)  # expect: FSDP034
+            optimizer = torch.optim.AdamW(model.parameters())
+            return ema
+    """,
+    "fsdp034-a-trained-copy-of-another-model-is-no-parity-reference": """
+        import copy
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from transformers import AutoModelForCausalLM
+        def main():
+            teacher = AutoModelForCausalLM.from_pretrained("teacher")
+            student = AutoModelForCausalLM.from_pretrained("student")
+            probe = copy.deepcopy(teacher)
+            probe_optim = torch.optim.SGD(probe.parameters(), lr=0.1)
+            fully_shard(student)  # expect: FSDP034
+            optimizer = torch.optim.AdamW(student.parameters())
+    """,
 }
