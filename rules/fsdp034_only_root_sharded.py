@@ -100,7 +100,10 @@ together with its own blocks counts as a separate model (`layer = model.get_laye
 How a model is built is known from the project modules the analysis follows: a model class in a
 module of plain `nn` code that no rule reads is unknown, and taken to have blocks. A parity test
 whose reference the file cannot tie to the sharded model (two instances built by separate calls,
-rather than one copied) is reported.
+rather than one copied) is reported, as is one whose sharded side is the result of a project
+function that rebuilds the module (`module = convert_to_float8_training(linear)` inside torchao,
+whose `Float8Linear.from_float` builds `cls(...)`): that class is not resolved, so the converted
+`nn.Linear` is taken for a model with blocks.
 """
     valid = (
         """
