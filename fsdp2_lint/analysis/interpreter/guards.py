@@ -288,12 +288,9 @@ def _parameters_owner(interp: Evaluator, node: cst.BaseExpression) -> Value | No
     owner = node.func.value
     if isinstance(owner, cst.Name):
         return interp.frame.env.lookup(owner.value)
-    if not (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name)):
+    attribute = _attribute_of(interp, owner)
+    if attribute is None:
         return None
-    holder = interp.frame.env.lookup(owner.value.value)
-    if not isinstance(holder, Ref) or holder.root.kind is ObjKind.CONTAINER:
-        return None
-    attribute = canonical(holder).child(owner.attr.value)
     return interp.heap.get((id(attribute.root), attribute.path)) or attribute  # stored there, or as read
 
 
@@ -405,13 +402,18 @@ _COPIES = frozenset({"tuple", "list", "set", "frozenset"})
 
 def _slot_of(interp: Evaluator, node: cst.BaseExpression) -> Slot | None:
     """The heap slot of ``name.attr`` when ``name`` holds one known object."""
+    attribute = _attribute_of(interp, node)
+    return None if attribute is None else (id(attribute.root), attribute.path)
+
+
+def _attribute_of(interp: Evaluator, node: cst.BaseExpression) -> Ref | None:
+    """``name.attr`` named from its owner's outermost owner, when ``name`` holds one known object."""
     if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
         return None
     owner = interp.frame.env.lookup(node.value.value)
     if not isinstance(owner, Ref) or owner.root.kind is ObjKind.CONTAINER:
         return None
-    slot = canonical(owner).child(node.attr.value)
-    return (id(slot.root), slot.path)
+    return canonical(owner).child(node.attr.value)
 
 
 def _loop_narrowing(interp: Evaluator, test: cst.BaseExpression) -> tuple[dict[str, Value], dict[str, Value]]:
