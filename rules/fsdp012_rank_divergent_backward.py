@@ -412,7 +412,7 @@ def _exits_on_sharded_output(trace: Trace, seen: set[int]) -> Iterator[Finding]:
     for event in trace.of_kind(EventKind.INVOKE):
         if not event.ctx.loops or event.receiver is None:
             continue
-        if any(trace.holds_fsdp_module(ref, event) for ref in refs(event.receiver)):
+        if any(_runs_sharded_group(trace, ref, event) for ref in refs(event.receiver)):
             for loop in event.ctx.loops:
                 forwards.setdefault(id(loop), (loop, set()))[1].update(event.frames())
     agreed = {id(loop) for event in trace.calls(*AGREEMENTS) for loop in event.ctx.loops}

@@ -831,4 +831,45 @@ CASES = {
                 if step >= cfg.max_new:
                     break
     """,
+    "fsdp012-good-loop-walking-wrappers-through-a-getattr-method": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+
+        def loss_host(model):
+            visited = set()
+            cur = model
+            while cur is not None and id(cur) not in visited:
+                visited.add(id(cur))
+                get_base_model = getattr(cur, "get_base_model", None)
+                nxt = get_base_model() if callable(get_base_model) else None
+                if isinstance(nxt, torch.nn.Module) and nxt is not cur:
+                    cur = nxt
+                    continue
+                break
+            return cur
+
+        for module in model.modules():
+            if isinstance(module, Block):
+                fully_shard(module)
+        fully_shard(model)
+        host = loss_host(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        for batch in loader:
+            model(batch).sum().backward()
+            optimizer.step()
+    """,
+    "fsdp012-decode-loop-through-a-getattr-sharded-decoder": """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+
+        fully_shard(model.decoder)
+        fully_shard(model)
+        decode = getattr(model, "decoder")
+        tokens = prompt
+        while True:
+            nxt = decode(tokens).argmax(-1)
+            tokens = torch.cat([tokens, nxt], -1)
+            if (nxt == eos).all():  # expect: FSDP012
+                break
+    """,
 }
