@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from fsdp2_lint.analysis.interpreter.core import Interpreter
-from fsdp2_lint.analysis.model import Event, EventKind, Ref, Value, canonical, refs
+from fsdp2_lint.analysis.model import Event, Ref, Value, canonical, refs
 from fsdp2_lint.analysis.project import Project
 from fsdp2_lint.analysis.syntax import Layout, StatementLinks, child_nodes, dotted, parent_links, source_lines
 from fsdp2_lint.analysis.trace import Trace, share_class_sharding
@@ -286,9 +286,9 @@ class FileFacts:
     def _stores_of(self) -> dict[str, list[Event]]:
         """The attribute stores of the file's runs, by attribute name."""
         index: dict[str, list[Event]] = {}
-        for _, event in self.events():
-            if event.kind is EventKind.STORE and event.name:
-                index.setdefault(event.name, []).append(event)
+        for trace in self.traces:
+            for store in trace.stores:
+                index.setdefault(store.name, []).append(store)
         return index
 
 

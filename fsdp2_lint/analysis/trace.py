@@ -267,11 +267,12 @@ class Trace:
         return any(
             any(may_contain(whole, canonical(owner).child(store.name)) for owner in refs(store.receiver))
             and any(may_contain(canonical(value), part) for value in refs(store.args[0]))
-            for store in self._stores
+            for store in self.stores
         )
 
     @cached_property
-    def _stores(self) -> list[Event]:
+    def stores(self) -> list[Event]:
+        """The run's attribute stores (``owner.name = value``)."""
         return [event for event in self.of_kind(EventKind.STORE) if event.name and event.args]
 
     def is_managed(self, ref: Ref, event: Event) -> Event | bool:
