@@ -41,6 +41,7 @@ PRECISION_REPOSITORIES = REPOSITORIES | {
     "inclusionAI/AReaL": "4aef98d8d818",
     "RLinf/RLinf": "a3816b596478",
     "NVIDIA-NeMo/Automodel": "36044ad3d139",
+    "NVIDIA/NeMo": "8cfedd720346",
 }
 
 

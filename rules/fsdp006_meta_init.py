@@ -79,7 +79,8 @@ is right on its own and the order is wrong: the forward is reported, or the call
 - A `to_empty()` (or `load_state_dict(..., assign=True)`) on a value the analysis cannot identify
   (`getattr(self, name)`, an item of a container it does not follow) is taken to materialise the
   model: it may be it.
-- A model materialised in part (`model.layers[0].to_empty(...)`) counts as materialised: which
+- A model materialised in part (`model.layers[0].to_empty(...)`, or one real parameter assigned to
+  it: `new.weight = linear.weight`, as a `from_float` conversion does) counts as materialised: which
   parameters a partial materialisation leaves on meta is not decided statically.
 - A method of the model's class that nothing in the file calls runs in an order the file does not
   show: its `to_empty()` of the model counts, before or after a forward.
@@ -191,7 +192,27 @@ def _materialised_modules(event: Event) -> Value | None:
         return event.arg(0, "model") if _loads_full_state(event) else None
     if event.kind is EventKind.METHOD and event.name == "load_state_dict" and event.kwargs.get("assign") == Const(True):
         return event.receiver
+    if event.kind is EventKind.STORE and event.args and _real_parameter(event.args[0]):
+        return event.receiver  # `new.weight = linear.weight`: the layer built on meta takes a real one
     return None
+
+
+def _real_parameter(value: Value) -> bool:
+    """Is the value a parameter with storage: a new ``nn.Parameter``, or what another module holds
+    (``linear.weight``) where that module was not built on the meta device?"""
+    return any(
+        isinstance(option, Ref)
+        and option.root.event is not None
+        and (
+            option.root.event.qname in _PARAMETER_CLASSES
+            if not option.path
+            else option.root.kind is ObjKind.NEW and not _on_meta(option.root.event)
+        )
+        for option in options(value)
+    )
+
+
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 
 def _loads_full_state(event: Event) -> bool:

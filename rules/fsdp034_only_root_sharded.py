@@ -6,6 +6,7 @@ from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
     UNKNOWN,
+    ClassInfo,
     Event,
     EventKind,
     Obj,
@@ -20,7 +21,7 @@ from fsdp2_lint.analysis.model import (
     refs,
     walk_contents,
 )
-from fsdp2_lint.analysis.trace import Trace
+from fsdp2_lint.analysis.trace import Trace, plain_class
 from fsdp2_lint.diagnostics import Severity
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -100,10 +101,9 @@ together with its own blocks counts as a separate model (`layer = model.get_laye
 How a model is built is known from the project modules the analysis follows: a model class in a
 module of plain `nn` code that no rule reads is unknown, and taken to have blocks. A parity test
 whose reference the file cannot tie to the sharded model (two instances built by separate calls,
-rather than one copied) is reported, as is one whose sharded side is the result of a project
-function that rebuilds the module (`module = convert_to_float8_training(linear)` inside torchao,
-whose `Float8Linear.from_float` builds `cls(...)`): that class is not resolved, so the converted
-`nn.Linear` is taken for a model with blocks.
+rather than one copied) is reported. A layer rebuilt by a class method (`Float8Linear.from_float`
+building `cls(...)` from an `nn.Linear`) is a layer: a project class built on a torch layer has
+only the submodules it stores.
 """
     valid = (
         """
@@ -433,7 +433,7 @@ class _Structure:
             if all(isinstance(layer, Ref) and _may_be_submodule(layer) for layer in layers):
                 return list(creation.args)
             return None  # an `OrderedDict` of layers, a starred list: not known one by one
-        if obj.cls is not None and obj.cls.method("__init__") is not None:
+        if obj.cls is not None and (obj.cls.method("__init__") is not None or _layer_class(obj.cls)):
             return [value for value in self._stored.get(id(obj), []) if any(map(_may_be_submodule, refs(value)))]
         return None
 
@@ -463,17 +463,25 @@ class _Structure:
         return None if None in shapes else max(shapes, default=None)
 
 
+def _layer_class(cls: ClassInfo) -> bool:
+    """Does the project class build on a torch layer (``class LoRALinear(nn.Linear)``)? Its
+    submodules are then only those it stores."""
+    return any(base in LEAF_MODULES | PARAMETER_FREE for base in cls.external_bases())
+
+
 def _may_be_submodule(value: Ref) -> bool:
     """Could this stored object be a submodule? Not a container, an optimizer, a parameter or
     buffer, or a tensor torch makes (``torch.zeros(...)``); a module passed in, or made by a call
     the run does not see into (``AutoModel.from_pretrained(name)``), may be."""
     obj = value.root
+    if value.path and obj.qname in LEAF_MODULES:
+        return False  # `new.weight = linear.weight`: what a torch layer holds are its tensors
     if value.path or obj.kind in _MODULE_KINDS:
         return True
     if obj.kind is not ObjKind.NEW:
         return False
     if obj.cls is not None:
-        return True
+        return not plain_class(obj.cls)  # a config object stored on the model is no submodule
     qname = obj.qname or ""
     last = qname.rpartition(".")[2]
     return last not in NOT_MODULES and (last[:1].isupper() or not qname.startswith("torch."))

@@ -333,7 +333,13 @@ def plain_attribute(holder: Ref) -> bool:
     if len(holder.path) != 1 or holder.root.cls is None:
         return False
     cls = holder.root.cls
-    return _declares_scalar(cls, holder.path[0]) or all(
+    return _declares_scalar(cls, holder.path[0]) or plain_class(cls)
+
+
+def plain_class(cls: ClassInfo) -> bool:
+    """Is the project class certainly no ``nn.Module`` (a config, an enum, a named tuple): are
+    the bases it and its project bases name all plain ones?"""
+    return all(
         isinstance(base, Class) or (isinstance(base, Symbol) and base.qname in _PLAIN_BASES)
         for each in cls.mro()
         for base in each.bases

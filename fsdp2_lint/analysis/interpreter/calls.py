@@ -594,7 +594,9 @@ class Calls:
     def bind_parameters(self, fn: Function, args: tuple, kwargs: dict, symbolic: bool) -> None:
         params = fn.info.node.params
         positional = list(params.posonly_params) + list(params.params)
-        if fn.bound is not None and positional and not self._is_static(fn.info):
+        if positional and self._decorated(fn.info, "builtins.classmethod"):
+            self.bind(positional.pop(0).name.value, _class_of(fn))  # `cls`: `cls(...)` builds one
+        elif fn.bound is not None and positional and not self._is_static(fn.info):
             self.bind(positional.pop(0).name.value, fn.bound)
         remaining = dict(kwargs)
         for index, param in enumerate(positional):
@@ -633,13 +635,21 @@ class Calls:
         return self.decorators.get(info) or (UNKNOWN,) * len(info.node.decorators)
 
     def _is_static(self, info: FunctionInfo) -> bool:
-        return any(
-            isinstance(d, Symbol) and d.qname in ("builtins.staticmethod", "builtins.classmethod")
-            for d in self.decorators.get(info, ())
-        )
+        """Is ``info`` called without an instance (a static or class method)?"""
+        return self._decorated(info, "builtins.staticmethod", "builtins.classmethod")
+
+    def _decorated(self, info: FunctionInfo, *qnames: str) -> bool:
+        return any(isinstance(d, Symbol) and d.qname in qnames for d in self.decorators.get(info, ()))
 
 
 # --- helpers without interpreter state ---------------------------------------------------------
+
+
+def _class_of(fn: Function) -> Class | Value:
+    """What a class method's ``cls`` is: the class of the instance it was called on, else the
+    class that defines it (``Float8Linear.from_float(m)``)."""
+    cls = fn.bound.root.cls if fn.bound is not None and not fn.bound.path else fn.info.cls
+    return Class(cls) if cls is not None else UNKNOWN
 
 
 def returned(frame: Frame) -> Value:

@@ -524,4 +524,48 @@ CASES = {
                 with self.assertRaisesRegex(RuntimeError, "should be materialized"):
                     model(torch.randn(4, 8))
     """,
+    "fsdp006-good-meta-layer-takes-real-parameters": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class QuantLinear(nn.Linear):
+            @classmethod
+            def from_float(cls, mod):
+                with torch.device("meta"):
+                    new_mod = cls(mod.in_features, mod.out_features, bias=mod.bias is not None)
+                new_mod.weight = mod.weight
+                new_mod.bias = mod.bias
+                return new_mod
+        model = QuantLinear.from_float(nn.Linear(16, 16))
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp006-good-meta-layer-takes-a-new-parameter": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def build(weight):
+            layer = nn.Linear(16, 16, bias=False, device="meta")
+            layer.weight = nn.Parameter(weight)
+            return layer
+        model = build(torch.randn(16, 16))
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp006-meta-layer-given-a-meta-parameter": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class QuantLinear(nn.Linear):
+            @classmethod
+            def from_float(cls, mod):
+                with torch.device("meta"):
+                    new_mod = cls(mod.in_features, mod.out_features, bias=False)  # expect: FSDP006
+                    template = nn.Linear(16, 16)
+                new_mod.weight = template.weight
+                return new_mod
+        model = QuantLinear.from_float(nn.Linear(16, 16))
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
 }

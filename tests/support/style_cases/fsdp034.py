@@ -615,4 +615,56 @@ CASES = {
             fully_shard(student)  # expect: FSDP034
             optimizer = torch.optim.AdamW(student.parameters())
     """,
+    "fsdp034-good-toy-layer-converted-by-a-classmethod": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class LoRALinear(nn.Linear):
+            def __init__(self, *args, rank=8, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.config = LoRAConfig(rank)
+            @classmethod
+            def from_linear(cls, mod, rank=8):
+                with torch.device("meta"):
+                    new = cls(mod.in_features, mod.out_features, bias=False, rank=rank)
+                new.weight = mod.weight
+                return new
+        class LoRAConfig:
+            def __init__(self, rank):
+                self.rank = rank
+        def test_single_module_parity():
+            module = LoRALinear.from_linear(nn.Linear(16, 16))
+            fully_shard(module)
+            optim = torch.optim.Adam(module.parameters(), lr=1e-2)
+    """,
+    "fsdp034-good-toy-layer-subclass-without-init": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class ScaledEmbedding(nn.Embedding):
+            def forward(self, ids):
+                return super().forward(ids) * 2.0
+            @classmethod
+            def build(cls, size):
+                return cls(size, 16)
+        model = ScaledEmbedding.build(128)
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp034-a-model-with-blocks-built-by-a-classmethod": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from mylib.blocks import Block
+        class Transformer(nn.Module):
+            def __init__(self, layers):
+                super().__init__()
+                self.layers = layers
+            @classmethod
+            def from_depth(cls, depth):
+                return cls(nn.ModuleList([Block() for _ in range(depth)]))
+        model = Transformer.from_depth(12)
+        fully_shard(model)  # expect: FSDP034
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
 }
