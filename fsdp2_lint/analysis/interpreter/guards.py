@@ -66,7 +66,7 @@ Branching = cst.If | cst.IfExp | cst.While | cst.CompIf | cst.Lambda  # a lambda
 def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Value) -> tuple[Arm, Arm]:
     """What ``test`` (of ``node``, evaluated to ``value``) establishes in its true and in its
     false arm."""
-    facts = _by_arm(test, lambda condition: _condition(interp, condition), _Facts.both, _Facts())
+    facts = _by_arm(test, lambda condition: _condition(interp, condition), _Facts.both, _Facts(), _Facts.either)
     identities = _by_arm(test, lambda condition: _identity_test(interp, condition), _Identity.both, _Identity())
     loops = _loop_narrowing(interp, test)
     guards = rank_guards(node, test, rank_kind(value), len(interp.frame.stack))
@@ -125,6 +125,15 @@ class _Facts:
             {**self.settings, **other.settings},
             self.unsharded + other.unsharded,
         )
+
+    def either(self, other: _Facts) -> _Facts:
+        """What one of two conditions holding establishes: a name both narrow is one of the two
+        (``type(m) is FSDP or type(m) is DDP``: a wrapper either way)."""
+        return _Facts(_one_of(self.wrappers, other.wrappers), _one_of(self.type_facts, other.type_facts))
+
+
+def _one_of(first: dict, second: dict) -> dict:
+    return {key: choice([value, second[key]]) for key, value in first.items() if key in second}
 
 
 def _condition(interp: Evaluator, test: cst.BaseExpression) -> tuple[_Facts, _Facts]:
@@ -689,20 +698,23 @@ def _by_arm(
     condition: Callable[[cst.BaseExpression], tuple[T, T]],
     join: Callable[[T, T], T],
     nothing: T,
+    either: Callable[[T, T], T] | None = None,
 ) -> tuple[T, T]:
     """What ``test`` establishes in its true and in its false arm, from what ``condition`` says of
     each condition a ``not`` / ``and`` / ``or`` combines: both operands of an ``and`` hold in its
-    true arm, both of an ``or`` fail in its false arm."""
+    true arm, both of an ``or`` fail in its false arm; ``either`` says what one of two holding
+    establishes (the true arm of an ``or``, the false arm of an ``and``), else nothing."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        true, false = _by_arm(test.expression, condition, join, nothing)
+        true, false = _by_arm(test.expression, condition, join, nothing, either)
         return false, true
     if isinstance(test, cst.BooleanOperation):
         (left_true, left_false), (right_true, right_false) = (
-            _by_arm(operand, condition, join, nothing) for operand in (test.left, test.right)
+            _by_arm(operand, condition, join, nothing, either) for operand in (test.left, test.right)
         )
+        one_of = either or (lambda _first, _second: nothing)
         if isinstance(test.operator, cst.And):
-            return join(left_true, right_true), nothing
-        return nothing, join(left_false, right_false)
+            return join(left_true, right_true), one_of(left_false, right_false)
+        return one_of(left_true, right_true), join(left_false, right_false)
     return condition(test)
 
 

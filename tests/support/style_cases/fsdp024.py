@@ -426,4 +426,16 @@ CASES = {
         "model.module",
         "  # expect: FSDP024",
     ),
+    "fsdp024-good-either-type-is-a-wrapper-class": _unwrap_by_class(
+        "None", "if type(model) is DDP or type(model) is FullyShardedDataParallel:", "model.module"
+    ),
+    "fsdp024-good-either-isinstance-of-a-wrapper-class": _unwrap_by_class(
+        "None", "if isinstance(model, DDP) or isinstance(model, FullyShardedDataParallel):", "model.module"
+    ),
+    "fsdp024-good-not-neither-wrapper-class": _unwrap_by_class(
+        "None", "if not (type(model) is not DDP and type(model) is not FullyShardedDataParallel):", "model.module"
+    ),
+    "fsdp024-a-wrapper-type-test-or-a-flag": _unwrap_by_class(
+        "True", "if type(model) is DDP or WRAPPERS:", "model.module", "  # expect: FSDP024"
+    ),
 }
