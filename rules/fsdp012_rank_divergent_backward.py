@@ -8,7 +8,7 @@ from fsdp2_lint.analysis.decoding import exits_on_result
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.micro_batch_loops import counted_by_tokens
 from fsdp2_lint.analysis.model import Const, Event, EventKind, Ref, canonical, is_strict_ancestor, refs
-from fsdp2_lint.analysis.trace import Trace
+from fsdp2_lint.analysis.trace import Trace, read_by_name
 from fsdp2_lint.prefilter import Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -513,7 +513,7 @@ def _runs_sharded_group(trace: Trace, called: Ref, event: Event) -> bool:
     not where only a wildcard (a module of `m.modules()`) might make it one."""
     if not trace.holds_fsdp_module(called, event):
         return False
-    if not called.path or not called.path[-1].isidentifier():
+    if not read_by_name(called):
         return True
     attribute = canonical(called)
     sharded = [canonical(target) for _, target in trace.shards_before(event)] + trace.assumed_sharded

@@ -13,7 +13,7 @@ from fsdp2_lint.analysis.model import (
     report_node,
     strict_ancestor,
 )
-from fsdp2_lint.analysis.trace import Trace
+from fsdp2_lint.analysis.trace import Trace, read_by_name
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 
@@ -154,9 +154,4 @@ def _called_modules(trace: Trace, event: Event) -> list[Ref]:
         called = [canonical(Ref(r.root, (*r.path, event.name))) for r in refs(event.receiver)]
     else:
         return []
-    return [module for module in called if not _names_attribute(module) or module in trace.sharded_targets]
-
-
-def _names_attribute(module: Ref) -> bool:
-    """Is ``module`` an attribute read by name (`model.encoder`), not an item (`model.layers[0]`) or the root?"""
-    return bool(module.path) and module.path[-1].isidentifier()
+    return [module for module in called if not read_by_name(module) or module in trace.sharded_targets]

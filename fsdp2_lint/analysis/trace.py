@@ -326,6 +326,12 @@ def _matches(recorded: Value, value: Value | None) -> bool:
     return isinstance(recorded, Ref) and isinstance(value, Ref) and canonical(recorded) == canonical(value)
 
 
+def read_by_name(module: Ref) -> bool:
+    """Is ``module`` an attribute read by name (``model.encoder``), not an item
+    (``model.layers[0]``) or the root? Such a name may hold a bound method as well as a module."""
+    return bool(module.path) and module.path[-1].isidentifier()
+
+
 def plain_attribute(holder: Ref) -> bool:
     """Is ``holder`` (``obj.name``) certainly no parameter, buffer or module: an attribute of an
     instance of a project class that is no ``nn.Module`` (a config: ``model_args.norm_eps``), or
