@@ -45,6 +45,7 @@ class Trace:
     assumed_sharded: list[Ref] = field(default_factory=list)  # sharded by other methods of the class
     # Attributes of the instance that other methods of the class set to an optimizer over sharded parameters.
     assumed_optimizers: list[Ref] = field(default_factory=list)
+    body_start: int = 0  # a method's: its first event after its class's `__init__` (past the end for `__init__`)
 
     @cached_property
     def shards(self) -> list[Event]:
@@ -235,6 +236,21 @@ class Trace:
     def shards_before(self, event: Event, since: int = -1) -> Iterator[tuple[Event, Ref]]:
         return self.shards_between(since, event.index, event)
 
+    def _assumed_for(self, ref: Ref, event: Event) -> list[Ref]:
+        """The attributes other methods of the class shard, as far as ``ref`` at ``event`` goes:
+        none while the class's ``__init__`` runs (no other method has yet), nor for a module this
+        method's own code built (``self.encoder = Encoder()``, then its load): another method's
+        `fully_shard` of that attribute sharded the module it held, not this new one."""
+        if event.index < self.body_start:
+            return []
+        creation = ref.root.event
+        built_here = (
+            creation is not None
+            and self.body_start <= creation.index < len(self.events)
+            and self.events[creation.index] is creation
+        )
+        return [] if built_here else self.assumed_sharded
+
     def is_fsdp_module(self, ref: Ref, event: Event) -> Event | bool:
         """Has ``fully_shard`` been applied to ``ref`` itself (maybe) before ``event``?
 
@@ -245,7 +261,7 @@ class Trace:
         for shard, target in self.shards_before(event):
             if may_be_same(target, canonical(ref)):
                 return shard
-        return any(may_be_same(assumed, canonical(ref)) for assumed in self.assumed_sharded)
+        return any(may_be_same(assumed, canonical(ref)) for assumed in self._assumed_for(ref, event))
 
     def holds_fsdp_module(self, ref: Ref, event: Event) -> Event | bool:
         """Has ``fully_shard`` been applied to ``ref`` or to a module inside it (maybe) before
@@ -256,7 +272,7 @@ class Trace:
         for shard, target in self.shards_before(event):
             if may_contain(canonical(ref), target):
                 return shard
-        return any(may_contain(canonical(ref), assumed) for assumed in self.assumed_sharded)
+        return any(may_contain(canonical(ref), assumed) for assumed in self._assumed_for(ref, event))
 
     def inside_through_alias(self, outer: Ref, inner: Ref) -> bool:
         """Is ``inner`` inside ``outer`` through an object stored in two places? An object keeps the
@@ -282,7 +298,7 @@ class Trace:
         for shard, target in self.shards_before(event):
             if may_contain(target, canonical(ref)):
                 return shard
-        return any(may_contain(assumed, canonical(ref)) for assumed in self.assumed_sharded)
+        return any(may_contain(assumed, canonical(ref)) for assumed in self._assumed_for(ref, event))
 
     def sharded_overlap(self, ref: Ref, event: Event, since: int = -1) -> Event | bool:
         """Is a module inside ``ref``'s subtree, or an ancestor of it, sharded after ``since``
@@ -294,7 +310,7 @@ class Trace:
                 return shard
         if since >= 0:
             return False
-        return any(may_overlap(assumed, canonical(ref)) for assumed in self.assumed_sharded)
+        return any(may_overlap(assumed, canonical(ref)) for assumed in self._assumed_for(ref, event))
 
 
 def fsdp2_model(trace: Trace, event: Event, value: Value | None) -> bool:

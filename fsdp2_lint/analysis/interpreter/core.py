@@ -184,11 +184,14 @@ class Interpreter(Expressions, Calls, Imports):
             self.call_function(self.function_value(init, instance), (), {}, None, symbolic=True)
         if instance is not None and info.name in ("forward", "__call__"):  # runs through `module(...)`
             self.ctx = self.ctx.with_(forward_of=(instance,))
+        body_start = len(self.events)
         self.call_function(self.function_value(info, instance), (), {}, None, symbolic=True)
+        if info is init:
+            body_start = len(self.events)  # a constructor runs before any other method can
         exit_ = _exit_of(info)
         if instance is not None and exit_ is not None:  # what a `with` in another file runs next
             self.call_function(self.function_value(exit_, instance), (), {}, None, symbolic=True)
-        return EntryRun(info.qualname, self.events, instance=instance)
+        return EntryRun(info.qualname, self.events, instance=instance, body_start=body_start)
 
     def _collect(self, body: list[cst.CSTNode], cls: ClassInfo | None, scope: ModuleScope) -> None:
         for stmt in body:

@@ -145,6 +145,7 @@ class EntryRun:
     entry: str
     events: list[Event]
     instance: Ref | None = None
+    body_start: int = 0  # the first event other methods of the class may have run before
 
 
 class Evaluator(Protocol):
