@@ -381,6 +381,8 @@ class _Tie:
 
 # Tensor attributes: storing one shares data between two parameters, not the parameter itself.
 _NOT_TIES = frozenset({"data", "grad"})
+# Attributes that hold a module's settings (a Hugging Face model's `config`): nothing under them is a parameter.
+_SETTINGS = frozenset({"config", "cfg", "hparams", "args"})
 
 
 def _ties(trace: Trace) -> Iterator[_Tie]:
@@ -401,6 +403,8 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
                     continue
                 if not shared.path[-1].isidentifier() or shared.path[-1] in _NOT_TIES:
                     continue
+                if _SETTINGS.intersection(shared.path[:-1]):
+                    continue  # `self.llm.config.hidden_size`: a setting a module carries, not a parameter
                 source = Ref(shared.root, shared.path[:-1])
                 if source.path[: len(owner.path)] == owner.path or owner.path[: len(source.path)] == source.path:
                     continue  # one module inside the other: same subtree, no split possible

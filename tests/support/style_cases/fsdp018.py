@@ -507,4 +507,43 @@ CASES = {
         model.apply(init_weights)  # to_empty() leaves memory uninitialised
         fully_shard(model)
     """,
+    "fsdp018-good-a-setting-read-through-a-model-config": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from transformers import AutoModelForCausalLM
+        class SpeechDecoder(nn.Module):
+            def __init__(self, latent_dim):
+                super().__init__()
+                self.latent_dim = latent_dim
+                self.proj = nn.Linear(latent_dim, latent_dim)
+        class DuplexModel(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.llm = AutoModelForCausalLM.from_pretrained("llama")
+                self.speech = SpeechDecoder(self.llm.config.hidden_size)
+                self.speech.latent_dim = self.llm.config.hidden_size
+        model = DuplexModel()
+        fully_shard(model.speech)
+        fully_shard(model.llm)
+        fully_shard(model)
+    """,
+    "fsdp018-a-weight-read-next-to-the-config": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from transformers import AutoModelForCausalLM
+        class SpeechDecoder(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+        class DuplexModel(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.llm = AutoModelForCausalLM.from_pretrained("llama")
+                self.speech = SpeechDecoder(self.llm.config.hidden_size)
+                self.speech.embed = self.llm.embed_tokens
+        model = DuplexModel()
+        fully_shard(model.speech)  # expect: FSDP018
+        fully_shard(model.llm)
+        fully_shard(model)
+    """,
 }
