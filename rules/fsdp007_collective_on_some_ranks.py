@@ -22,6 +22,7 @@ from fsdp2_lint.analysis.model import (
     refs,
     walk_contents,
 )
+from fsdp2_lint.analysis.syntax import dotted, own_nodes
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.prefilter import Token, Word
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
@@ -134,7 +135,10 @@ reported: in one function, in helpers and methods it calls, and across a "rank 0
 joins at the exit), whether the guard is a class, a generator or `async with`, in this module or
 another. So is the half of a leader/worker protocol split across methods of one class that nothing
 in the file calls (`publish` broadcasts on rank 0, `receive` on the others): the code that runs
-the two is in another file, and is reported there if it runs only one. And so is a gather that runs only for DTensors
+the two is in another file, and is reported there if it runs only one. So is the worker half of a
+serving protocol: the other ranks wait in a method of a class (`generate_other_ranks`) whose
+request handler, which a serving framework calls back on rank 0 and the run never calls, runs
+the same collective. And so is a gather that runs only for DTensors
 (`if isinstance(x, DTensor):`, `hasattr(x, "full_tensor")`) on values not known to be sharded (a
 plain reference model's parameters, a full state dict's tensors). `rank is None` tests and
 `cfg.lora.rank` (a matrix rank) select no ranks.
@@ -375,6 +379,7 @@ def save(state):
                         if other_name == name
                     )
                     or _other_half_of_protocol(trace, event, name, found)
+                    or _served_by_a_handler(trace, event, name)
                 ):
                     continue
                 frames = event.frames()
@@ -415,6 +420,35 @@ def _other_half_of_protocol(trace: Trace, event: Event, name: str, found: dict[T
         if other_trace is not trace and _protocol_method(other_trace) and _same_class(trace, other_trace)
         for other, other_name in collectives
     )
+
+
+def _served_by_a_handler(trace: Trace, event: Event, name: str) -> bool:
+    """The worker half of a serving protocol: on the ranks other than 0, a method of a project class
+    waits in the collective for rank 0 (``generate_other_ranks``), and another method of that class
+    that nothing the run shows calls runs the same collective (``triton_infer_fn``, the request
+    handler a serving framework calls back on rank 0). The leader's half is in code the analysis
+    cannot follow, so the worker's is left alone."""
+    guard = event.ctx.rank_guard
+    if guard is None or guard.ranks is not GuardRanks.NONZERO:
+        return False
+    collective = name.rpartition(".")[2]
+    called = {other.name for other in trace.of_kind(EventKind.METHOD)}
+    for call in event.stack[guard.depth :]:
+        for method in trace.invocations_at(call):
+            for receiver in refs(method.receiver):
+                cls = receiver.root.cls if not receiver.path else None
+                handlers = [m for each in cls.mro() for m in each.methods.values()] if cls is not None else []
+                if any(
+                    handler.name not in called and collective in _called_names(handler.node)
+                    for handler in handlers
+                ):
+                    return True
+    return False
+
+
+def _called_names(function: cst.FunctionDef) -> set[str]:
+    """The last name of each function its own code calls (``broadcast`` of ``torch.distributed.broadcast(...)``)."""
+    return {dotted(node.func).rpartition(".")[2] for node in own_nodes(function) if isinstance(node, cst.Call)}
 
 
 def _protocol_method(trace: Trace) -> bool:
