@@ -4,8 +4,9 @@
 misused in another is one analysis, as when the notebook runs top to bottom. Positions keep: each
 code cell's lines are the source's lines in order, each cell followed by one marker line
 (:data:`CELL_END`). IPython's own syntax is not Python, so each line of it (a line magic ``%time
-f()``, a shell escape ``!pip install``, an assignment from one ``x = !ls``, help ``obj?``, and the
-lines a trailing backslash continues) becomes ``pass`` at the same indentation, marked
+f()``, a shell escape ``!pip install``, an assignment from one ``x = !ls``, help ``obj?``, a magic
+without its ``%`` that no Python could be (``pip install x``, ``ls ./data/``), and the lines a
+trailing backslash continues) becomes ``pass`` at the same indentation, marked
 (:data:`MAGIC`); a cell that starts with a cell magic (``%%bash``) is not Python at all and is left
 out. :meth:`NotebookSource.locate` maps a line of the source back to (cell, line in the cell); cells
 are numbered from 1 in notebook order, markdown cells included, as Ruff numbers them.
@@ -33,6 +34,12 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _ESCAPE = re.compile(r"(?:%[A-Za-z_]|!|\?\??[A-Za-z_])")
 _ASSIGNED_ESCAPE = re.compile(r"[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")  # x = !ls, x = %time f()
 _HELP = re.compile(r"[A-Za-z_][\w.]*\?\??\s*$")  # obj? and obj??
+# IPython's automagic: a line magic or shell alias without its `%` (`pip install x`, `ls ./data/`), where
+# what follows the name cannot continue a Python expression (`ls -l` is Python: left as it is).
+_AUTOMAGIC = re.compile(
+    r"(?:pip|conda|mamba|cd|pwd|ls|ll|cat|cp|mv|rm|rmdir|mkdir|env|load_ext|reload_ext|matplotlib|tensorboard)"
+    r"[ \t]+(?!(?:if|else|for|in|is|and|or|not)\b)(?:[A-Za-z_0-9'\"~$]|\.\.?/)"
+)
 
 
 class NotebookError(ValueError):
@@ -139,7 +146,7 @@ def _python_lines(source: str) -> tuple[list[str], tuple[str, ...]]:
     continued, indent = False, ""
     for line in lines:
         body = line.lstrip(" \t")
-        if continued or _ESCAPE.match(body) or _ASSIGNED_ESCAPE.match(body) or _HELP.match(body):
+        if continued or any(pattern.match(body) for pattern in (_ESCAPE, _ASSIGNED_ESCAPE, _HELP, _AUTOMAGIC)):
             indent = indent if continued else line[: len(line) - len(body)]  # a continuation: its first line's
             python.append(indent + MAGIC)
             magics.append(line)

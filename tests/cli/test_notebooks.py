@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from samples import BAD, GOOD, write
 
 from fsdp2_lint.cli import main
-from fsdp2_lint.notebooks import CELL_END, NotebookError, read_notebook
+from fsdp2_lint.notebooks import CELL_END, MAGIC, NotebookError, read_notebook
 
 parses = cache_project.parses  # fixture: how many files libcst parsed
 
@@ -167,6 +167,17 @@ def test_ipython_syntax_is_skipped_and_a_syntax_error_is_placed_in_its_cell(proj
     save(project / "broken.ipynb", broken)
     (found,) = json.loads(run("--output-format", "json", "broken.ipynb").stdout)
     assert (found["code"], found["cell"], found["line"]) == ("FSDP000", 3, 2)
+
+
+def test_automagic_lines_are_skipped_and_python_spelled_alike_is_kept():
+    """IPython runs `pip install x` or `ls ./data/` without the `%` (automagic): skipped as IPython
+    lines, while a line that Python reads (`ls -l`, `pip = 3`, `cd in dirs`) stays code."""
+    source = "pip install sagemaker awscli\nls ./embeddings/\ncd ~/data\nls -l\npip = 3\nfound = [cd in dirs]\n"
+    read = read_notebook(json.dumps(notebook(code(source))).encode())
+    lines = read.python.decode().splitlines()
+    assert lines[:3] == [MAGIC] * 3
+    assert lines[3:6] == ["ls -l", "pip = 3", "found = [cd in dirs]"]
+    assert read.with_python(read.python) == read.text.encode()
 
 
 @pytest.mark.parametrize(
