@@ -162,7 +162,11 @@ the script instead of waiting elsewhere, the collective fails rather than hangs 
 - A collective is matched by the same collective only (a barrier by a barrier): a barrier on some
   ranks and an `all_reduce` on the others is reported, though a backend may happen to pair them.
 - The matching collective is looked for on the same path of one entry point: a partner that only
-  a callback, a thread or another process runs is not seen.
+  a callback, a thread or another process runs is not seen (except a serving class's request
+  handler, above).
+- A DCP `save`/`load` under a rank test of another communicator (TensorRT-LLM's `mpi_rank()`,
+  `MPI.COMM_WORLD.Get_rank()`) is reported: DCP runs without collectives when `torch.distributed`
+  is not initialised, which the analysis cannot see (NeMo's `nemo/export/tensorrt_llm.py`).
 - Two `if` statements on the same configuration flag (`if flag: shard(m)` ... `if not flag:
   shard(m)`) are not known to exclude each other: a path through both arms, which never runs, can
   shard a model twice and make a later full state dict on rank 0 look like a collective (composer's
