@@ -8,8 +8,10 @@ f()``, a shell escape ``!pip install``, an assignment from one ``x = !ls``, help
 without its ``%`` that no Python could be (``pip install x``, ``ls ./data/``), and the lines a
 trailing backslash continues) becomes ``pass`` at the same indentation, marked
 (:data:`MAGIC`); a cell that starts with a cell magic (``%%bash``) is not Python at all and is left
-out. :meth:`NotebookSource.locate` maps a line of the source back to (cell, line in the cell); cells
-are numbered from 1 in notebook order, markdown cells included, as Ruff numbers them.
+out. A cell indented as a whole is dedented first, as IPython does before running it
+(:meth:`NotebookSource.indent_at` says by how much, for the columns). :meth:`NotebookSource.locate`
+maps a line of the source back to (cell, line in the cell); cells are numbered from 1 in notebook
+order, markdown cells included, as Ruff numbers them.
 
 :meth:`NotebookSource.with_python` is the way back for ``--fix``: the fixed source split at the
 markers, each magic line restored, and only the ``source`` value of each cell whose text changed
@@ -52,6 +54,7 @@ class _Cell:
     start: int  # its first line in the joined source (1-based)
     text: str  # its source as the notebook holds it
     magics: tuple[str, ...]  # the IPython lines replaced by MAGIC, in order
+    indent: str = ""  # what IPython strips from every line of a cell indented as a whole
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,16 @@ class NotebookSource:
         if found is None:
             return (self.cells[0].number if self.cells else 1), max(1, line)
         return found.number, line - found.start + 1
+
+    def indent_at(self, line: int) -> str:
+        """What IPython strips from the line's cell (see :func:`_common_indent`): the line's columns
+        in the cell are this much further right than in :attr:`python`."""
+        found = ""
+        for cell in self.cells:
+            if cell.start > line:
+                break
+            found = cell.indent
+        return found
 
     def cell_texts(self) -> dict[int, str]:
         """Each code cell's text (IPython lines included), by cell number."""
@@ -121,8 +134,9 @@ def read_notebook(data: bytes) -> NotebookSource:
         source = _text(cell.get("source"), number)
         if source.lstrip().startswith("%%"):  # a cell magic: the cell is not Python
             continue
-        python, magics = _python_lines(source)
-        cells.append(_Cell(number, len(lines) + 1, source, magics))
+        indent = _common_indent(source)
+        python, magics = _python_lines(_dedent(source, indent))
+        cells.append(_Cell(number, len(lines) + 1, source, magics, indent))
         lines += [*python, CELL_END]
     python_text = "".join(line + "\n" for line in lines)
     return NotebookSource(text, python_text.encode("utf-8"), tuple(cells))
@@ -134,6 +148,21 @@ def _text(source: object, number: int) -> str:
     if isinstance(source, list) and all(isinstance(item, str) for item in source):
         return "".join(source)
     raise NotebookError(f"not a valid notebook: cell {number} has no text `source`")
+
+
+def _common_indent(source: str) -> str:
+    """The indentation IPython strips from a cell before running it: its first line's, when every
+    line that holds code starts with it ("" for a cell that starts at column 1)."""
+    lines = [line for line in source.split("\n") if line.strip()]
+    first = lines[0] if lines else ""
+    indent = first[: len(first) - len(first.lstrip(" \t"))]
+    return indent if all(line.startswith(indent) for line in lines) else ""
+
+
+def _dedent(source: str, indent: str) -> str:
+    if not indent:
+        return source
+    return "\n".join(line[len(indent) :] if line.strip() else line for line in source.split("\n"))
 
 
 def _python_lines(source: str) -> tuple[list[str], tuple[str, ...]]:
@@ -177,13 +206,14 @@ def _restore(cell: _Cell, part: str) -> str:
     restored = []
     for line in lines:
         if line.lstrip(" \t") == MAGIC:
-            restored.append(next(magics, None))
-            if restored[-1] is None:
+            magic = next(magics, None)
+            if magic is None:
                 raise NotebookError(
                     f"cell {cell.number}: an IPython line was duplicated; the notebook was left as it is"
                 )
+            restored.append(cell.indent + magic if magic.strip() else magic)
         else:
-            restored.append(line)
+            restored.append(cell.indent + line if line.strip() else line)
     if next(magics, None) is not None:
         raise NotebookError(f"cell {cell.number}: an IPython line was lost; the notebook was left as it is")
     text = "".join(line + "\n" for line in restored)

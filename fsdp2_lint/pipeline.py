@@ -313,30 +313,41 @@ def in_cells(diagnostics: Iterable[Diagnostic], notebook: NotebookSource, displa
 def _in_cell(d: Diagnostic, notebook: NotebookSource) -> Diagnostic:
     cell, line = notebook.locate(d.line)
     end_cell, end_line = notebook.locate(d.end_line)
-    end_column = d.end_column
+    shift = len(notebook.indent_at(d.line))  # a cell indented as a whole is linted dedented
+    end_column = d.end_column + shift
     if end_cell != cell:  # a span that runs into the next cell (a syntax error): up to its own line's end
-        end_line, end_column = line, len(d.source_line) + 1
+        end_line, end_column = line, len(d.source_line) + 1 + shift
     fix = d.fix
     if fix is not None:
         fix = replace(fix, edits=tuple(_edit_in_cell(edit, notebook) for edit in fix.edits))
     related = tuple(_related_in_cell(r, notebook, d.path) for r in d.related)
     message = _lines_in_cells(d.message, notebook)
+    column = d.column + shift
     return replace(
-        d, message=message, line=line, end_line=end_line, end_column=end_column, cell=cell, fix=fix, related=related
-    )
+        d, message=message, line=line, column=column, end_line=end_line, end_column=end_column, cell=cell, fix=fix,
+        related=related,
+    )  # fmt: skip
 
 
 def _edit_in_cell(edit: Edit, notebook: NotebookSource) -> Edit:
     cell, line = notebook.locate(edit.line)
-    return replace(edit, line=line, end_line=notebook.locate(edit.end_line)[1], cell=cell)
+    indent = notebook.indent_at(edit.line)
+    return replace(
+        edit, line=line, column=edit.column + len(indent), end_line=notebook.locate(edit.end_line)[1],
+        end_column=edit.end_column + len(indent), content=edit.content.replace("\n", "\n" + indent), cell=cell,
+    )  # fmt: skip
 
 
 def _related_in_cell(r: Related, notebook: NotebookSource, path: str) -> Related:
     if r.path != path:
         return r
     cell, line = notebook.locate(r.line)
+    shift = len(notebook.indent_at(r.line))
     message = _lines_in_cells(r.message, notebook)
-    return replace(r, message=message, line=line, end_line=notebook.locate(r.end_line)[1], cell=cell)
+    return replace(
+        r, message=message, line=line, column=r.column + shift, end_line=notebook.locate(r.end_line)[1],
+        end_column=r.end_column + shift, cell=cell,
+    )  # fmt: skip
 
 
 _LINE_REFERENCE = r"\bline (\d+)\b"  # compiled by `re` with the first notebook diagnostic

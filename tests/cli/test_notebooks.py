@@ -180,6 +180,21 @@ def test_automagic_lines_are_skipped_and_python_spelled_alike_is_kept():
     assert read.with_python(read.python) == read.text.encode()
 
 
+def test_a_cell_indented_as_a_whole_is_read_dedented_as_ipython_runs_it(project):
+    """IPython strips the first line's indentation from every line of the cell: no FSDP000, the
+    finding's columns count in the cell as written, and a fix puts the indentation back."""
+    indented = "    import torch\n    from torch.distributed.fsdp import fully_shard\n    !nvidia-smi\n\n"
+    indented += "    model = Net()\n    opt = torch.optim.AdamW(model.parameters())\n    fully_shard(model)\n    opt.step()\n"
+    save(project / "indented.ipynb", notebook(markdown("title"), code(indented)))
+    found = json.loads(run("--output-format", "json", "--select", "FSDP001,FSDP000", "indented.ipynb").stdout)
+    assert [(d["code"], d["cell"], d["line"], d["column"]) for d in found] == [("FSDP001", 2, 6, 11)]
+    read = read_notebook((project / "indented.ipynb").read_bytes())
+    assert read.python.decode().splitlines()[:3] == ["import torch", "from torch.distributed.fsdp import fully_shard", MAGIC]
+    assert read.with_python(read.python) == read.text.encode()
+    edited = read.with_python(read.python.replace(b"model = Net()", b"model = Net(depth=2)"))
+    assert json.loads(edited)["cells"][1]["source"][4] == "    model = Net(depth=2)\n"
+
+
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
