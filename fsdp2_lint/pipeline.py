@@ -313,7 +313,8 @@ def in_cells(diagnostics: Iterable[Diagnostic], notebook: NotebookSource, displa
 def _in_cell(d: Diagnostic, notebook: NotebookSource) -> Diagnostic:
     cell, line = notebook.locate(d.line)
     end_cell, end_line = notebook.locate(d.end_line)
-    shift = len(notebook.indent_at(d.line))  # a cell indented as a whole is linted dedented
+    indent = notebook.indent_at(d.line)  # a cell indented as a whole is linted dedented
+    shift = len(indent)
     end_column = d.end_column + shift
     if end_cell != cell:  # a span that runs into the next cell (a syntax error): up to its own line's end
         end_line, end_column = line, len(d.source_line) + 1 + shift
@@ -322,10 +323,9 @@ def _in_cell(d: Diagnostic, notebook: NotebookSource) -> Diagnostic:
         fix = replace(fix, edits=tuple(_edit_in_cell(edit, notebook) for edit in fix.edits))
     related = tuple(_related_in_cell(r, notebook, d.path) for r in d.related)
     message = _lines_in_cells(d.message, notebook)
-    column = d.column + shift
     return replace(
-        d, message=message, line=line, column=column, end_line=end_line, end_column=end_column, cell=cell, fix=fix,
-        related=related,
+        d, message=message, line=line, column=d.column + shift, end_line=end_line, end_column=end_column, cell=cell,
+        fix=fix, related=related, source_line=indent + d.source_line if d.source_line else "",
     )  # fmt: skip
 
 

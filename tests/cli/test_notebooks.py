@@ -188,6 +188,8 @@ def test_a_cell_indented_as_a_whole_is_read_dedented_as_ipython_runs_it(project)
     save(project / "indented.ipynb", notebook(markdown("title"), code(indented)))
     found = json.loads(run("--output-format", "json", "--select", "FSDP001,FSDP000", "indented.ipynb").stdout)
     assert [(d["code"], d["cell"], d["line"], d["column"]) for d in found] == [("FSDP001", 2, 6, 11)]
+    shown = run("--select", "FSDP001", "indented.ipynb").stdout
+    assert "6 |     opt = torch.optim.AdamW(model.parameters())\n  |           ^^^^" in shown
     read = read_notebook((project / "indented.ipynb").read_bytes())
     assert read.python.decode().splitlines()[:3] == ["import torch", "from torch.distributed.fsdp import fully_shard", MAGIC]
     assert read.with_python(read.python) == read.text.encode()
