@@ -25,6 +25,38 @@ def _printer_fallback(accelerator: str, mark: str = "") -> str:
     """
 
 
+def _serving(*handler: str, mark: str = "") -> str:
+    """A serving class: the other ranks wait in `generate_other_ranks` for rank 0's broadcast, which
+    the request handler (given a serving framework on rank 0, never called by the file) runs."""
+    body = "\n                ".join(handler)
+    return f"""
+        import torch
+        import torch.distributed as dist
+        class Deployable:
+            def __init__(self, model):
+                self.model = model
+            def triton_infer_fn(self, **inputs):
+                {body}
+                return self.model(inputs["prompts"])
+            def generate_other_ranks(self):
+                while True:
+                    message = torch.empty(1, dtype=torch.long)
+                    dist.broadcast(message, src=0)
+                    if message == 0:
+                        self.model(None)
+                    else:
+                        return
+        def serve(model, server):
+            deployable = Deployable(model)
+            if dist.get_rank() == 0:
+                server.bind(infer_func=deployable.triton_infer_fn)
+                server.serve()
+                server.stop()
+            else:
+                deployable.generate_other_ranks(){mark}
+    """
+
+
 CASES = {
     "fsdp007-early-return": """
         import torch
@@ -617,83 +649,11 @@ CASES = {
                 state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
                 torch.save(state, path)
     """,
-    "fsdp007-good-worker-loop-fed-by-a-request-handler": """
-        import torch
-        import torch.distributed as dist
-        class Deployable:
-            def __init__(self, model):
-                self.model = model
-            def triton_infer_fn(self, **inputs):
-                if dist.get_world_size() > 1:
-                    dist.broadcast(torch.tensor([0]), src=0)
-                return self.model(inputs["prompts"])
-            def generate_other_ranks(self):
-                while True:
-                    message = torch.empty(1, dtype=torch.long)
-                    dist.broadcast(message, src=0)
-                    if message == 0:
-                        self.model(None)
-                    else:
-                        return
-        def serve(model, server):
-            deployable = Deployable(model)
-            if dist.get_rank() == 0:
-                server.bind(infer_func=deployable.triton_infer_fn)
-                server.serve()
-                server.stop()
-            else:
-                deployable.generate_other_ranks()
-    """,
-    "fsdp007-good-worker-loop-fed-by-a-handler-through-a-module-alias": """
-        import torch
-        import torch.distributed as dist
-        class Deployable:
-            def __init__(self, model):
-                self.model = model
-            def triton_infer_fn(self, **inputs):
-                torch.distributed.broadcast(torch.tensor([0]), src=0)
-                return self.model(inputs["prompts"])
-            def generate_other_ranks(self):
-                while True:
-                    message = torch.empty(1, dtype=torch.long)
-                    dist.broadcast(message, src=0)
-                    if message == 0:
-                        self.model(None)
-                    else:
-                        return
-        def serve(model, server):
-            deployable = Deployable(model)
-            if dist.get_rank() == 0:
-                server.bind(infer_func=deployable.triton_infer_fn)
-                server.serve()
-                server.stop()
-            else:
-                deployable.generate_other_ranks()
-    """,
-    "fsdp007-worker-loop-whose-handler-sends-nothing": """
-        import torch
-        import torch.distributed as dist
-        class Deployable:
-            def __init__(self, model):
-                self.model = model
-            def triton_infer_fn(self, **inputs):
-                dist.barrier()
-                return self.model(inputs["prompts"])
-            def generate_other_ranks(self):
-                while True:
-                    message = torch.empty(1, dtype=torch.long)
-                    dist.broadcast(message, src=0)
-                    if message == 0:
-                        self.model(None)
-                    else:
-                        return
-        def serve(model, server):
-            deployable = Deployable(model)
-            if dist.get_rank() == 0:
-                server.bind(infer_func=deployable.triton_infer_fn)
-                server.serve()
-                server.stop()
-            else:
-                deployable.generate_other_ranks()  # expect: FSDP007
-    """,
+    "fsdp007-good-worker-loop-fed-by-a-request-handler": _serving(
+        "if dist.get_world_size() > 1:", "    dist.broadcast(torch.tensor([0]), src=0)"
+    ),
+    "fsdp007-good-worker-loop-fed-by-a-handler-through-a-module-alias": _serving(
+        "torch.distributed.broadcast(torch.tensor([0]), src=0)"
+    ),
+    "fsdp007-worker-loop-whose-handler-sends-nothing": _serving("dist.barrier()", mark="  # expect: FSDP007"),
 }

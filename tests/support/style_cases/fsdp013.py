@@ -1,5 +1,26 @@
 """Style cases for FSDP013: code written in styles the fixtures do not use."""
 
+def _speech_model(*methods: str) -> str:
+    """A model class whose `configure_model` shards `self.perception`, with other methods that build
+    it (`setup_encoder` builds a new module and loads into it) or load into it."""
+    body = "\n            ".join(methods)
+    return f"""
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Perception(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+        def setup_encoder(model, asr):
+            model.perception = Perception()
+            model.perception.load_state_dict(asr.state_dict(), strict=False)
+        class SpeechModel(nn.Module):
+            {body}
+            def configure_model(self, mesh):
+                self.perception = fully_shard(self.perception, mesh=mesh)
+    """
+
+
 CASES = {
     "fsdp013-generic-restore-helper-reported-at-the-call-that-hands-it-the-file": """
         import torch
@@ -71,60 +92,24 @@ CASES = {
             if not any(isinstance(p, DTensor) for p in other.parameters()):
                 model.load_state_dict(state)  # expect: FSDP013
     """,
-    "fsdp013-good-built-and-loaded-in-init-sharded-by-another-method": """
-        import torch.nn as nn
-        from torch.distributed.fsdp import fully_shard
-        class Perception(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.proj = nn.Linear(8, 8)
-        def setup_encoder(model, asr):
-            model.perception = Perception()
-            model.perception.load_state_dict(asr.state_dict(), strict=False)
-        class SpeechModel(nn.Module):
-            def __init__(self, asr):
-                super().__init__()
-                self.perception = Perception()
-                self.perception.load_state_dict(asr.state_dict())
-            def configure_model(self, mesh):
-                self.perception = fully_shard(self.perception, mesh=mesh)
-    """,
-    "fsdp013-good-helper-rebuilds-the-module-it-loads": """
-        import torch.nn as nn
-        from torch.distributed.fsdp import fully_shard
-        class Perception(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.proj = nn.Linear(8, 8)
-        def setup_encoder(model, asr):
-            model.perception = Perception()
-            model.perception.load_state_dict(asr.state_dict(), strict=False)
-        class SpeechModel(nn.Module):
-            def __init__(self, asr):
-                super().__init__()
-                setup_encoder(self, asr)
-            def reload_encoder(self, asr):
-                setup_encoder(self, asr)
-            def configure_model(self, mesh):
-                self.perception = fully_shard(self.perception, mesh=mesh)
-    """,
-    "fsdp013-method-loads-into-the-module-another-method-shards": """
-        import torch.nn as nn
-        from torch.distributed.fsdp import fully_shard
-        class Perception(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.proj = nn.Linear(8, 8)
-        def setup_encoder(model, asr):
-            model.perception = Perception()
-            model.perception.load_state_dict(asr.state_dict(), strict=False)
-        class SpeechModel(nn.Module):
-            def __init__(self, asr):
-                super().__init__()
-                setup_encoder(self, asr)
-            def reload_encoder(self, asr):
-                self.perception.load_state_dict(asr.state_dict())  # expect: FSDP013
-            def configure_model(self, mesh):
-                self.perception = fully_shard(self.perception, mesh=mesh)
-    """,
+    "fsdp013-good-built-and-loaded-in-init-sharded-by-another-method": _speech_model(
+        "def __init__(self, asr):",
+        "    super().__init__()",
+        "    self.perception = Perception()",
+        "    self.perception.load_state_dict(asr.state_dict())",
+    ),
+    "fsdp013-good-helper-rebuilds-the-module-it-loads": _speech_model(
+        "def __init__(self, asr):",
+        "    super().__init__()",
+        "    setup_encoder(self, asr)",
+        "def reload_encoder(self, asr):",
+        "    setup_encoder(self, asr)",
+    ),
+    "fsdp013-method-loads-into-the-module-another-method-shards": _speech_model(
+        "def __init__(self, asr):",
+        "    super().__init__()",
+        "    setup_encoder(self, asr)",
+        "def reload_encoder(self, asr):",
+        "    self.perception.load_state_dict(asr.state_dict())  # expect: FSDP013",
+    ),
 }
