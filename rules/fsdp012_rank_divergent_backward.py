@@ -516,7 +516,7 @@ def _runs_sharded_group(trace: Trace, called: Ref, event: Event) -> bool:
     if not read_by_name(called):
         return True
     attribute = canonical(called)
-    sharded = [canonical(target) for _, target in trace.shards_before(event)] + trace.assumed_sharded
+    sharded = [canonical(target) for _, target in trace.shards_before(event)] + trace.assumed_at(event)
     return any(target == attribute or is_strict_ancestor(attribute, target) for target in sharded)
 
 

@@ -393,7 +393,7 @@ def _whole_after_forward(trace: Trace, event: Event, group: tuple[Ref, Event | N
     target, shard = group
     setting = shard.arg(1, "reshard_after_forward") if shard is not None else None
     if setting is None or setting == Const(None):
-        others = [canonical(t) for s, t in trace.shards_before(event)] + list(map(canonical, trace.assumed_sharded))
+        others = [canonical(t) for s, t in trace.shards_before(event)] + list(map(canonical, trace.assumed_at(event)))
         stays = not any(may_contain(other, target) and other.path != target.path for other in others)
     elif isinstance(setting, Const):
         stays = setting.value is False

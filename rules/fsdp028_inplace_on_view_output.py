@@ -245,7 +245,7 @@ def _resharded_submodule(trace: Trace, call: Event) -> Ref | None:
         if isinstance(shard, Event) and shard.kwargs.get("reshard_after_forward") == Const(False):
             continue
         target = canonical(ref)
-        outer = [t for _, t in trace.shards_before(call)] + list(trace.assumed_sharded)
+        outer = [t for _, t in trace.shards_before(call)] + trace.assumed_at(call)
         if any(strict_ancestor(other, target) for other in outer):
             return ref
     return None

@@ -236,20 +236,22 @@ class Trace:
     def shards_before(self, event: Event, since: int = -1) -> Iterator[tuple[Event, Ref]]:
         return self.shards_between(since, event.index, event)
 
+    def assumed_at(self, event: Event) -> list[Ref]:
+        """The attributes other methods of the class may have sharded before ``event``: none while
+        the class's ``__init__`` runs (no other method has yet)."""
+        return [] if event.index < self.body_start else self.assumed_sharded
+
     def _assumed_for(self, ref: Ref, event: Event) -> list[Ref]:
-        """The attributes other methods of the class shard, as far as ``ref`` at ``event`` goes:
-        none while the class's ``__init__`` runs (no other method has yet), nor for a module this
-        method's own code built (``self.encoder = Encoder()``, then its load): another method's
-        `fully_shard` of that attribute sharded the module it held, not this new one."""
-        if event.index < self.body_start:
-            return []
+        """:meth:`assumed_at`, as far as ``ref`` goes: none for a module this method's own code
+        built (``self.encoder = Encoder()``, then its load): another method's `fully_shard` of that
+        attribute sharded the module it held, not this new one."""
         creation = ref.root.event
         built_here = (
             creation is not None
             and self.body_start <= creation.index < len(self.events)
             and self.events[creation.index] is creation
         )
-        return [] if built_here else self.assumed_sharded
+        return [] if built_here else self.assumed_at(event)
 
     def is_fsdp_module(self, ref: Ref, event: Event) -> Event | bool:
         """Has ``fully_shard`` been applied to ``ref`` itself (maybe) before ``event``?
