@@ -44,7 +44,9 @@ def interpret(
     """The traces of a parsed file, one per entry point, the module body's first; with a project,
     the runs follow what the file imports from it (``relevant``: may a module's code matter to a rule?)."""
     interpreter = Interpreter(module, source, project, path, relevant)
-    traces = [Trace(run.entry, run.events, instance=run.instance, body_start=run.body_start) for run in interpreter.run()]
+    traces = [
+        Trace(run.entry, run.events, instance=run.instance, body_start=run.body_start) for run in interpreter.run()
+    ]
     share_class_sharding(traces)
     others = tuple(
         (scope.path, project.sources.get(scope.path), scope.module)

@@ -276,11 +276,10 @@ class Uniform(Value):
 
 @dataclass(frozen=True)
 class FsdpVersion(Value):
-    """What a version probe, ``fsdp_version(model)``, returns: 1 for an FSDP1 wrapper, 2 for an
-    FSDP2 module. Once compared (``== 1``, ``!= 2``), ``fsdp1_arm`` is the arm of the test (0:
-    true, 1: false) in which ``model`` is no FSDP2 module, and ``fsdp2_arm`` the arm in which it
-    is one, where the test says (``isinstance(model, FSDPModule)`` is this value too, kept in a
-    variable as ``is_fsdp = isinstance(...)`` like any other)."""
+    """What a version probe, ``fsdp_version(model)``, returns: 1 for an FSDP1 wrapper, 2 for an FSDP2
+    module. Once compared (``== 1``, ``!= 2``), ``fsdp1_arm`` is the arm of the test (0: true, 1:
+    false) in which ``model`` is no FSDP2 module, ``fsdp2_arm`` the arm in which it is one, where the
+    test says (``isinstance(model, FSDPModule)`` too, kept in a variable like any other value)."""
 
     model: Value
     fsdp1_arm: int | None = None
@@ -326,6 +325,7 @@ class Function(Value):
     info: FunctionInfo
     closure: object = field(default=None, compare=False)  # the Env the def statement ran in
     bound: Ref | None = None  # the instance for a bound method
+    owner: ClassInfo | None = None  # the class a class method was looked up on (`Sub.create()`)
 
 
 @dataclass(frozen=True)

@@ -359,7 +359,8 @@ class Calls:
             method = receiver.info.method(name)
             if method is None:
                 return UNKNOWN
-            return self.call_function(self.function_value(method), args, kwargs, node) or UNKNOWN
+            owned = self.function_value(method, owner=receiver.info)
+            return self.call_function(owned, args, kwargs, node) or UNKNOWN
         return torch_api.value_method(receiver, name, event)
 
     def container_method(self, receiver: Ref, name: str, args: tuple, kwargs: dict) -> Value:
@@ -647,8 +648,8 @@ class Calls:
 
 def _class_of(fn: Function) -> Class | Value:
     """What a class method's ``cls`` is: the class of the instance it was called on, else the
-    class that defines it (``Float8Linear.from_float(m)``)."""
-    cls = fn.bound.root.cls if fn.bound is not None and not fn.bound.path else fn.info.cls
+    class it was looked up on (``Float8Linear.from_float(m)``), else the class that defines it."""
+    cls = fn.bound.root.cls if fn.bound is not None and not fn.bound.path else fn.owner or fn.info.cls
     return Class(cls) if cls is not None else UNKNOWN
 
 

@@ -142,9 +142,10 @@ class Interpreter(Expressions, Calls, Imports):
     def star_count(self) -> int:
         return sum(len(scope.star_imports) for scope in self.scopes)
 
-    def function_value(self, info: FunctionInfo, bound: Ref | None = None) -> Function:
-        """A function or method as a value, closed over its own module's variables."""
-        return Function(info, self.scope_of[info].env, bound)
+    def function_value(self, info: FunctionInfo, bound: Ref | None = None, owner: ClassInfo | None = None) -> Function:
+        """A function or method as a value, closed over its own module's variables; ``owner``: the
+        class it was looked up on, which a class method's ``cls`` is."""
+        return Function(info, self.scope_of[info].env, bound, owner)
 
     # --- entry points ------------------------------------------------------------------------
 

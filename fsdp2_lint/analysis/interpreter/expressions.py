@@ -105,7 +105,7 @@ class Expressions:
             elif isinstance(option, Class):
                 method = option.info.method(name)
                 attribute = None if method else self.class_attribute(option.info, name)
-                results.append(self.function_value(method) if method else attribute or UNKNOWN)
+                results.append(self.function_value(method, owner=option.info) if method else attribute or UNKNOWN)
             elif isinstance(option, Super):
                 results.append(BoundMethod(option, name))
             else:

@@ -179,6 +179,7 @@ def key(
     token = (
         fn.info,
         fn.bound,
+        fn.owner,
         tuple(_typed(arg) for arg in args),
         tuple((name, _typed(value)) for name, value in kwargs.items()),
         ctx,

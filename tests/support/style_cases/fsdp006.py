@@ -568,4 +568,67 @@ CASES = {
         fully_shard(model)
         optimizer = torch.optim.AdamW(model.parameters())
     """,
+    "fsdp006-meta-subclass-built-by-an-inherited-classmethod": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Base(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(16, 16)
+            @classmethod
+            def create(cls):
+                return cls()
+        class MetaModel(Base):
+            def __init__(self):
+                super().__init__()
+                with torch.device("meta"):
+                    self.head = nn.Linear(16, 16)  # expect: FSDP006
+        model = MetaModel.create()
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp006-meta-subclass-built-through-cls-of-an-inherited-classmethod": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Base(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.proj = nn.Linear(width, width)
+            @classmethod
+            def create(cls, width):
+                return cls(width)
+            @classmethod
+            def from_config(cls, config):
+                return cls.create(config["width"])
+        class MetaModel(Base):
+            def __init__(self, width):
+                super().__init__(width)
+                with torch.device("meta"):
+                    self.head = nn.Linear(width, width)  # expect: FSDP006
+        model = MetaModel.from_config({"width": 16})
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp006-good-base-built-by-its-classmethod-beside-a-meta-subclass": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Base(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(16, 16)
+            @classmethod
+            def create(cls):
+                return cls()
+        class MetaModel(Base):
+            def __init__(self):
+                super().__init__()
+                with torch.device("meta"):
+                    self.head = nn.Linear(16, 16)
+        model = Base.create()
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
 }
