@@ -52,12 +52,6 @@ micro-batch. FSDP2's equivalent is `set_requires_gradient_sync(False)` ... `(Tru
 A `no_sync` that a class gets from a base class outside the project (a framework's trainer) is
 not seen (the analysis does not read third-party packages): such a call on an object that holds a
 sharded model is still reported.
-
-A strategy object chosen at run time, one class per FSDP version (`self.strategy = create(cfg)`,
-then `self.model = self.strategy.wrap_model(model)` and `self.strategy.before_micro_batch(self.model)`),
-and the model it wrapped are read as two independent choices: the FSDP1 strategy's `model.no_sync()`
-is reported for the model the FSDP2 strategy sharded (RLinf's FSDP strategies). The analysis does
-not yet tie a value to the option of the choice that produced it.
 """
     valid = (
         """

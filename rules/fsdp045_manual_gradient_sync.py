@@ -77,11 +77,6 @@ a store to an attribute, or a call the analysis cannot see into (other than torc
 the two tests makes them unrelated and the sync is reported. A setting copied elsewhere
 (`self.fsdp = args.fsdp`) and tested there is not related to the original either. Testing the
 model itself (`if not isinstance(model, FSDPModule):`) always works.
-
-A strategy object chosen at run time, one class per FSDP version, and the model it wrapped are
-read as two independent choices: the FSDP1 strategy's hand reduction is reported for the model the
-FSDP2 strategy sharded (RLinf's `self._strategy.clip_grad_norm_(model=self.model)`), as FSDP005
-says.
 """
     valid = (
         """

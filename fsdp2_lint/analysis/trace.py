@@ -42,10 +42,16 @@ class Trace:
     entry: str
     events: list[Event]
     instance: Ref | None = None  # `self` of a method analysed as an entry point
-    assumed_sharded: list[Ref] = field(default_factory=list)  # sharded by other methods of the class
+    # Attributes other methods of the class shard, each with the `fully_shard` calls that do.
+    assumed_shards: dict[Ref, list[Event]] = field(default_factory=dict)
     # Attributes of the instance that other methods of the class set to an optimizer over sharded parameters.
     assumed_optimizers: list[Ref] = field(default_factory=list)
     body_start: int = 0  # a method's: its first event after its class's `__init__` (past the end for `__init__`)
+
+    @property
+    def assumed_sharded(self) -> list[Ref]:
+        """The attributes other methods of the class shard."""
+        return list(self.assumed_shards)
 
     @cached_property
     def shards(self) -> list[Event]:
@@ -238,8 +244,11 @@ class Trace:
 
     def assumed_at(self, event: Event) -> list[Ref]:
         """The attributes other methods of the class may have sharded before ``event``: none while
-        the class's ``__init__`` runs (no other method has yet)."""
-        return [] if event.index < self.body_start else self.assumed_sharded
+        the class's ``__init__`` runs (no other method has yet), nor where each of their
+        `fully_shard` calls excludes ``event`` (another arm of a setting, another strategy object)."""
+        if event.index < self.body_start:
+            return []
+        return [ref for ref, shards in self.assumed_shards.items() if not all(map(event.exclusive_with, shards))]
 
     def _assumed_for(self, ref: Ref, event: Event) -> list[Ref]:
         """:meth:`assumed_at`, as far as ``ref`` goes: none for a module this method's own code
@@ -411,7 +420,7 @@ def share_class_sharding(traces: list[Trace]) -> None:
     """A method that no code in the file calls runs at an order we cannot see, so modules that
     other methods of its class shard (``self.model``) are taken as sharded from its start, and
     attributes they set to an optimizer over sharded parameters (``self.optimizer``) as holding one."""
-    sharded: dict[ClassInfo, list[tuple[cst.CSTNode, tuple[str, ...]]]] = {}
+    sharded: dict[ClassInfo, list[tuple[Event, tuple[str, ...]]]] = {}
     optimizers: dict[ClassInfo, list[tuple[Trace, tuple[str, ...]]]] = {}
     for trace in traces:
         instance = trace.instance
@@ -421,7 +430,7 @@ def share_class_sharding(traces: list[Trace]) -> None:
             for target in shard.targets:
                 target = canonical(target)
                 if target.root is instance.root:
-                    sharded.setdefault(instance.root.cls, []).append((shard.node, target.path))
+                    sharded.setdefault(instance.root.cls, []).append((shard, target.path))
         for store in trace.of_kind(EventKind.STORE):
             for owner in refs(store.receiver):
                 owner = canonical(owner)
@@ -433,7 +442,10 @@ def share_class_sharding(traces: list[Trace]) -> None:
             continue
         # a `fully_shard` this trace runs itself (in `__init__`, run before the method) is seen in order
         own = {shard.node for shard in trace.shards}
-        paths = {path for node, path in sharded.get(instance.root.cls, ()) if node not in own}
-        trace.assumed_sharded = [Ref(instance.root, path) for path in sorted(paths)]
+        shards: dict[tuple[str, ...], list[Event]] = {}
+        for shard, path in sharded.get(instance.root.cls, ()):
+            if shard.node not in own:
+                shards.setdefault(path, []).append(shard)
+        trace.assumed_shards = {Ref(instance.root, path): shards[path] for path in sorted(shards)}
         paths = {path for owner, path in optimizers.get(instance.root.cls, ()) if owner is not trace}
         trace.assumed_optimizers = [Ref(instance.root, path) for path in sorted(paths)]

@@ -103,13 +103,16 @@ class Calls:
     def alternatives(self, value: Value, node: cst.CSTNode, call) -> Value:
         """``call`` on each option of ``value``. Exclusive options (one object or another, not a
         loop's elements one after the other) run in exclusive branches: calling
-        ``STRATEGIES.get(name, default).parallelize(model)`` runs one strategy, not all in turn."""
+        ``STRATEGIES.get(name, default).parallelize(model)`` runs one strategy, not all in turn. A
+        choice of objects is one branch wherever it is called: the strategy that wrapped the model
+        is the one that later steps it (``self.strategy.wrap(m)``, ``self.strategy.step(model)``)."""
         opts = options(value)
         if not (isinstance(value, Choice) and not value.sequential and len(opts) > 1):
             return choice([call(option) for option in opts])
+        branch = _choice_branch(opts) or id(node)
         outer, results = self.ctx, []
         for index, option in enumerate(opts):
-            self.ctx = outer.with_(branches=outer.branches + ((id(node), index),))
+            self.ctx = outer.with_(branches=outer.branches + ((branch, index),))
             try:
                 results.append(call(option))
             finally:
@@ -651,6 +654,17 @@ def _class_of(fn: Function) -> Class | Value:
     class it was looked up on (``Float8Linear.from_float(m)``), else the class that defines it."""
     cls = fn.bound.root.cls if fn.bound is not None and not fn.bound.path else fn.owner or fn.info.cls
     return Class(cls) if cls is not None else UNKNOWN
+
+
+def _choice_branch(opts: tuple[Value, ...]) -> tuple | None:
+    """The branch a choice of objects is, the same in every entry point's run: each object by the
+    calls that made it (a method analysed alone runs ``__init__`` again, making its objects anew)."""
+    made = [(tuple(map(id, o.root.event.frames())), o.path) if _made(o) else o for o in opts]
+    return tuple(made) if any(map(_made, opts)) else None
+
+
+def _made(option: Value) -> bool:
+    return isinstance(option, Ref) and option.root.event is not None
 
 
 def returned(frame: Frame) -> Value:

@@ -269,4 +269,120 @@ CASES = {
                 with self.model.no_sync():  # expect: FSDP005
                     self.model(x).sum().backward()
     """,
+    "fsdp005-good-strategy-object-and-the-model-it-wrapped": """
+        import contextlib
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        class FSDP1Strategy:
+            def wrap(self, model):
+                return FSDP(model)
+            def accumulate(self, model):
+                return model.no_sync()
+        class FSDP2Strategy:
+            def wrap(self, model):
+                fully_shard(model)
+                return model
+            def accumulate(self, model):
+                model.set_requires_gradient_sync(False)
+                return contextlib.nullcontext()
+        STRATEGIES = {"fsdp": FSDP1Strategy, "fsdp2": FSDP2Strategy}
+        def make_strategy(name):
+            if name == "fsdp":
+                return FSDP1Strategy()
+            return FSDP2Strategy()
+        class Trainer:
+            def __init__(self, name):
+                self.strategy = make_strategy(name)
+            def setup(self):
+                self.model = self.strategy.wrap(nn.Linear(8, 8))
+            def step(self, batch):
+                with self.strategy.accumulate(self.model):
+                    self.model(batch).sum().backward()
+    """,
+    "fsdp005-good-strategy-from-a-registry-and-the-model-it-wrapped": """
+        import contextlib
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        class FSDP1Strategy:
+            def wrap(self, model):
+                return FSDP(model)
+            def accumulate(self, model):
+                return model.no_sync()
+        class FSDP2Strategy:
+            def wrap(self, model):
+                fully_shard(model)
+                return model
+            def accumulate(self, model):
+                model.set_requires_gradient_sync(False)
+                return contextlib.nullcontext()
+        STRATEGIES = {"fsdp": FSDP1Strategy, "fsdp2": FSDP2Strategy}
+        def make_strategy(name):
+            return STRATEGIES[name]()
+        strategy = make_strategy(args.strategy)
+        model = strategy.wrap(nn.Linear(8, 8))
+        for batch in loader:
+            with strategy.accumulate(model):
+                model(batch).sum().backward()
+    """,
+    "fsdp005-good-strategy-chosen-by-match-wraps-in-a-helper": """
+        import contextlib
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        class FSDP1Strategy:
+            def wrap(self, model):
+                return FSDP(model)
+            def accumulate(self, model):
+                return model.no_sync()
+        class FSDP2Strategy:
+            def wrap(self, model):
+                fully_shard(model)
+                return model
+            def accumulate(self, model):
+                model.set_requires_gradient_sync(False)
+                return contextlib.nullcontext()
+        STRATEGIES = {"fsdp": FSDP1Strategy, "fsdp2": FSDP2Strategy}
+        def make_strategy(name):
+            match name:
+                case "fsdp":
+                    return FSDP1Strategy()
+                case _:
+                    return FSDP2Strategy()
+        def build(strategy):
+            return strategy.wrap(nn.Linear(8, 8))
+        strategy = make_strategy(args.strategy)
+        model = build(strategy)
+        with strategy.accumulate(model):
+            model(batch).sum().backward()
+    """,
+    "fsdp005-one-strategy-wraps-another-accumulates": """
+        import contextlib
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        class FSDP1Strategy:
+            def wrap(self, model):
+                return FSDP(model)
+            def accumulate(self, model):
+                return model.no_sync()  # expect: FSDP005
+        class FSDP2Strategy:
+            def wrap(self, model):
+                fully_shard(model)
+                return model
+            def accumulate(self, model):
+                model.set_requires_gradient_sync(False)
+                return contextlib.nullcontext()
+        STRATEGIES = {"fsdp": FSDP1Strategy, "fsdp2": FSDP2Strategy}
+        def make_strategy(name):
+            if name == "fsdp":
+                return FSDP1Strategy()
+            return FSDP2Strategy()
+        class Trainer:
+            def __init__(self, config):
+                self.wrapping = make_strategy(config.wrap)
+                self.accumulating = make_strategy(config.accumulate)
+            def setup(self):
+                self.model = self.wrapping.wrap(nn.Linear(8, 8))
+            def step(self, batch):
+                with self.accumulating.accumulate(self.model):
+                    self.model(batch).sum().backward()
+    """,
 }

@@ -173,4 +173,100 @@ CASES = {
     "fsdp045-good-identity-test-excludes-the-sharded-model": _parity_check("model is not fsdp_model"),
     "fsdp045-good-negated-identity-test": _parity_check("not model is fsdp_model"),
     "fsdp045-identity-test-picks-the-sharded-model": _parity_check("model is fsdp_model", "  # expect: FSDP045"),
+    "fsdp045-good-strategy-object-steps-the-model-it-wrapped": """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        class FSDP1Strategy:
+            def wrap_model(self, model):
+                return FSDP(model)
+            def clip_grad_norm_(self, model, max_norm):
+                for param in model.parameters():
+                    dist.all_reduce(param.grad)
+                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        class FSDP2Strategy:
+            def wrap_model(self, model):
+                fully_shard(model)
+                return model
+            def clip_grad_norm_(self, model, max_norm):
+                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        class StrategyBase:
+            @classmethod
+            def create(cls, config):
+                if config.strategy == "fsdp":
+                    return FSDP1Strategy()
+                return FSDP2Strategy()
+        class ModelManager:
+            def __init__(self, config):
+                self.strategy = StrategyBase.create(config)
+            def setup_model(self, module):
+                self.model = self.strategy.wrap_model(module)
+            def optimizer_step(self):
+                return self.strategy.clip_grad_norm_(self.model, 1.0)
+    """,
+    "fsdp045-good-strategy-argument-steps-the-model-it-wrapped": """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        class FSDP1Strategy:
+            def wrap_model(self, model):
+                return FSDP(model)
+            def clip_grad_norm_(self, model, max_norm):
+                for param in model.parameters():
+                    dist.all_reduce(param.grad)
+                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        class FSDP2Strategy:
+            def wrap_model(self, model):
+                fully_shard(model)
+                return model
+            def clip_grad_norm_(self, model, max_norm):
+                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        class StrategyBase:
+            @classmethod
+            def create(cls, config):
+                if config.strategy == "fsdp":
+                    return FSDP1Strategy()
+                return FSDP2Strategy()
+        def train(config, module, loader):
+            strategy = StrategyBase.create(config)
+            model = strategy.wrap_model(module)
+            for batch in loader:
+                model(batch).sum().backward()
+                strategy.clip_grad_norm_(model, 1.0)
+    """,
+    "fsdp045-one-strategy-wraps-another-steps": """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        class FSDP1Strategy:
+            def wrap_model(self, model):
+                return FSDP(model)
+            def clip_grad_norm_(self, model, max_norm):
+                for param in model.parameters():
+                    dist.all_reduce(param.grad)
+                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        class FSDP2Strategy:
+            def wrap_model(self, model):
+                fully_shard(model)
+                return model
+            def clip_grad_norm_(self, model, max_norm):
+                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        class StrategyBase:
+            @classmethod
+            def create(cls, config):
+                if config.strategy == "fsdp":
+                    return FSDP1Strategy()
+                return FSDP2Strategy()
+        class ModelManager:
+            def __init__(self, config):
+                self.strategy = StrategyBase.create(config)
+                self.legacy = FSDP1Strategy()
+            def setup_model(self, module):
+                self.model = self.strategy.wrap_model(module)
+            def optimizer_step(self):
+                return self.legacy.clip_grad_norm_(self.model, 1.0)  # expect: FSDP045
+    """,
 }
