@@ -76,7 +76,8 @@ def arms(interp: Evaluator, node: Branching, test: cst.BaseExpression, value: Va
         Arm(
             branch=(id(node), index),
             rank_guard=guards[index],
-            narrowing={**_variables(facts[index].wrappers), **identities[index].narrowing, **loops[index]},
+            # an identity test names the module exactly: it overrides what a walk's filter suggests
+            narrowing={**_variables(facts[index].wrappers), **loops[index], **identities[index].narrowing},
             distinct=identities[index].distinct,
             type_facts=facts[index].type_facts,
             slots={**_slots(facts[index].wrappers), **(facts[index].settings if decides_settings else {})},
@@ -209,8 +210,11 @@ class _Identity:
 
 
 def _identity_narrowing(interp: Evaluator, name: str, other: Value) -> tuple[_Identity, _Identity]:
-    """What ``name`` is where it is ``other`` and where it is not."""
+    """What ``name`` is where it is ``other`` and where it is not: a module of a ``modules()`` walk
+    tested against the walk's root (``if m is self: continue``) is the root, or one below it."""
     held, others = options(interp.frame.env.lookup(name) or UNKNOWN), options(other)
+    if len(held) == 1 and _walked(held[0]) and others == (_kept(held[0], root=True),):
+        return _Identity({name: _kept(held[0], root=True)}), _Identity({name: _kept(held[0], root=False)})
     same = [o for o in held if isinstance(o, Ref) and o in others]
     if len(held) < 2 or not same:
         return _Identity(), _Identity()
@@ -533,6 +537,7 @@ def _admitted(interp: Evaluator, test: cst.BaseExpression, subjects: dict[str, s
             if isinstance(option, Tuple) or is_container(option):
                 continue
             passes_root, passes_others = _passes(option, how, root)
+            passes_others = passes_others or (how == "isinstance" and _subclassed(interp, option))
             admits_root, admits_others = admits_root or passes_root, admits_others or passes_others
     return admits_root, admits_others
 
@@ -589,6 +594,14 @@ def _passes(option: Value, how: str, root: tuple[Value, str] | None) -> tuple[bo
     if how == "isinstance" and isinstance(option, Class) and isinstance(cls, Class):
         return any(base is option.info for base in cls.info.mro()), True
     return False, True
+
+
+def _subclassed(interp: Evaluator, option: Value) -> bool:
+    """Does a project class derive from ``option``? Then ``isinstance`` admits the root's
+    submodules of those classes too (a model class whose sub-models share its base)."""
+    return isinstance(option, Class) and any(
+        info is not option.info and option.info in info.mro() for info in interp.classes.values()
+    )
 
 
 def project_instance_test(objects: Value, classes: Value) -> bool | None:

@@ -218,4 +218,74 @@ CASES = {
         def test_run():
             run(Trainer, {}, True)
     """,
+    "fsdp031-good-sub-models-shard-themselves-then-the-root": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class BaseModel(nn.Module):
+            def fully_shard(self, config):
+                for module in self.modules():
+                    if module is self:
+                        continue
+                    if isinstance(module, BaseModel):
+                        module.fully_shard(config)
+                self._fully_shard(config)
+                return self
+            def _fully_shard(self, config, module=None):
+                target = module or self
+                fully_shard(target, reshard_after_forward=config.reshard)
+        class VisionModel(BaseModel):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+        class ChatModel(BaseModel):
+            def __init__(self):
+                super().__init__()
+                self.vision = VisionModel()
+                self.head = nn.Linear(8, 8)
+    """,
+    "fsdp031-good-walk-skips-its-root-with-is-not": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class BaseModel(nn.Module):
+            def fully_shard(self, config):
+                for module in self.modules():
+                    if module is not self and isinstance(module, BaseModel):
+                        module.fully_shard(config)
+                self._fully_shard(config)
+                return self
+            def _fully_shard(self, config, module=None):
+                target = module or self
+                fully_shard(target, reshard_after_forward=config.reshard)
+        class VisionModel(BaseModel):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+        class ChatModel(BaseModel):
+            def __init__(self):
+                super().__init__()
+                self.vision = VisionModel()
+                self.head = nn.Linear(8, 8)
+    """,
+    "fsdp031-good-walk-skips-the-model-it-walks": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def shard(model):
+            for module in model.modules():
+                if module is model:
+                    continue
+                if isinstance(module, nn.TransformerEncoderLayer):
+                    fully_shard(module)
+            fully_shard(model)
+        shard(nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 2))
+    """,
+    "fsdp031-walk-shards-its-root-then-shards-it-again": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        def shard(model):
+            for module in model.modules():
+                if module is model:
+                    fully_shard(module)
+            fully_shard(model)  # expect: FSDP031
+        shard(nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 2))
+    """,
 }
