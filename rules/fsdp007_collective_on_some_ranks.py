@@ -443,8 +443,7 @@ def _served_by_a_handler(trace: Trace, event: Event, name: str) -> bool:
                 cls = receiver.root.cls if not receiver.path else None
                 handlers = [m for each in cls.mro() for m in each.methods.values()] if cls is not None else []
                 if any(
-                    handler.name not in called and collective in _called_names(handler.node)
-                    for handler in handlers
+                    handler.name not in called and collective in _called_names(handler.node) for handler in handlers
                 ):
                     return True
     return False

@@ -367,7 +367,9 @@ def _message(tie: _Tie, alone: Ref, other: Ref) -> str:
             f"`{model}` is loaded with `tie_word_embeddings=True`: its {alone.path[-1]} share `{tie.name}` with "
             f"its {other.path[-1]}, which this call leaves in another `fully_shard` group"
         )
-    return f"`{alone.text}` shares `{tie.name}` with `{other.text}`, which this call leaves in another `fully_shard` group"
+    return (
+        f"`{alone.text}` shares `{tie.name}` with `{other.text}`, which this call leaves in another `fully_shard` group"
+    )
 
 
 @dataclass(frozen=True)
