@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Const, Event, EventKind, Ref, Symbol, canonical, may_overlap, refs, walk_contents
+from fsdp2_lint.analysis.model import Const, Event, EventKind, Ref, Symbol, Value, canonical, may_overlap, options, refs
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature, Severity
 
@@ -23,16 +23,20 @@ POLICY = "torch.distributed.fsdp.MixedPrecisionPolicy"
 FROM_PRETRAINED = "from_pretrained"
 
 
-def _dtype(value: object) -> str | None:
-    """The low-precision dtype a literal names ('full' for float32), else None."""
-    for option in walk_contents(value) if value is not None else ():
-        name = option.qname if isinstance(option, Symbol) else option.value if isinstance(option, Const) else None
-        if isinstance(name, str):
-            if name in LOW:
-                return LOW[name]
-            if name in FULL:
-                return "full"
-    return None
+def _dtype(value: Value | None) -> str | None:
+    """The low-precision dtype a value names ('full' for float32) when each of its options names that
+    one, else None: a dtype a setting chooses (`DTYPES[cfg.precision]`) is not known."""
+    named = {_named_dtype(option) for option in options(value)} if value is not None else {None}
+    return named.pop() if len(named) == 1 else None
+
+
+def _named_dtype(option: Value) -> str | None:
+    name = option.qname if isinstance(option, Symbol) else option.value if isinstance(option, Const) else None
+    if not isinstance(name, str):
+        return None
+    if name in LOW:
+        return LOW[name]
+    return "full" if name in FULL else None
 
 
 def _cast(event: Event) -> tuple[Ref, str] | None:
@@ -108,7 +112,9 @@ after the optimizer is built: it swaps the tensors in place) restored float32 sh
 casting before `fully_shard` (or not at all) is the reliable fix.
 
 ## Known problems
-Only literal dtypes are understood (`param_dtype=cfg.dtype` is not followed), and the optimizer has
+A dtype is known where every value it may hold names it (a literal, or what a helper returns for a
+literal setting); one a setting chooses (`DTYPES[cfg.precision]`, `param_dtype=cfg.dtype`) is not,
+and such a cast or policy is not reported (RLinf's reward models). The optimizer has
 to be built in the same code that casts and shards the model (a trainer whose optimizer is built
 in another method is not reported). `torch.set_default_dtype(torch.bfloat16)` and modules built with
 `dtype=torch.bfloat16` are not recognised.

@@ -90,4 +90,41 @@ CASES = {
         optimizer = torch.optim.AdamW(model.parameters())
         model.float()
     """,
+    "fsdp035-good-cast-to-the-dtype-a-setting-chooses": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        def dtype_from_precision(precision):
+            if precision == "bf16":
+                return torch.bfloat16
+            if precision == "fp16":
+                return torch.float16
+            return torch.float32
+        model = Transformer()
+        model.to(dtype_from_precision(cfg.precision))
+        fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp035-good-cast-to-a-dtype-looked-up-from-a-setting": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+        model = Transformer()
+        model = model.to(dtype=DTYPES[args.precision])
+        fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp035-cast-to-the-dtype-a-literal-setting-chooses": """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        def dtype_from_precision(precision):
+            if precision == "bf16":
+                return torch.bfloat16
+            if precision == "fp16":
+                return torch.float16
+            return torch.float32
+        model = Transformer()
+        model.to(dtype_from_precision("bf16"))  # expect: FSDP035
+        fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
 }
