@@ -72,7 +72,9 @@ group holding both), a tie made again after `to_empty()` (`model.tie_weights()`,
 A number is no tie: a value read from a config the model keeps (`self.norm = RMSNorm(dim,
 eps=model_args.norm_eps)` with `self.model_args = model_args`), an instance of a project class
 that is no `nn.Module` or that declares the attribute `int`, `float`, `bool` or `str`
-(`norm_eps: float`), is stored on each module as a plain value, not shared as a parameter.
+(`norm_eps: float`), is stored on each module as a plain value, not shared as a parameter; so is
+anything stored under a name that holds settings (`config`, `cfg`, `args`, `hparams`, `settings`,
+or one ending in them: `model_cfg`, `mtp_config`, `self._compile_cfg = config.compile_cfg`).
 
 ## Why is this bad?
 `fully_shard` replaces each parameter of its group by a sharded DTensor. Tied parameters are one
@@ -383,8 +385,13 @@ class _Tie:
 
 # Tensor attributes: storing one shares data between two parameters, not the parameter itself.
 _NOT_TIES = frozenset({"data", "grad"})
-# Attributes that hold a module's settings (a Hugging Face model's `config`): nothing under them is a parameter.
-_SETTINGS = frozenset({"config", "cfg", "hparams", "args"})
+# Attributes that hold a module's settings (a Hugging Face model's `config`, a `model_cfg`): nothing
+# under them is a parameter.
+_SETTINGS = frozenset({"config", "cfg", "conf", "hparams", "args", "settings"})
+
+
+def _setting(name: str) -> bool:
+    return name.rsplit("_", 1)[-1] in _SETTINGS  # `config`, `model_cfg`, `train_args`
 
 
 def _ties(trace: Trace) -> Iterator[_Tie]:
@@ -393,6 +400,8 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
     for store in trace.of_kind(EventKind.STORE):
         if not store.name or not store.name.isidentifier() or store.name in _NOT_TIES or not store.args:
             continue  # `x[i] = ...`, `p.data = q.data` (a copy into another parameter, not a tie)
+        if _setting(store.name):
+            continue  # `self._compile_cfg = config.compile_cfg`: a setting, not a parameter
         for receiver in refs(store.receiver):
             owner = canonical(receiver)
             if not owner.path or not is_exact(owner):
@@ -405,7 +414,7 @@ def _ties(trace: Trace) -> Iterator[_Tie]:
                     continue
                 if not shared.path[-1].isidentifier() or shared.path[-1] in _NOT_TIES:
                     continue
-                if _SETTINGS.intersection(shared.path[:-1]):
+                if any(map(_setting, shared.path[:-1])):
                     continue  # `self.llm.config.hidden_size`: a setting a module carries, not a parameter
                 source = Ref(shared.root, shared.path[:-1])
                 if source.path[: len(owner.path)] == owner.path or owner.path[: len(source.path)] == source.path:

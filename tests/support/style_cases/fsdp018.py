@@ -546,4 +546,53 @@ CASES = {
         fully_shard(model.llm)
         fully_shard(model)
     """,
+    "fsdp018-good-a-setting-the-model-keeps-from-its-builder-config": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class ModelConfig:
+            def __init__(self, compile_cfg, mtp_config, rms_norm_eps):
+                self.compile_cfg = compile_cfg
+                self.mtp_config = mtp_config
+                self.rms_norm_eps = rms_norm_eps
+            def build(self):
+                return Model(self)
+        class RMSNorm(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(dim))
+        class Model(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+                self._compile_cfg = self.resolve_compile_cfg(config)
+                self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+                self.mtp_block = nn.Linear(8, 8)
+                self.mtp_block.mtp_config = config.mtp_config
+                self.norm = RMSNorm(8)
+                self.norm.variance_epsilon = config.rms_norm_eps
+            def resolve_compile_cfg(self, config):
+                return config.compile_cfg
+        class Engine:
+            def __init__(self, model_cfg):
+                self.model_cfg = model_cfg
+                self.model = self.model_cfg.build()
+                for layer in (*self.model.layers, self.model.mtp_block, self.model.norm):
+                    fully_shard(layer)
+                fully_shard(self.model)
+        engine = Engine(ModelConfig({"layers": True}, {"depth": 1}, 1e-6))
+    """,
+    "fsdp018-tie-between-modules-named-like-settings-holders": """
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed_configurable = nn.Embedding(8, 4)
+                self.head = nn.Linear(4, 8, bias=False)
+                self.head.weight = self.embed_configurable.weight
+        model = Model()
+        fully_shard(model.head)  # expect: FSDP018
+        fully_shard(model)
+    """,
 }
