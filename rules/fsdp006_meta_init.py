@@ -27,7 +27,8 @@ from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
 # Calls after `to_empty()` that give the parameters real values.
 SET_STATE_DICT = f"{apis.STATE_DICT}.set_state_dict"
-INIT_METHOD = re.compile(r"init|reset|load|restore|materiali[sz]e|copy_|fill_|normal_|uniform_|zero_|apply")
+# Methods named for what initialises a module: `init_weights`, `load_hf`, `from_hf(path)` (into the module), ...
+INIT_METHOD = re.compile(r"init|reset|load|restore|materiali[sz]e|copy_|fill_|normal_|uniform_|zero_|apply|^from_")
 INIT_CALLS = re.compile(
     r"^torch\.nn\.init\.|^torch\.distributed\.checkpoint\.(load|load_state_dict)$"
     r"|^torch\.distributed\.checkpoint\.state_dict\.set_(model_)?state_dict$"
@@ -63,9 +64,11 @@ Two cases of meta-device initialisation:
   before the `to_empty()` that materialises it;
 - **warning**, at the `to_empty()` call: a sharded module is materialised but nothing initialises it
   afterwards (`init_weights()`, `reset_parameters()`, `.apply(init_fn)`, `torch.nn.init.*`,
-  `load_state_dict`, `set_model_state_dict`, `dcp.load`, or a helper of the file that does; a call
-  that passes the module to code outside the file is assumed to initialise it, and so is the caller
-  of a method or function that materialises a module it did not build: `self`, or an argument).
+  `load_state_dict`, `set_model_state_dict`, `dcp.load`, a method of the module named for loading
+  or initialising (`model.load_hf(path)`, `model.from_hf(path)`), or a helper of the file that does;
+  a call that passes the module or its parameters to code outside the file is assumed to initialise
+  it, and so is the caller of a method or function that materialises a module it did not build:
+  `self`, or an argument).
 
 ## Where it is reported
 The construction is the misuse when nothing on the model's own path materialises it: there is no
@@ -367,8 +370,8 @@ def _sharded(trace: Trace, to_empty: Event) -> bool:
 def _initialised_after(facts: FileFacts, trace: Trace, to_empty: Event) -> bool:
     found = list(refs(to_empty.receiver))
     modules = [canonical(ref) for ref in found]
-    if not modules or trace.handed_off(modules, to_empty.index) is not None:
-        return True  # an object we cannot identify, or one handed to code we cannot see
+    if not modules or trace.handed_off(modules, to_empty.index, parameters=True) is not None:
+        return True  # an object we cannot identify, or one (or its parameters) handed to code we cannot see
     if all(ref.root.event is None and ref.root.kind in (ObjKind.SELF, ObjKind.PARAM) for ref in found):
         return True  # a module the caller built (`self`, an argument): the caller may initialise it
     candidates = [event for event in trace.events[to_empty.index + 1 :] if not event.exclusive_with(to_empty)]

@@ -21,6 +21,7 @@ from fsdp2_lint.analysis.model import (
     EventKind,
     Obj,
     ObjKind,
+    Params,
     Ref,
     Symbol,
     Value,
@@ -172,11 +173,13 @@ class Trace:
                 return event
         return None
 
-    def handed_off(self, modules: list[Ref], after: int) -> Event | None:
+    def handed_off(self, modules: list[Ref], after: int, parameters: bool = False) -> Event | None:
         """The first event after ``after`` that gives one of ``modules`` to code this trace does
         not show: stored in an attribute or a container, returned from the entry point, or passed
-        to a function or method outside torch and the builtins."""
+        to a function or method outside torch and the builtins. ``parameters``: giving their
+        parameters counts too (``reader.read_into(name, param)`` may write them)."""
         wanted = [canonical(module) for module in modules]
+        gives = _gives_module_or_parameters if parameters else _touches
         for event in self.events[after + 1 :]:
             if event.kind is EventKind.STORE and _touches(event.receiver, wanted):
                 continue  # a module storing its own parts (`self.layers = ...` in its __init__)
@@ -188,7 +191,7 @@ class Trace:
                 values = (*event.args, *event.kwargs.values())
             else:
                 continue
-            if any(_touches(value, wanted) for value in values):
+            if any(gives(value, wanted) for value in values):
                 return event
         return None
 
@@ -407,6 +410,20 @@ def _proved_unsharded(ref: Ref, event: Event) -> bool:
 def _touches(value: Value | None, modules: list[Ref]) -> bool:
     return value is not None and any(
         may_overlap(canonical(ref), module) for ref in _refs_inside(value) for module in modules
+    )
+
+
+def _gives_module_or_parameters(value: Value | None, modules: list[Ref]) -> bool:
+    return (
+        _touches(value, modules)
+        or value is not None
+        and any(
+            may_overlap(canonical(source.ref), module)
+            for option in walk_contents(value)
+            if isinstance(option, Params)
+            for source in option.sources
+            for module in modules
+        )
     )
 
 

@@ -631,4 +631,65 @@ CASES = {
         fully_shard(model)
         optimizer = torch.optim.AdamW(model.parameters())
     """,
+    "fsdp006-good-parameters-handed-to-a-checkpoint-reader": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from weights import CheckpointReader
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+            def shard(self):
+                for layer in self.layers:
+                    fully_shard(layer)
+                fully_shard(self)
+                self.to_empty(device="cuda")
+                return self
+            def from_hf(self, path):
+                reader = CheckpointReader(path)
+                for name, param in self.named_parameters():
+                    reader.read_into(name, param)
+        with torch.device("meta"):
+            model = Model()
+        model.shard()
+        model.from_hf("/ckpt")
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp006-good-loaded-by-an-inherited-from-hf": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from xtuner_like.model import HFModelBase
+        class Model(HFModelBase):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+        with torch.device("meta"):
+            model = Model()
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        model.from_hf("/ckpt")
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+    "fsdp006-materialised-then-saved-not-loaded": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from xtuner_like.model import HFModelBase
+        class Model(HFModelBase):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+        with torch.device("meta"):
+            model = Model()
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        model.to_empty(device="cuda")  # expect: FSDP006
+        model.save_hf("/ckpt")
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
 }
