@@ -42,6 +42,15 @@ PRECISION_REPOSITORIES = REPOSITORIES | {
     "RLinf/RLinf": "a3816b596478",
     "NVIDIA-NeMo/Automodel": "36044ad3d139",
     "NVIDIA/NeMo": "8cfedd720346",
+    # Added 2026-11-27, linted first with code that had never seen them.
+    "InternLM/xtuner": "b934f462095c",
+    "NovaSky-AI/SkyRL": "a9564572eb8e",
+    "THUDM/slime": "624b824a898a",
+    "pytorch/torchft": "73dafea42211",
+    "Lightning-AI/litgpt": "26857050fe3f",
+    "OpenRLHF/OpenRLHF": "3c3be6234e0c",
+    "allenai/open-instruct": "e6c3044aa620",
+    "facebookresearch/fairseq2": "027bdebca4b9",
 }
 
 
