@@ -6,7 +6,7 @@ import libcst as cst
 
 from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
-from fsdp2_lint.analysis.model import Event, RankDep, Ref, StateDict, report_node, walk_contents
+from fsdp2_lint.analysis.model import Event, EventKind, RankDep, Ref, StateDict, options, report_node, walk_contents
 from fsdp2_lint.analysis.trace import Trace
 from fsdp2_lint.rule import Finding, Rule, RuntimeSignature
 
@@ -27,7 +27,7 @@ Flags `torch.save` of `m.state_dict()` or `opt.state_dict()` where `m` is sharde
 `fully_shard` (or `opt` optimizes a sharded module), whether passed directly, inside a dict or
 list, or through a variable; also `get_model_state_dict`/`get_state_dict` results taken without
 `StateDictOptions(full_state_dict=True)`. Not flagged: full state dicts, values mapped through
-`.full_tensor()`, DCP (`dcp.save`), and deliberate per-rank shard files (the path varies with
+`.full_tensor()` (into a new dict, or stored back: `sd[k] = v.full_tensor()` over its items), DCP (`dcp.save`), and deliberate per-rank shard files (the path varies with
 the rank).
 
 ## Where it is reported
@@ -120,7 +120,11 @@ if rank == 0:
                     continue  # every rank writes its own file: deliberate sharded checkpoint
                 saved = save.arg(0, "obj")
                 for value in walk_contents(saved) if saved is not None else ():
-                    if isinstance(value, StateDict) and value.full is False:
+                    if (
+                        isinstance(value, StateDict)
+                        and value.full is False
+                        and not _gathered_in_place(trace, value, save)
+                    ):
                         reported = report_node(save, trace.obtained(value, save) or _at(trace, value.at))
                         owner = _sharded_owner(facts, trace, value, reported)
                         if owner:
@@ -146,6 +150,17 @@ def _sharded_owner(facts: FileFacts, trace: Trace, state: StateDict, reported: c
         at, related = facts.sharded_elsewhere(name, shard, reported)
         return f"`{name}`, which is sharded{at}", related
     return None
+
+
+def _gathered_in_place(trace: Trace, state: StateDict, save: Event) -> bool:
+    """Were the state dict's items stored back gathered before ``save`` (``sd[k] = v.full_tensor()``
+    in a loop over its items)?"""
+    return any(
+        state in options(store.receiver)
+        and any(isinstance(v, StateDict) and v.full and v.owner == state.owner for v in options(store.args[0]))
+        for store in trace.of_kind(EventKind.STORE)
+        if store.index < save.index and store.receiver is not None and store.args
+    )
 
 
 def _at(trace: Trace, index: int) -> Event:
