@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fsdp2_lint.analysis import apis
 from fsdp2_lint.analysis.facts import FileFacts
 from fsdp2_lint.analysis.model import (
     Const,
@@ -36,7 +37,8 @@ class LoadPlainStateDict(Rule):
 Flags `model.load_state_dict(state)` on a model sharded with `fully_shard` when `state` holds
 plain tensors: read with `torch.load` / safetensors `load_file` from one file, or taken from a
 module that is not sharded. Not flagged: each rank loading its own shard file (the path varies
-with the rank), or a state dict taken from a sharded module.
+with the rank), a state dict taken from a sharded module, or one read from a file whose tensors
+the code makes DTensors before the load (`distribute_tensor(t, mesh)` over its items).
 
 ## Where it is reported
 At the `load_state_dict` when the function that loads also reads the state dict (a
@@ -151,7 +153,7 @@ class Trainer:
         for trace in facts.traces:
             for load in trace.methods("load_state_dict"):
                 state = load.arg(0, "state_dict")
-                plain = _plain(trace, state) if state is not None else None
+                plain = _plain(trace, state, load) if state is not None else None
                 if plain is None:
                     continue
                 for module in _modules(load):
@@ -193,12 +195,22 @@ def _own_loader(facts: FileFacts, ref: Ref) -> bool:
 PLAIN_BASES = ("builtins.", "abc.", "typing.")
 
 
-def _plain(trace: Trace, state) -> Value | None:
-    """The full, plain-tensor state dict (or file contents) that ``state`` may be."""
+def _plain(trace: Trace, state, load: Event) -> Value | None:
+    """The full, plain-tensor state dict (or file contents) that ``state`` may be: not what the
+    code made DTensors of before the load (``distribute_tensor(t, mesh)`` over its items)."""
     for value in walk_contents(state):
-        if isinstance(value, Loaded) and not value.per_rank:
+        if isinstance(value, Loaded) and not value.per_rank and not _distributed(trace, load):
             return value
         if isinstance(value, StateDict) and isinstance(value.owner, Ref):
             if value.full is True or not trace.sharded_overlap(value.owner, trace.events[value.at]):
                 return value
     return None
+
+
+def _distributed(trace: Trace, load: Event) -> bool:
+    """Were tensors read from a file made DTensors before ``load`` (each rank keeps its shard)?"""
+    return any(
+        any(isinstance(v, Loaded) for arg in call.args[:1] for v in walk_contents(arg))
+        for call in trace.calls(*apis.DISTRIBUTE_TENSOR)
+        if call.index < load.index
+    )

@@ -23,6 +23,8 @@ REGISTER_FORWARD_METHOD = f"{FSDP}.register_fsdp_forward_method"
 FSDP1 = f"{FSDP}.FullyShardedDataParallel"
 FSDP_MODULE = f"{FSDP}.FSDPModule"
 DTENSOR = "torch.distributed.tensor.DTensor"
+# Calls that make a tensor a DTensor, each rank keeping its shard.
+DISTRIBUTE_TENSOR = ("torch.distributed.tensor.distribute_tensor", f"{DTENSOR}.from_local")
 LOADERS = frozenset(
     {"torch.load", "safetensors.torch.load_file", "safetensors.torch.load", "torch.hub.load_state_dict_from_url"}
 )

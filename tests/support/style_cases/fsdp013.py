@@ -112,4 +112,42 @@ CASES = {
         "def reload_encoder(self, asr):",
         "    self.perception.load_state_dict(asr.state_dict())  # expect: FSDP013",
     ),
+    "fsdp013-good-loaded-tensors-distributed-before-the-load": """
+        import torch
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import distribute_tensor
+        fully_shard(model)
+        mesh = init_device_mesh("cuda", (torch.distributed.get_world_size(),))
+        checkpoint = torch.load("model.pt", map_location="cpu")
+        checkpoint = {
+            key: distribute_tensor(tensor, mesh, src_data_rank=None) if "rope" not in key else tensor
+            for key, tensor in checkpoint.items()
+        }
+        model.load_state_dict(checkpoint, strict=False)
+    """,
+    "fsdp013-good-loaded-tensors-distributed-in-a-loop": """
+        import torch
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import distribute_tensor
+        fully_shard(model)
+        mesh = init_device_mesh("cuda", (torch.distributed.get_world_size(),))
+        checkpoint = torch.load("model.pt", map_location="cpu")
+        sharded = {}
+        for key, tensor in checkpoint.items():
+            sharded[key] = distribute_tensor(tensor, mesh)
+        model.load_state_dict(sharded)
+    """,
+    "fsdp013-another-tensor-distributed-the-loaded-state-left-plain": """
+        import torch
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import distribute_tensor
+        fully_shard(model)
+        mesh = init_device_mesh("cuda", (torch.distributed.get_world_size(),))
+        checkpoint = torch.load("model.pt", map_location="cpu")
+        bias = distribute_tensor(torch.zeros(4), mesh)
+        model.load_state_dict(checkpoint)  # expect: FSDP013
+    """,
 }
