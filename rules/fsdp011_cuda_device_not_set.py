@@ -13,6 +13,8 @@ from fsdp2_lint.rule import Finding, FixOffer, Rule, RuntimeSignature, TorchVers
 
 INIT_PROCESS_GROUP = "torch.distributed.init_process_group"
 INIT_DEVICE_MESH = "torch.distributed.init_device_mesh"
+# Questions only an existing process group answers.
+GROUP_QUERIES = ("torch.distributed.get_world_size", "torch.distributed.get_rank")
 SPAWNING = ("torch.multiprocessing.", "multiprocessing.")
 TORCH_TEST_HARNESS = "torch.testing._internal."
 # torch.cuda functions that do not create the CUDA context (so a device mesh still selects the device).
@@ -49,6 +51,9 @@ no `torch.cuda.set_device(...)`, `torch.accelerator.set_device_index(...)`, `set
 device module found at run time (`getattr(torch, device_type).set_device(...)`),
 `init_process_group(..., device_id=...)`, or `CUDA_VISIBLE_DEVICES` assignment. Reported at
 `init_process_group` (or the first `fully_shard` when the process group is created elsewhere).
+Not flagged: a mesh built after the code asked the process group its size or rank
+(`init_device_mesh("cuda", (dist.get_world_size(),))` in a library's sharding helper): the group
+exists already, and the code that created it selects the device.
 
 Tests of classes built on torch's distributed test harness (`torch.testing._internal`:
 `FSDPTest`, `MultiProcessTestCase`, `DTensorTestBase`) are left alone: the harness selects the
@@ -131,12 +136,23 @@ fully_shard(model.cuda())
             shards = trace.shards
             if (
                 creates
+                and not _mesh_on_existing_group(trace, creates)
                 and shards
                 and any(_uses_cuda(event) for event in trace.events)
                 and not _mesh_selects_device(trace)
             ):
                 inits = [event for event in creates if event.qname == INIT_PROCESS_GROUP]
                 yield Finding((inits[0] if inits else shards[0]).node, fix=_set_device_first(facts, creates[0]))
+
+
+def _mesh_on_existing_group(trace: Trace, creates: list[Event]) -> bool:
+    """Are the meshes built after the code asked the process group its size or rank
+    (`init_device_mesh("cuda", (dist.get_world_size(),))`)? The group exists already: the code
+    that created it, elsewhere, selected the device."""
+    first = creates[0]
+    return all(e.qname == INIT_DEVICE_MESH for e in creates) and any(
+        query.index <= first.index for query in trace.calls(*GROUP_QUERIES)
+    )
 
 
 def _set_device_first(facts: FileFacts, creation: Event) -> Rewrite | None:

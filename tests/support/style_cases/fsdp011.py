@@ -87,4 +87,32 @@ CASES = {
         model = Net().cuda()
         fully_shard(model)
     """,
+    "fsdp011-good-mesh-on-the-group-the-caller-created": """
+        import torch.distributed as dist
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        def parallelize(model):
+            model.cuda()
+            mesh = init_device_mesh("cuda", mesh_shape=(dist.get_world_size(),), mesh_dim_names=("dp",))
+            for block in model.blocks:
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+    """,
+    "fsdp011-good-mesh-shaped-from-the-world-size": """
+        import torch.distributed as dist
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        model = Transformer().cuda()
+        world_size = dist.get_world_size()
+        mesh = init_device_mesh("cuda", (world_size // 2, 2), mesh_dim_names=("replicate", "shard"))
+        fully_shard(model, mesh=mesh)
+    """,
+    "fsdp011-mesh-shaped-from-the-environment": """
+        import os
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        model = Transformer().cuda()
+        mesh = init_device_mesh("cuda", (int(os.environ["WORLD_SIZE"]),))
+        fully_shard(model, mesh=mesh)  # expect: FSDP011
+    """,
 }
