@@ -51,6 +51,9 @@ PRECISION_REPOSITORIES = REPOSITORIES | {
     "OpenRLHF/OpenRLHF": "3c3be6234e0c",
     "allenai/open-instruct": "e6c3044aa620",
     "facebookresearch/fairseq2": "027bdebca4b9",
+    "facebookresearch/dinov3": "6876159a11b4",
+    "facebookresearch/perception_models": "3e352cca6606",
+    "modelscope/ms-swift": "3602360a5623",
 }
 
 
