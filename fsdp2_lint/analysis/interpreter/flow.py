@@ -337,6 +337,11 @@ def _eval_if_exp(interp: Evaluator, node: cst.IfExp) -> Value:
         for arm, body in zip(_data_arms(node, test, *guards.arms(interp, node, node.test, test)), bodies, strict=True)
     ]
     join_arms(interp, runs)
+    decided = const(test)
+    if isinstance(decided, (bool, type(None))) and len(results) == 2:
+        # A default decided the test: the other arm ran for callers that pass the argument, but
+        # this call gets this arm's value (`self.sync if override is None else override`).
+        return results[0 if decided else 1]
     return choice(results)
 
 

@@ -656,4 +656,55 @@ CASES = {
         "torch.distributed.broadcast(torch.tensor([0]), src=0)"
     ),
     "fsdp007-worker-loop-whose-handler-sends-nothing": _serving("dist.barrier()", mark="  # expect: FSDP007"),
+    "fsdp007-good-helper-default-resolved-by-a-conditional-expression": """
+        import os
+        import torch.distributed as dist
+        SYNC_BY_DEFAULT = False
+        def finish(path, sync=None):
+            do_sync = SYNC_BY_DEFAULT if sync is None else sync
+            if do_sync:
+                dist.barrier()
+            os.remove(path)
+        if dist.get_rank() == 0:
+            finish("/tmp/done")
+    """,
+    "fsdp007-good-context-manager-told-not-to-sync": """
+        import os
+        import tempfile
+        import torch.distributed as dist
+        class NamedDir(tempfile.TemporaryDirectory):
+            def __init__(self, name, sync=True):
+                self.name = str(name)
+                os.makedirs(name, exist_ok=True)
+                if sync:
+                    dist.barrier()
+                self.sync = sync
+            def cleanup(self, override_sync=None):
+                sync = self.sync if override_sync is None else override_sync
+                if sync:
+                    dist.barrier()
+            def __enter__(self):
+                return self.name
+            def __exit__(self, exc_type, exc_value, traceback):
+                if exc_type is None:
+                    self.cleanup()
+        def shared_dir(path):
+            if dist.get_rank() == 0:
+                with NamedDir(path, sync=False):
+                    yield path
+            else:
+                yield path
+    """,
+    "fsdp007-helper-told-to-sync-on-rank-zero": """
+        import os
+        import torch.distributed as dist
+        SYNC_BY_DEFAULT = False
+        def finish(path, sync=None):
+            do_sync = SYNC_BY_DEFAULT if sync is None else sync
+            if do_sync:
+                dist.barrier()
+            os.remove(path)
+        if dist.get_rank() == 0:
+            finish("/tmp/done", sync=True)  # expect: FSDP007
+    """,
 }
