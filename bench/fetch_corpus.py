@@ -54,6 +54,7 @@ PRECISION_REPOSITORIES = REPOSITORIES | {
     "facebookresearch/dinov3": "6876159a11b4",
     "facebookresearch/perception_models": "3e352cca6606",
     "modelscope/ms-swift": "3602360a5623",
+    "NVIDIA/Megatron-LM": "d98e8a64ddf3",
 }
 
 
