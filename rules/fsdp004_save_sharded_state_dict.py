@@ -27,8 +27,8 @@ Flags `torch.save` of `m.state_dict()` or `opt.state_dict()` where `m` is sharde
 `fully_shard` (or `opt` optimizes a sharded module), whether passed directly, inside a dict or
 list, or through a variable; also `get_model_state_dict`/`get_state_dict` results taken without
 `StateDictOptions(full_state_dict=True)`. Not flagged: full state dicts, values mapped through
-`.full_tensor()` (into a new dict, or stored back: `sd[k] = v.full_tensor()` over its items), DCP (`dcp.save`), and deliberate per-rank shard files (the path varies with
-the rank).
+`.full_tensor()` (into a new dict, or stored back: `sd[k] = v.full_tensor()` over its items),
+DCP (`dcp.save`), and deliberate per-rank shard files (the path varies with the rank).
 
 ## Where it is reported
 At the `torch.save` when the function that saves also takes the state dict (a `save_checkpoint(model)`

@@ -414,17 +414,12 @@ def _touches(value: Value | None, modules: list[Ref]) -> bool:
 
 
 def _gives_module_or_parameters(value: Value | None, modules: list[Ref]) -> bool:
-    return (
-        _touches(value, modules)
-        or value is not None
-        and any(
-            may_overlap(canonical(source.ref), module)
-            for option in walk_contents(value)
-            if isinstance(option, Params)
-            for source in option.sources
-            for module in modules
-        )
-    )
+    return _touches(value, modules) or _holds_parameters_of(value, modules)
+
+
+def _holds_parameters_of(value: Value | None, modules: list[Ref]) -> bool:
+    params = [option for option in walk_contents(value) if isinstance(option, Params)] if value is not None else []
+    return any(may_overlap(canonical(s.ref), module) for p in params for s in p.sources for module in modules)
 
 
 def _refs_inside(value: Value) -> Iterator[Ref]:
