@@ -53,6 +53,15 @@ def _monolith_load(built: str, mark: str = "") -> str:
     """
 
 
+# The state dict of a sharded model.
+_SHARDED_STATE = """
+        import torch
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        fully_shard(model)
+        state = model.state_dict()
+"""
+
 CASES = {
     "fsdp004-dict-built-up": """
         import torch
@@ -407,34 +416,19 @@ CASES = {
     # config the monolith property is False, so the `and` is (composer's `Trainer.fit`).
     "fsdp004-good-and-with-a-false-setting": _monolith_load("Trainer(Net())"),
     "fsdp004-and-with-a-setting-given": _monolith_load("Trainer(Net(), parallelism=config)", "  # expect: FSDP004"),
-    "fsdp004-good-items-gathered-back-in-place": """
-        import torch
-        from torch.distributed.fsdp import fully_shard
-        from torch.distributed.tensor import DTensor
-        fully_shard(model)
-        state = model.state_dict()
+    "fsdp004-good-items-gathered-back-in-place": f"""{_SHARDED_STATE}\
         for key, tensor in list(state.items()):
             if isinstance(tensor, DTensor):
                 state[key] = tensor.full_tensor()
         if torch.distributed.get_rank() == 0:
-            torch.save({"teacher": state}, "teacher.pth")
+            torch.save({{"teacher": state}}, "teacher.pth")
     """,
-    "fsdp004-good-each-key-gathered-back-in-place": """
-        import torch
-        from torch.distributed.fsdp import fully_shard
-        from torch.distributed.tensor import DTensor
-        fully_shard(model)
-        state = model.state_dict()
+    "fsdp004-good-each-key-gathered-back-in-place": f"""{_SHARDED_STATE}\
         for key in list(state.keys()):
             state[key] = state[key].full_tensor()
         torch.save(state, "model.pt")
     """,
-    "fsdp004-items-stored-back-as-local-shards": """
-        import torch
-        from torch.distributed.fsdp import fully_shard
-        from torch.distributed.tensor import DTensor
-        fully_shard(model)
-        state = model.state_dict()
+    "fsdp004-items-stored-back-as-local-shards": f"""{_SHARDED_STATE}\
         for key, tensor in list(state.items()):
             state[key] = tensor.to_local()
         torch.save(state, "model.pt")  # expect: FSDP004

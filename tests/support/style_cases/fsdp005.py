@@ -1,5 +1,28 @@
 """Style cases for FSDP005: code written in styles the fixtures do not use."""
 
+# One strategy class per FSDP version, and a factory (its body follows).
+_STRATEGIES = """
+        import contextlib
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        class FSDP1Strategy:
+            def wrap(self, model):
+                return FSDP(model)
+            def accumulate(self, model):
+                return model.no_sync()
+        class FSDP2Strategy:
+            def wrap(self, model):
+                fully_shard(model)
+                return model
+            def accumulate(self, model):
+                model.set_requires_gradient_sync(False)
+                return contextlib.nullcontext()
+        STRATEGIES = {"fsdp": FSDP1Strategy, "fsdp2": FSDP2Strategy}
+        def make_strategy(name):
+"""
+
+_STRATEGIES_REPORTED = _STRATEGIES.replace("return model.no_sync()", "return model.no_sync()  # expect: FSDP005")
+
 CASES = {
     "fsdp005-conditional-context": """
         import contextlib
@@ -269,24 +292,7 @@ CASES = {
                 with self.model.no_sync():  # expect: FSDP005
                     self.model(x).sum().backward()
     """,
-    "fsdp005-good-strategy-object-and-the-model-it-wrapped": """
-        import contextlib
-        import torch.nn as nn
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
-        class FSDP1Strategy:
-            def wrap(self, model):
-                return FSDP(model)
-            def accumulate(self, model):
-                return model.no_sync()
-        class FSDP2Strategy:
-            def wrap(self, model):
-                fully_shard(model)
-                return model
-            def accumulate(self, model):
-                model.set_requires_gradient_sync(False)
-                return contextlib.nullcontext()
-        STRATEGIES = {"fsdp": FSDP1Strategy, "fsdp2": FSDP2Strategy}
-        def make_strategy(name):
+    "fsdp005-good-strategy-object-and-the-model-it-wrapped": f"""{_STRATEGIES}\
             if name == "fsdp":
                 return FSDP1Strategy()
             return FSDP2Strategy()
@@ -299,24 +305,7 @@ CASES = {
                 with self.strategy.accumulate(self.model):
                     self.model(batch).sum().backward()
     """,
-    "fsdp005-good-strategy-from-a-registry-and-the-model-it-wrapped": """
-        import contextlib
-        import torch.nn as nn
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
-        class FSDP1Strategy:
-            def wrap(self, model):
-                return FSDP(model)
-            def accumulate(self, model):
-                return model.no_sync()
-        class FSDP2Strategy:
-            def wrap(self, model):
-                fully_shard(model)
-                return model
-            def accumulate(self, model):
-                model.set_requires_gradient_sync(False)
-                return contextlib.nullcontext()
-        STRATEGIES = {"fsdp": FSDP1Strategy, "fsdp2": FSDP2Strategy}
-        def make_strategy(name):
+    "fsdp005-good-strategy-from-a-registry-and-the-model-it-wrapped": f"""{_STRATEGIES}\
             return STRATEGIES[name]()
         strategy = make_strategy(args.strategy)
         model = strategy.wrap(nn.Linear(8, 8))
@@ -324,24 +313,7 @@ CASES = {
             with strategy.accumulate(model):
                 model(batch).sum().backward()
     """,
-    "fsdp005-good-strategy-chosen-by-match-wraps-in-a-helper": """
-        import contextlib
-        import torch.nn as nn
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
-        class FSDP1Strategy:
-            def wrap(self, model):
-                return FSDP(model)
-            def accumulate(self, model):
-                return model.no_sync()
-        class FSDP2Strategy:
-            def wrap(self, model):
-                fully_shard(model)
-                return model
-            def accumulate(self, model):
-                model.set_requires_gradient_sync(False)
-                return contextlib.nullcontext()
-        STRATEGIES = {"fsdp": FSDP1Strategy, "fsdp2": FSDP2Strategy}
-        def make_strategy(name):
+    "fsdp005-good-strategy-chosen-by-match-wraps-in-a-helper": f"""{_STRATEGIES}\
             match name:
                 case "fsdp":
                     return FSDP1Strategy()
@@ -354,24 +326,7 @@ CASES = {
         with strategy.accumulate(model):
             model(batch).sum().backward()
     """,
-    "fsdp005-one-strategy-wraps-another-accumulates": """
-        import contextlib
-        import torch.nn as nn
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
-        class FSDP1Strategy:
-            def wrap(self, model):
-                return FSDP(model)
-            def accumulate(self, model):
-                return model.no_sync()  # expect: FSDP005
-        class FSDP2Strategy:
-            def wrap(self, model):
-                fully_shard(model)
-                return model
-            def accumulate(self, model):
-                model.set_requires_gradient_sync(False)
-                return contextlib.nullcontext()
-        STRATEGIES = {"fsdp": FSDP1Strategy, "fsdp2": FSDP2Strategy}
-        def make_strategy(name):
+    "fsdp005-one-strategy-wraps-another-accumulates": f"""{_STRATEGIES_REPORTED}\
             if name == "fsdp":
                 return FSDP1Strategy()
             return FSDP2Strategy()

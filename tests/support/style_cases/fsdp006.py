@@ -1,5 +1,22 @@
 """Style cases for FSDP006: code written in styles the fixtures do not use."""
 
+# A model on meta whose base class, from a package the analysis does not read, loads weights.
+_INHERITED_LOADER = """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from xtuner_like.model import HFModelBase
+        class Model(HFModelBase):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+        with torch.device("meta"):
+            model = Model()
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+"""
+
 CASES = {
     "fsdp006-device-kwarg-never-materialised": """
         import torch.nn as nn
@@ -656,38 +673,12 @@ CASES = {
         model.from_hf("/ckpt")
         optimizer = torch.optim.AdamW(model.parameters())
     """,
-    "fsdp006-good-loaded-by-an-inherited-from-hf": """
-        import torch
-        import torch.nn as nn
-        from torch.distributed.fsdp import fully_shard
-        from xtuner_like.model import HFModelBase
-        class Model(HFModelBase):
-            def __init__(self):
-                super().__init__()
-                self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
-        with torch.device("meta"):
-            model = Model()
-        for layer in model.layers:
-            fully_shard(layer)
-        fully_shard(model)
+    "fsdp006-good-loaded-by-an-inherited-from-hf": f"""{_INHERITED_LOADER}\
         model.to_empty(device="cuda")
         model.from_hf("/ckpt")
         optimizer = torch.optim.AdamW(model.parameters())
     """,
-    "fsdp006-materialised-then-saved-not-loaded": """
-        import torch
-        import torch.nn as nn
-        from torch.distributed.fsdp import fully_shard
-        from xtuner_like.model import HFModelBase
-        class Model(HFModelBase):
-            def __init__(self):
-                super().__init__()
-                self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
-        with torch.device("meta"):
-            model = Model()
-        for layer in model.layers:
-            fully_shard(layer)
-        fully_shard(model)
+    "fsdp006-materialised-then-saved-not-loaded": f"""{_INHERITED_LOADER}\
         model.to_empty(device="cuda")  # expect: FSDP006
         model.save_hf("/ckpt")
         optimizer = torch.optim.AdamW(model.parameters())

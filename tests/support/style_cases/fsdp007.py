@@ -57,6 +57,18 @@ def _serving(*handler: str, mark: str = "") -> str:
     """
 
 
+# A helper that syncs only when told to, resolving its default with a conditional expression.
+_FINISH = """
+        import os
+        import torch.distributed as dist
+        SYNC_BY_DEFAULT = False
+        def finish(path, sync=None):
+            do_sync = SYNC_BY_DEFAULT if sync is None else sync
+            if do_sync:
+                dist.barrier()
+            os.remove(path)
+"""
+
 CASES = {
     "fsdp007-early-return": """
         import torch
@@ -656,15 +668,7 @@ CASES = {
         "torch.distributed.broadcast(torch.tensor([0]), src=0)"
     ),
     "fsdp007-worker-loop-whose-handler-sends-nothing": _serving("dist.barrier()", mark="  # expect: FSDP007"),
-    "fsdp007-good-helper-default-resolved-by-a-conditional-expression": """
-        import os
-        import torch.distributed as dist
-        SYNC_BY_DEFAULT = False
-        def finish(path, sync=None):
-            do_sync = SYNC_BY_DEFAULT if sync is None else sync
-            if do_sync:
-                dist.barrier()
-            os.remove(path)
+    "fsdp007-good-helper-default-resolved-by-a-conditional-expression": f"""{_FINISH}\
         if dist.get_rank() == 0:
             finish("/tmp/done")
     """,
@@ -695,15 +699,7 @@ CASES = {
             else:
                 yield path
     """,
-    "fsdp007-helper-told-to-sync-on-rank-zero": """
-        import os
-        import torch.distributed as dist
-        SYNC_BY_DEFAULT = False
-        def finish(path, sync=None):
-            do_sync = SYNC_BY_DEFAULT if sync is None else sync
-            if do_sync:
-                dist.barrier()
-            os.remove(path)
+    "fsdp007-helper-told-to-sync-on-rank-zero": f"""{_FINISH}\
         if dist.get_rank() == 0:
             finish("/tmp/done", sync=True)  # expect: FSDP007
     """,

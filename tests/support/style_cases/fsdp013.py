@@ -1,5 +1,6 @@
 """Style cases for FSDP013: code written in styles the fixtures do not use."""
 
+
 def _speech_model(*methods: str) -> str:
     """A model class whose `configure_model` shards `self.perception`, with other methods that build
     it (`setup_encoder` builds a new module and loads into it) or load into it."""
@@ -20,6 +21,17 @@ def _speech_model(*methods: str) -> str:
                 self.perception = fully_shard(self.perception, mesh=mesh)
     """
 
+
+# A sharded model, its mesh, and a checkpoint read whole from one file.
+_LOADED_CHECKPOINT = """
+        import torch
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import distribute_tensor
+        fully_shard(model)
+        mesh = init_device_mesh("cuda", (torch.distributed.get_world_size(),))
+        checkpoint = torch.load("model.pt", map_location="cpu")
+"""
 
 CASES = {
     "fsdp013-generic-restore-helper-reported-at-the-call-that-hands-it-the-file": """
@@ -112,41 +124,20 @@ CASES = {
         "def reload_encoder(self, asr):",
         "    self.perception.load_state_dict(asr.state_dict())  # expect: FSDP013",
     ),
-    "fsdp013-good-loaded-tensors-distributed-before-the-load": """
-        import torch
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
-        from torch.distributed.tensor import distribute_tensor
-        fully_shard(model)
-        mesh = init_device_mesh("cuda", (torch.distributed.get_world_size(),))
-        checkpoint = torch.load("model.pt", map_location="cpu")
-        checkpoint = {
+    "fsdp013-good-loaded-tensors-distributed-before-the-load": f"""{_LOADED_CHECKPOINT}\
+        checkpoint = {{
             key: distribute_tensor(tensor, mesh, src_data_rank=None) if "rope" not in key else tensor
             for key, tensor in checkpoint.items()
-        }
+        }}
         model.load_state_dict(checkpoint, strict=False)
     """,
-    "fsdp013-good-loaded-tensors-distributed-in-a-loop": """
-        import torch
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
-        from torch.distributed.tensor import distribute_tensor
-        fully_shard(model)
-        mesh = init_device_mesh("cuda", (torch.distributed.get_world_size(),))
-        checkpoint = torch.load("model.pt", map_location="cpu")
-        sharded = {}
+    "fsdp013-good-loaded-tensors-distributed-in-a-loop": f"""{_LOADED_CHECKPOINT}\
+        sharded = {{}}
         for key, tensor in checkpoint.items():
             sharded[key] = distribute_tensor(tensor, mesh)
         model.load_state_dict(sharded)
     """,
-    "fsdp013-another-tensor-distributed-the-loaded-state-left-plain": """
-        import torch
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
-        from torch.distributed.tensor import distribute_tensor
-        fully_shard(model)
-        mesh = init_device_mesh("cuda", (torch.distributed.get_world_size(),))
-        checkpoint = torch.load("model.pt", map_location="cpu")
+    "fsdp013-another-tensor-distributed-the-loaded-state-left-plain": f"""{_LOADED_CHECKPOINT}\
         bias = distribute_tensor(torch.zeros(4), mesh)
         model.load_state_dict(checkpoint)  # expect: FSDP013
     """,

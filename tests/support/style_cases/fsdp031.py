@@ -1,5 +1,35 @@
 """Style cases for FSDP031: code written in styles the fixtures do not use."""
 
+
+def _sharding_base_model(*walk_filter: str) -> str:
+    """A base model class whose `fully_shard` shards the sub-models its `modules()` walk lets
+    through `walk_filter`, then itself (xtuner's `BaseModel`), and a model holding a sub-model."""
+    lines = "\n                    ".join(walk_filter)
+    return f"""
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class BaseModel(nn.Module):
+            def fully_shard(self, config):
+                for module in self.modules():
+                    {lines}
+                        module.fully_shard(config)
+                self._fully_shard(config)
+                return self
+            def _fully_shard(self, config, module=None):
+                target = module or self
+                fully_shard(target, reshard_after_forward=config.reshard)
+        class VisionModel(BaseModel):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+        class ChatModel(BaseModel):
+            def __init__(self):
+                super().__init__()
+                self.vision = VisionModel()
+                self.head = nn.Linear(8, 8)
+    """
+
+
 CASES = {
     "fsdp031-trainer-setup-shards-again": """
         from torch.distributed.fsdp import fully_shard
@@ -218,54 +248,12 @@ CASES = {
         def test_run():
             run(Trainer, {}, True)
     """,
-    "fsdp031-good-sub-models-shard-themselves-then-the-root": """
-        import torch.nn as nn
-        from torch.distributed.fsdp import fully_shard
-        class BaseModel(nn.Module):
-            def fully_shard(self, config):
-                for module in self.modules():
-                    if module is self:
-                        continue
-                    if isinstance(module, BaseModel):
-                        module.fully_shard(config)
-                self._fully_shard(config)
-                return self
-            def _fully_shard(self, config, module=None):
-                target = module or self
-                fully_shard(target, reshard_after_forward=config.reshard)
-        class VisionModel(BaseModel):
-            def __init__(self):
-                super().__init__()
-                self.proj = nn.Linear(8, 8)
-        class ChatModel(BaseModel):
-            def __init__(self):
-                super().__init__()
-                self.vision = VisionModel()
-                self.head = nn.Linear(8, 8)
-    """,
-    "fsdp031-good-walk-skips-its-root-with-is-not": """
-        import torch.nn as nn
-        from torch.distributed.fsdp import fully_shard
-        class BaseModel(nn.Module):
-            def fully_shard(self, config):
-                for module in self.modules():
-                    if module is not self and isinstance(module, BaseModel):
-                        module.fully_shard(config)
-                self._fully_shard(config)
-                return self
-            def _fully_shard(self, config, module=None):
-                target = module or self
-                fully_shard(target, reshard_after_forward=config.reshard)
-        class VisionModel(BaseModel):
-            def __init__(self):
-                super().__init__()
-                self.proj = nn.Linear(8, 8)
-        class ChatModel(BaseModel):
-            def __init__(self):
-                super().__init__()
-                self.vision = VisionModel()
-                self.head = nn.Linear(8, 8)
-    """,
+    "fsdp031-good-sub-models-shard-themselves-then-the-root": _sharding_base_model(
+        "if module is self:", "    continue", "if isinstance(module, BaseModel):"
+    ),
+    "fsdp031-good-walk-skips-its-root-with-is-not": _sharding_base_model(
+        "if module is not self and isinstance(module, BaseModel):"
+    ),
     "fsdp031-good-walk-skips-the-model-it-walks": """
         import torch.nn as nn
         from torch.distributed.fsdp import fully_shard

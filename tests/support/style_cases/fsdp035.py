@@ -1,5 +1,17 @@
 """Style cases for FSDP035: code written in styles the fixtures do not use."""
 
+# The dtype a precision setting names, as a helper returns it.
+_DTYPE_FROM_PRECISION = """
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        def dtype_from_precision(precision):
+            if precision == "bf16":
+                return torch.bfloat16
+            if precision == "fp16":
+                return torch.float16
+            return torch.float32
+"""
+
 CASES = {
     "fsdp035-to-dtype-keyword-named-policy": """
         import torch
@@ -90,15 +102,7 @@ CASES = {
         optimizer = torch.optim.AdamW(model.parameters())
         model.float()
     """,
-    "fsdp035-good-cast-to-the-dtype-a-setting-chooses": """
-        import torch
-        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-        def dtype_from_precision(precision):
-            if precision == "bf16":
-                return torch.bfloat16
-            if precision == "fp16":
-                return torch.float16
-            return torch.float32
+    "fsdp035-good-cast-to-the-dtype-a-setting-chooses": f"""{_DTYPE_FROM_PRECISION}\
         model = Transformer()
         model.to(dtype_from_precision(cfg.precision))
         fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
@@ -113,15 +117,7 @@ CASES = {
         fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
         optimizer = torch.optim.AdamW(model.parameters())
     """,
-    "fsdp035-cast-to-the-dtype-a-literal-setting-chooses": """
-        import torch
-        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-        def dtype_from_precision(precision):
-            if precision == "bf16":
-                return torch.bfloat16
-            if precision == "fp16":
-                return torch.float16
-            return torch.float32
+    "fsdp035-cast-to-the-dtype-a-literal-setting-chooses": f"""{_DTYPE_FROM_PRECISION}\
         model = Transformer()
         model.to(dtype_from_precision("bf16"))  # expect: FSDP035
         fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))

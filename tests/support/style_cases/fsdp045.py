@@ -21,6 +21,33 @@ def _parity_check(test: str, mark: str = "") -> str:
     """
 
 
+# One strategy class per FSDP version, created by a class method.
+_STRATEGIES = """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        class FSDP1Strategy:
+            def wrap_model(self, model):
+                return FSDP(model)
+            def clip_grad_norm_(self, model, max_norm):
+                for param in model.parameters():
+                    dist.all_reduce(param.grad)
+                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        class FSDP2Strategy:
+            def wrap_model(self, model):
+                fully_shard(model)
+                return model
+            def clip_grad_norm_(self, model, max_norm):
+                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        class StrategyBase:
+            @classmethod
+            def create(cls, config):
+                if config.strategy == "fsdp":
+                    return FSDP1Strategy()
+                return FSDP2Strategy()
+"""
+
 CASES = {
     "fsdp045-gradient-list-then-loop": """
         import torch.distributed as dist
@@ -173,30 +200,7 @@ CASES = {
     "fsdp045-good-identity-test-excludes-the-sharded-model": _parity_check("model is not fsdp_model"),
     "fsdp045-good-negated-identity-test": _parity_check("not model is fsdp_model"),
     "fsdp045-identity-test-picks-the-sharded-model": _parity_check("model is fsdp_model", "  # expect: FSDP045"),
-    "fsdp045-good-strategy-object-steps-the-model-it-wrapped": """
-        import torch
-        import torch.distributed as dist
-        import torch.nn as nn
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
-        class FSDP1Strategy:
-            def wrap_model(self, model):
-                return FSDP(model)
-            def clip_grad_norm_(self, model, max_norm):
-                for param in model.parameters():
-                    dist.all_reduce(param.grad)
-                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        class FSDP2Strategy:
-            def wrap_model(self, model):
-                fully_shard(model)
-                return model
-            def clip_grad_norm_(self, model, max_norm):
-                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        class StrategyBase:
-            @classmethod
-            def create(cls, config):
-                if config.strategy == "fsdp":
-                    return FSDP1Strategy()
-                return FSDP2Strategy()
+    "fsdp045-good-strategy-object-steps-the-model-it-wrapped": f"""{_STRATEGIES}\
         class ModelManager:
             def __init__(self, config):
                 self.strategy = StrategyBase.create(config)
@@ -205,30 +209,7 @@ CASES = {
             def optimizer_step(self):
                 return self.strategy.clip_grad_norm_(self.model, 1.0)
     """,
-    "fsdp045-good-strategy-argument-steps-the-model-it-wrapped": """
-        import torch
-        import torch.distributed as dist
-        import torch.nn as nn
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
-        class FSDP1Strategy:
-            def wrap_model(self, model):
-                return FSDP(model)
-            def clip_grad_norm_(self, model, max_norm):
-                for param in model.parameters():
-                    dist.all_reduce(param.grad)
-                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        class FSDP2Strategy:
-            def wrap_model(self, model):
-                fully_shard(model)
-                return model
-            def clip_grad_norm_(self, model, max_norm):
-                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        class StrategyBase:
-            @classmethod
-            def create(cls, config):
-                if config.strategy == "fsdp":
-                    return FSDP1Strategy()
-                return FSDP2Strategy()
+    "fsdp045-good-strategy-argument-steps-the-model-it-wrapped": f"""{_STRATEGIES}\
         def train(config, module, loader):
             strategy = StrategyBase.create(config)
             model = strategy.wrap_model(module)
@@ -236,30 +217,7 @@ CASES = {
                 model(batch).sum().backward()
                 strategy.clip_grad_norm_(model, 1.0)
     """,
-    "fsdp045-one-strategy-wraps-another-steps": """
-        import torch
-        import torch.distributed as dist
-        import torch.nn as nn
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
-        class FSDP1Strategy:
-            def wrap_model(self, model):
-                return FSDP(model)
-            def clip_grad_norm_(self, model, max_norm):
-                for param in model.parameters():
-                    dist.all_reduce(param.grad)
-                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        class FSDP2Strategy:
-            def wrap_model(self, model):
-                fully_shard(model)
-                return model
-            def clip_grad_norm_(self, model, max_norm):
-                return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        class StrategyBase:
-            @classmethod
-            def create(cls, config):
-                if config.strategy == "fsdp":
-                    return FSDP1Strategy()
-                return FSDP2Strategy()
+    "fsdp045-one-strategy-wraps-another-steps": f"""{_STRATEGIES}\
         class ModelManager:
             def __init__(self, config):
                 self.strategy = StrategyBase.create(config)
