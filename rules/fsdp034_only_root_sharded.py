@@ -54,6 +54,9 @@ PARAMETER_FREE = frozenset(
 
 NOT_MODULES = frozenset({"Parameter", "Buffer", "ParameterList", "ParameterDict", "Tensor"})
 
+# How the names of other libraries' layer classes end (`te.LayerNormLinear`, `ColumnParallelLinear`).
+LAYER_NAME_ENDINGS = ("Linear", "Embedding", "Norm", "Conv1d", "Conv2d", "Conv3d")
+
 
 class OnlyRootSharded(Rule):
     code = "FSDP034"
@@ -71,7 +74,9 @@ block (in the same function, another function, another method of the class or a 
 does not hide a model sharded only at its root; a module the model holds under a second name
 (`self.draft = draft`, then `wrapper.draft = draft`) is part of it under either name. Not reported
 for a model without blocks: a module
-without submodules (an `nn.Linear`, or a project class that stores none), an `nn.Sequential` or
+without submodules (an `nn.Linear`, or a project class that stores none), a module of a class
+named as layers are (`te.LayerNormLinear`, a `ColumnParallelLinear`: a name ending in `Linear`,
+`Embedding`, `Norm` or `Conv1d`/`2d`/`3d`), an `nn.Sequential` or
 project class whose submodules are such layers and at most one module built the same way (a
 test's toy MLP, or a model wrapping one), wherever the project builds it, or such a module a
 function converts (`convert_to_float8_training(linear)`) or copies (`copy.deepcopy`). Nor for a
@@ -412,7 +417,7 @@ class _Structure:
         if original.path:
             return None
         obj = original.root
-        if obj.qname in LEAF_MODULES | PARAMETER_FREE:
+        if obj.qname in LEAF_MODULES | PARAMETER_FREE or _named_like_a_layer(obj):
             return _LEAF
         if depth > _MAX_DEPTH:
             return None
@@ -461,6 +466,14 @@ class _Structure:
             return None
         shapes = [self.shape(module.root, depth) for module in modules]  # type: ignore[union-attr]
         return None if None in shapes else max(shapes, default=None)
+
+
+def _named_like_a_layer(obj: Obj) -> bool:
+    """Is the module an instance of a class named as layers are (`te.LayerNormLinear(...)`, a
+    `ColumnParallelLinear` of the project)? Such a layer holds parameters, not blocks, whatever
+    else its constructor stores."""
+    name = obj.cls.name if obj.cls is not None else obj.qname or ""
+    return obj.kind is ObjKind.NEW and name.endswith(LAYER_NAME_ENDINGS)
 
 
 def _layer_class(cls: ClassInfo) -> bool:

@@ -667,4 +667,34 @@ CASES = {
         fully_shard(model)  # expect: FSDP034
         optimizer = torch.optim.AdamW(model.parameters())
     """,
+    "fsdp034-good-one-library-layer-sharded": """
+        import torch
+        import transformer_engine.pytorch as te
+        from torch.distributed.fsdp import fully_shard
+        model = te.LayerNormLinear(512, 1536, params_dtype=torch.bfloat16)
+        fully_shard(model)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    """,
+    "fsdp034-good-one-project-layer-with-helpers-sharded": """
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        from comms import make_communicator
+        class ColumnParallelLinear(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.weight = nn.Parameter(torch.randn(dim, dim))
+                self.communicator = make_communicator()
+        model = ColumnParallelLinear(16)
+        fully_shard(model)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    """,
+    "fsdp034-one-library-transformer-sharded-at-its-root": """
+        import torch
+        import transformer_engine.pytorch as te
+        from torch.distributed.fsdp import fully_shard
+        model = te.TransformerLayer(512, 2048, 8)
+        fully_shard(model)  # expect: FSDP034
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    """,
 }
