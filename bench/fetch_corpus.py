@@ -55,6 +55,10 @@ PRECISION_REPOSITORIES = REPOSITORIES | {
     "facebookresearch/perception_models": "3e352cca6606",
     "modelscope/ms-swift": "3602360a5623",
     "NVIDIA/Megatron-LM": "d98e8a64ddf3",
+    "NVIDIA/TransformerEngine": "d0067d0da6cb",
+    "Lightning-AI/lightning-thunder": "1e22aacb1aef",
+    "mosaicml/llm-foundry": "8c8dd48f7216",
+    "linkedin/Liger-Kernel": "ead96b618e5c",
 }
 
 
