@@ -659,8 +659,14 @@ def _class_of(fn: Function) -> Class | Value:
 def _choice_branch(opts: tuple[Value, ...]) -> tuple | None:
     """The branch a choice of objects is, the same in every entry point's run: each object by the
     calls that made it (a method analysed alone runs ``__init__`` again, making its objects anew)."""
-    made = [(tuple(map(id, o.root.event.frames())), o.path) if _made(o) else o for o in opts]
-    return tuple(made) if any(map(_made, opts)) else None
+    if not any(map(_made, opts)):
+        return None
+    branch = tuple((tuple(map(id, o.root.event.frames())), o.path) if _made(o) else o for o in opts)
+    try:
+        hash(branch)
+    except TypeError:  # beside a value Python cannot hash: a branch of this call only
+        return None
+    return branch
 
 
 def _made(option: Value) -> bool:
