@@ -17,6 +17,32 @@ _INHERITED_LOADER = """
         fully_shard(model)
 """
 
+
+def _meta_subclass_of_a_base(built: str, mark: str = "") -> str:
+    """A base model whose class method builds `cls()`, a subclass that adds a layer on meta, and
+    the model `built` (by the class method, looked up on one class or the other), then trained."""
+    return f"""
+        import torch
+        import torch.nn as nn
+        from torch.distributed.fsdp import fully_shard
+        class Base(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(16, 16)
+            @classmethod
+            def create(cls):
+                return cls()
+        class MetaModel(Base):
+            def __init__(self):
+                super().__init__()
+                with torch.device("meta"):
+                    self.head = nn.Linear(16, 16){mark}
+        model = {built}
+        fully_shard(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """
+
+
 CASES = {
     "fsdp006-device-kwarg-never-materialised": """
         import torch.nn as nn
@@ -585,26 +611,9 @@ CASES = {
         fully_shard(model)
         optimizer = torch.optim.AdamW(model.parameters())
     """,
-    "fsdp006-meta-subclass-built-by-an-inherited-classmethod": """
-        import torch
-        import torch.nn as nn
-        from torch.distributed.fsdp import fully_shard
-        class Base(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.proj = nn.Linear(16, 16)
-            @classmethod
-            def create(cls):
-                return cls()
-        class MetaModel(Base):
-            def __init__(self):
-                super().__init__()
-                with torch.device("meta"):
-                    self.head = nn.Linear(16, 16)  # expect: FSDP006
-        model = MetaModel.create()
-        fully_shard(model)
-        optimizer = torch.optim.AdamW(model.parameters())
-    """,
+    "fsdp006-meta-subclass-built-by-an-inherited-classmethod": _meta_subclass_of_a_base(
+        "MetaModel.create()", mark="  # expect: FSDP006"
+    ),
     "fsdp006-meta-subclass-built-through-cls-of-an-inherited-classmethod": """
         import torch
         import torch.nn as nn
@@ -628,26 +637,7 @@ CASES = {
         fully_shard(model)
         optimizer = torch.optim.AdamW(model.parameters())
     """,
-    "fsdp006-good-base-built-by-its-classmethod-beside-a-meta-subclass": """
-        import torch
-        import torch.nn as nn
-        from torch.distributed.fsdp import fully_shard
-        class Base(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.proj = nn.Linear(16, 16)
-            @classmethod
-            def create(cls):
-                return cls()
-        class MetaModel(Base):
-            def __init__(self):
-                super().__init__()
-                with torch.device("meta"):
-                    self.head = nn.Linear(16, 16)
-        model = Base.create()
-        fully_shard(model)
-        optimizer = torch.optim.AdamW(model.parameters())
-    """,
+    "fsdp006-good-base-built-by-its-classmethod-beside-a-meta-subclass": _meta_subclass_of_a_base("Base.create()"),
     "fsdp006-good-parameters-handed-to-a-checkpoint-reader": """
         import torch
         import torch.nn as nn
